@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One command per job, on a fresh Debian 12 machine (run as root, or with sudo available):
+#   ./build.sh run    install what is missing, build, start the sample server with the dashboard
+#   ./build.sh test   install what is missing, build, run every test (ends with ctest's summary)
+#   ./build.sh bench  install what is missing, build, run the overhead benchmark
+set -euo pipefail
+cd "$(dirname "$0")"
+
+BUILD_DIR=${LIVEHEAP_BUILD_DIR:-build}
+JOBS=${LIVEHEAP_JOBS:-$(nproc)}
+
+# Debian packages each job needs (Boost 1.81: 1.74 lacks Beast's message_generator).
+BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
+                nlohmann-json3-dev libunwind-dev curl)
+TEST_PACKAGES=(libgtest-dev chromium nodejs npm)
+BENCH_PACKAGES=(heaptrack libjemalloc2 wrk)
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== installing: ${missing[*]}"
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# The browser test drives Debian's chromium through playwright-core (no browser download).
+install_browser_test_deps() {
+  if [ ! -d tests/browser/node_modules/playwright-core ]; then
+    echo "== npm install (tests/browser)"
+    (cd tests/browser && npm install --no-audit --no-fund --loglevel=error)
+  fi
+}
+
+build() {
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+case "${1:-}" in
+  run)
+    install_packages "${BUILD_PACKAGES[@]}"
+    build -DLIVEHEAP_BUILD_TESTS=OFF
+    exec "$BUILD_DIR/samples/leaky_server" --host 127.0.0.1 --port "${PORT:-8080}"
+    ;;
+  test)
+    install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    install_browser_test_deps
+    build -DLIVEHEAP_BUILD_TESTS=ON
+    cd "$BUILD_DIR"
+    ctest --output-on-failure --timeout 600 -j "$JOBS"
+    ;;
+  bench)
+    install_packages "${BUILD_PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
+    build -DLIVEHEAP_BUILD_TESTS=OFF
+    exec "$BUILD_DIR/samples/overhead_bench" "${@:2}"
+    ;;
+  *)
+    echo "usage: $0 run|test|bench" >&2
+    exit 2
+    ;;
+esac

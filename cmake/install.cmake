@@ -1,0 +1,17 @@
+# `cmake --install` then find_package(liveheap) gives liveheap::liveheap.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+install(TARGETS liveheap EXPORT liveheapTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS liveheap_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY include/liveheap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT liveheapTargets NAMESPACE liveheap::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/liveheap)
+configure_package_config_file(cmake/liveheapConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/liveheapConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/liveheap)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/liveheapConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/liveheapConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/liveheapConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/liveheap)
