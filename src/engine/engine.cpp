@@ -1,0 +1,291 @@
+// Recording: stack capture, interning, the live table (exact) or the sample region
+// (sampled), and the running totals a snapshot reads.
+#include "engine.hpp"
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "live_table.hpp"
+#include "pages.hpp"
+#include "sampler.hpp"
+#include "stack_capture.hpp"
+#include "stack_table.hpp"
+
+namespace liveheap::engine {
+
+constinit thread_local ThreadState t_thread;
+std::atomic<Mode> g_mode{Mode::off};
+
+namespace {
+
+// Tables live in static storage (zero-initialized, usable before any constructor runs);
+// their arrays come from mmap.
+StackTable g_stacks;
+LiveTable g_live;  // exact mode: traced blocks
+LiveTable g_own;   // exact mode: blocks allocated under an ignore scope (tracker memory)
+
+std::atomic<std::int64_t> g_current{0};
+std::atomic<std::int64_t> g_peak{0};
+std::atomic<std::int64_t> g_own_bytes{0};
+std::atomic<std::int64_t> g_live_samples{0};
+std::atomic<std::uint64_t> g_dropped{0};
+// Bumped by start/stop/clear: samples counted in an older session are not uncounted.
+std::atomic<std::uint32_t> g_session{1};
+std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads this session
+Settings g_settings;  // written by start/stop only, before g_mode publishes it
+
+void add_to_stack(StackId id, std::int64_t bytes, std::int64_t count) noexcept {
+  if (StackRecord* r = g_stacks.record(id)) {
+    r->bytes.fetch_add(bytes, std::memory_order_relaxed);
+    r->count.fetch_add(count, std::memory_order_relaxed);
+  }
+}
+
+void add_traced(std::int64_t bytes) noexcept {
+  const std::int64_t now = g_current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  std::int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void count_block(StackId stack, std::uint64_t size, int sign) noexcept {
+  add_to_stack(stack, sign * static_cast<std::int64_t>(size), sign * kCountUnit);
+  add_traced(sign * static_cast<std::int64_t>(size));
+}
+
+// A stale entry (its free was never seen) that an insert replaced: uncount it.
+void uncount_replaced(const LiveBlock& old) noexcept {
+  if (old.stack != kNoStack) count_block(old.stack, old.size, -1);
+}
+
+StackId capture_and_intern() noexcept {
+  std::uintptr_t frames[kMaxFramesCapture];
+  const std::uint32_t depth = capture_stack(frames, g_settings.max_frames);
+  const StackId stack = g_stacks.find_or_insert(frames, depth);
+  if (stack == kNoStack) g_dropped.fetch_add(1, std::memory_order_relaxed);
+  return stack;
+}
+
+void record_own(void* p, std::size_t size) noexcept {
+  LiveBlock replaced;
+  if (g_own.insert(reinterpret_cast<std::uintptr_t>(p), {size, kNoStack}, &replaced))
+    g_own_bytes.fetch_add(static_cast<std::int64_t>(size - replaced.size), std::memory_order_relaxed);
+}
+
+void record_traced(void* p, std::size_t size) noexcept {
+  const StackId stack = capture_and_intern();
+  if (stack == kNoStack) return;
+  LiveBlock replaced;
+  if (!g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  count_block(stack, size, +1);
+  uncount_replaced(replaced);
+}
+
+void zero_stack_totals() noexcept {
+  const std::uint32_t n = g_stacks.size();
+  for (StackId id = 1; id <= n; ++id) {
+    if (StackRecord* r = g_stacks.record(id)) {
+      r->bytes.store(0, std::memory_order_relaxed);
+      r->count.store(0, std::memory_order_relaxed);
+    }
+  }
+}
+
+// Forget everything: a new session. Samples still alive keep their memory but are no
+// longer counted (their session is over).
+void empty_tables() noexcept {
+  g_session.fetch_add(1, std::memory_order_seq_cst);
+  g_sampler_threads.store(0, std::memory_order_relaxed);
+  g_live.clear(nullptr, nullptr);
+  g_own.clear(nullptr, nullptr);
+  zero_stack_totals();
+  g_own_bytes.store(0, std::memory_order_relaxed);
+  g_live_samples.store(0, std::memory_order_relaxed);
+  g_current.store(0, std::memory_order_relaxed);
+  g_peak.store(0, std::memory_order_relaxed);
+}
+
+// fork(): take every engine lock so the child never inherits one held mid-update by a
+// thread that does not exist there.
+void before_fork() noexcept {
+  g_stacks.lock_for_fork();
+  g_live.lock_for_fork();
+  g_own.lock_for_fork();
+  region_lock_for_fork();
+}
+void after_fork() noexcept {
+  region_unlock_after_fork();
+  g_own.unlock_after_fork();
+  g_live.unlock_after_fork();
+  g_stacks.unlock_after_fork();
+}
+
+[[gnu::constructor]] void register_fork_handlers() noexcept {
+  pthread_atfork(before_fork, after_fork, after_fork);
+}
+
+}  // namespace
+
+bool hooks_installed() noexcept {
+  load_unwinder();  // also finds our own code's address range
+  // Our malloc is in effect when the process-wide "malloc" resolves into our own code.
+  void* resolved = dlsym(RTLD_DEFAULT, "malloc");
+  return resolved != nullptr && is_own_code(reinterpret_cast<std::uintptr_t>(resolved));
+}
+
+bool start(const Settings& settings) noexcept {
+  load_unwinder();
+  g_mode.store(Mode::off, std::memory_order_seq_cst);
+  if (settings.mode == Mode::sampled && !reserve_sample_region()) return false;
+  empty_tables();
+  g_settings = settings;
+  g_mode.store(settings.mode, std::memory_order_seq_cst);
+  return true;
+}
+
+void stop() noexcept {
+  g_mode.store(Mode::off, std::memory_order_seq_cst);
+  g_settings.mode = Mode::off;
+  empty_tables();
+}
+
+void clear() noexcept { empty_tables(); }
+
+Settings settings() noexcept { return g_settings; }
+
+void on_alloc(void* p, std::size_t size) noexcept {
+  if (p == nullptr) return;
+  HookGuard guard;
+  if (guard.reentered()) return;  // an allocation made by the engine's own callees
+  if (t_thread.ignore_depth > 0) return record_own(p, size);
+  record_traced(p, size);
+}
+
+void on_free(void* p) noexcept {
+  // Processed even when reentered: a stale entry would be charged to whoever reuses the
+  // address. A lookup only, no stack walk.
+  forget(p);
+}
+
+Forgotten forget(void* p) noexcept {
+  Forgotten f;
+  if (p == nullptr) return f;
+  const auto key = reinterpret_cast<std::uintptr_t>(p);
+  LiveBlock b;
+  if (g_live.remove(key, &b)) {
+    count_block(b.stack, b.size, -1);
+    f = {b.size, b.stack, true, false};
+  } else if (g_own.remove(key, &b)) {
+    g_own_bytes.fetch_sub(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
+    f = {b.size, b.stack, false, true};
+  }
+  return f;
+}
+
+void restore(void* p, const Forgotten& f) noexcept {
+  LiveBlock replaced;
+  if (f.traced && g_live.insert(reinterpret_cast<std::uintptr_t>(p), {f.size, f.stack}, &replaced)) {
+    count_block(f.stack, f.size, +1);
+    uncount_replaced(replaced);
+  } else if (f.own) {
+    record_own(p, f.size);
+  }
+}
+
+void* sample_allocate(std::size_t size, std::size_t alignment) noexcept {
+  ThreadState& t = t_thread;
+  const std::uint32_t session = g_session.load(std::memory_order_acquire);
+  if (t.sampler_epoch != session) {
+    // First crossing in this session: this thread's countdown was drawn for another (or
+    // never): draw one now, from its seed, and count this allocation against it.
+    t.sampler_epoch = session;
+    t.rng = thread_seed(g_settings.sample_seed,
+                        g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
+    t.bytes_until_sample =
+        next_sample_countdown(&t.rng, g_settings.sample_interval) - static_cast<std::int64_t>(size);
+    if (t.bytes_until_sample > 0) return nullptr;
+  }
+  // The next point is Exp(R) bytes past this block (the process is memoryless).
+  t.bytes_until_sample = next_sample_countdown(&t.rng, g_settings.sample_interval);
+  if (size == 0 || t.in_hook || t.ignore_depth > 0) return nullptr;
+  HookGuard guard;
+  void* p = region_allocate(size, alignment);
+  if (p == nullptr) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  SampleHeader* h = region_header(p);
+  const StackId stack = capture_and_intern();
+  if (stack == kNoStack) return p;  // allocated, never counted
+  const SampleWeight w = sample_weight(size, g_settings.sample_interval);
+  h->stack = stack;
+  h->weighted_bytes = w.bytes;
+  h->weighted_count = w.count;
+  add_to_stack(stack, w.bytes, w.count);
+  add_traced(w.bytes);
+  g_live_samples.fetch_add(1, std::memory_order_relaxed);
+  h->session = session;
+  if (g_session.load(std::memory_order_seq_cst) != session) {
+    // A clear raced with us and zeroed the totals before our add: take it back out.
+    h->session = 0;
+    add_to_stack(stack, -w.bytes, -w.count);
+    add_traced(-w.bytes);
+    g_live_samples.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return p;
+}
+
+void sample_free(void* p) noexcept {
+  SampleHeader* h = region_header(p);
+  if (h->magic == 0) return;  // a double free: its pages were already given back
+  if (h->session != 0 && h->session == g_session.load(std::memory_order_acquire)) {
+    add_to_stack(h->stack, -h->weighted_bytes, -h->weighted_count);
+    add_traced(-h->weighted_bytes);
+    g_live_samples.fetch_sub(1, std::memory_order_relaxed);
+  }
+  h->magic = 0;
+  region_release(p);
+}
+
+Totals traced() noexcept {
+  return {g_current.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed)};
+}
+
+void reset_peak() noexcept {
+  g_peak.store(g_current.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+std::int64_t own_memory() noexcept {
+  return mapped_bytes() + g_own_bytes.load(std::memory_order_relaxed) + region_overhead_bytes();
+}
+
+std::uint64_t stack_count() noexcept { return g_stacks.size(); }
+
+std::uint64_t live_blocks() noexcept {
+  if (mode() == Mode::sampled)
+    return static_cast<std::uint64_t>(g_live_samples.load(std::memory_order_relaxed));
+  return g_live.size();
+}
+
+std::uint64_t dropped() noexcept { return g_dropped.load(std::memory_order_relaxed); }
+
+void visit_stacks(StackVisitor fn, void* ctx) noexcept {
+  const std::uint32_t n = g_stacks.size();
+  for (StackId id = 1; id <= n; ++id) {
+    const StackRecord* r = g_stacks.record(id);
+    if (r == nullptr) continue;
+    const std::int64_t count = r->count.load(std::memory_order_relaxed);
+    const std::int64_t bytes = r->bytes.load(std::memory_order_relaxed);
+    if (count <= 0 && bytes <= 0) continue;
+    fn(ctx, r->frames, r->depth, bytes, (count + kCountUnit / 2) / kCountUnit);
+  }
+}
+
+void begin_ignore() noexcept { ++t_thread.ignore_depth; }
+void end_ignore() noexcept { --t_thread.ignore_depth; }
+bool ignoring() noexcept { return t_thread.ignore_depth > 0; }
+
+}  // namespace liveheap::engine

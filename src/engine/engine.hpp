@@ -1,0 +1,95 @@
+// The engine: what the hooks call, and what the tracker reads. libc only: no malloc, no
+// exceptions, no locks other than its own spin locks.
+// Thread-safety: every function may be called from any thread; start/stop/clear must be
+// serialized by the caller (the tracker facade holds a mutex around them).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "sample_region.hpp"
+#include "thread_state.hpp"
+
+namespace liveheap::engine {
+
+enum class Mode : std::uint8_t { off = 0, exact = 1, sampled = 2 };
+
+struct Settings {
+  Mode mode = Mode::off;
+  std::uint32_t max_frames = 32;
+  std::uint64_t sample_interval = 524288;
+  std::uint64_t sample_seed = 0;  // 0: unpredictable
+};
+
+// Read by every hook. One relaxed load.
+extern std::atomic<Mode> g_mode;
+inline Mode mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
+inline bool active() noexcept { return mode() != Mode::off; }
+
+// True when calls to malloc in this process reach this library's malloc.
+bool hooks_installed() noexcept;
+
+// Begins a tracing session with empty tables (loads the unwinder first, so call it
+// outside the hooks). Settings must already be valid. False when sampled mode cannot
+// reserve its address range (tracing stays off).
+bool start(const Settings& settings) noexcept;
+// Ends the session and empties the tables.
+void stop() noexcept;
+// Empties the tables and resets the peak; tracing goes on.
+void clear() noexcept;
+Settings settings() noexcept;
+
+// Exact mode, called only while mode() is exact. `p` may be null (then ignored).
+void on_alloc(void* p, std::size_t size) noexcept;
+void on_free(void* p) noexcept;
+// realloc: forget `p` before glibc may hand its address to another thread; if the
+// realloc fails, put it back. The token carries what was forgotten.
+struct Forgotten {
+  std::uint64_t size = 0;
+  std::uint32_t stack = 0;
+  bool traced = false;
+  bool own = false;
+};
+Forgotten forget(void* p) noexcept;
+void restore(void* p, const Forgotten& forgotten) noexcept;
+
+// Sampled mode. The fast path: count the bytes down; true when this allocation crossed
+// the next sample point.
+inline bool sample_point_crossed(std::size_t size) noexcept {
+  t_thread.bytes_until_sample -= static_cast<std::int64_t>(size);
+  return t_thread.bytes_until_sample <= 0;
+}
+// The slow path: a sampled block from the sample region, or nullptr when this allocation
+// is not to be sampled after all (the caller allocates from glibc).
+void* sample_allocate(std::size_t size, std::size_t alignment) noexcept;
+// Frees a block of the sample region, whatever the mode (samples outlive sessions).
+void sample_free(void* p) noexcept;
+
+struct Totals {
+  std::int64_t current = 0;
+  std::int64_t peak = 0;
+};
+Totals traced() noexcept;
+void reset_peak() noexcept;
+
+// Bytes the tracker holds: table pages, sample headers, allocations under ignore scopes.
+std::int64_t own_memory() noexcept;
+std::uint64_t stack_count() noexcept;
+// Traced blocks alive now (in sampled mode: samples alive now).
+std::uint64_t live_blocks() noexcept;
+std::uint64_t dropped() noexcept;
+
+// Calls fn for every stack that has live blocks now, with live bytes and blocks (weighted
+// estimates in sampled mode). O(stacks); takes no lock, so the callback may allocate
+// (call it under an ignore scope).
+using StackVisitor = void (*)(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
+                              std::int64_t bytes, std::int64_t count);
+void visit_stacks(StackVisitor fn, void* ctx) noexcept;
+
+// Ignore scopes: allocations on this thread are not traced and count as the tracker's own.
+void begin_ignore() noexcept;
+void end_ignore() noexcept;
+bool ignoring() noexcept;
+
+}  // namespace liveheap::engine

@@ -1,0 +1,238 @@
+// The interposed allocation functions: malloc & co. and every operator new/delete.
+// Each forwards to glibc's __libc_* entry points; by mode, the engine records every block
+// (exact) or one block per ~R bytes (sampled, served from the sample region).
+// Runs before main and on every thread: no allocation and no locks here.
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <dlfcn.h>
+#include <new>
+
+#include "engine.hpp"
+
+extern "C" {
+void* __libc_malloc(std::size_t size);
+void* __libc_calloc(std::size_t n, std::size_t size);
+void* __libc_realloc(void* p, std::size_t size);
+void __libc_free(void* p);
+void* __libc_memalign(std::size_t alignment, std::size_t size);
+void* __libc_valloc(std::size_t size);
+void* __libc_pvalloc(std::size_t size);
+}
+
+namespace {
+
+namespace engine = liveheap::engine;
+using engine::Mode;
+
+#define LIVEHEAP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LIVEHEAP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+constexpr std::size_t kPage = 4096;
+
+// One allocation through the current mode; `glibc` makes the block the usual way.
+template <typename Glibc>
+inline void* allocate(std::size_t size, std::size_t alignment, Glibc&& glibc) noexcept {
+  const Mode mode = engine::mode();
+  if (LIVEHEAP_LIKELY(mode == Mode::off)) return glibc();
+  if (mode == Mode::sampled) {
+    if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return glibc();
+    if (void* p = engine::sample_allocate(size, alignment)) return p;
+    return glibc();
+  }
+  void* p = glibc();
+  engine::on_alloc(p, size);
+  return p;
+}
+
+// glibc does not export its malloc_usable_size under a __libc_ name; find the next one.
+using UsableSize = std::size_t (*)(void*);
+std::size_t glibc_usable_size(void* p) noexcept {
+  static std::atomic<UsableSize> fn{nullptr};
+  UsableSize f = fn.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = reinterpret_cast<UsableSize>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+    fn.store(f, std::memory_order_release);
+  }
+  return f == nullptr ? 0 : f(p);
+}
+
+bool power_of_two(std::size_t alignment) noexcept {
+  return alignment != 0 && (alignment & (alignment - 1)) == 0;
+}
+
+// realloc of a sampled block: a new block through the mode, the bytes copied over.
+void* realloc_sampled(void* p, std::size_t size) noexcept {
+  if (size == 0) {  // glibc's realloc(p, 0): frees p, returns null
+    engine::sample_free(p);
+    return nullptr;
+  }
+  void* q = allocate(size, 0, [&] { return __libc_malloc(size); });
+  if (q == nullptr) return nullptr;
+  const std::size_t old_size = engine::region_header(p)->size;
+  std::memcpy(q, p, old_size < size ? old_size : size);
+  engine::sample_free(p);
+  return q;
+}
+
+// realloc of a glibc block in sampled mode: it moves into the region when sampled.
+void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
+  if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size)) || size == 0)
+    return __libc_realloc(p, size);
+  void* q = engine::sample_allocate(size, 0);
+  if (q == nullptr) return __libc_realloc(p, size);
+  const std::size_t old_size = glibc_usable_size(p);
+  std::memcpy(q, p, old_size < size ? old_size : size);
+  __libc_free(p);
+  return q;
+}
+
+// realloc in exact mode: the old block is forgotten before glibc can reuse its address.
+void* realloc_exact(void* p, std::size_t size) noexcept {
+  const engine::Forgotten old = engine::forget(p);
+  void* q = __libc_realloc(p, size);
+  if (q == nullptr) {
+    if (size != 0) engine::restore(p, old);  // p is still allocated and unchanged
+    return nullptr;
+  }
+  engine::on_alloc(q, size);  // a new trace at the realloc's own stack, as tracemalloc
+  return q;
+}
+
+void* new_impl(std::size_t size, std::size_t alignment) {
+  for (;;) {
+    void* p = alignment == 0
+                  ? allocate(size, 0, [&] { return __libc_malloc(size); })
+                  : allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
+    if (p != nullptr) return p;
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) throw std::bad_alloc();
+    handler();
+  }
+}
+
+void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
+  try {
+    return new_impl(size, alignment);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void* malloc(std::size_t size) {
+  return allocate(size, 0, [&] { return __libc_malloc(size); });
+}
+
+void free(void* p) {
+  if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p))) return engine::sample_free(p);
+  if (LIVEHEAP_LIKELY(engine::mode() != Mode::exact) || p == nullptr) return __libc_free(p);
+  // Forgotten before glibc has it: once freed its address may go to another thread.
+  engine::on_free(p);
+  __libc_free(p);
+}
+
+void* calloc(std::size_t n, std::size_t size) {
+  std::size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  // Sampled blocks come from pages the kernel zeroed (fresh, or dropped on release).
+  return allocate(bytes, 0, [&] { return __libc_calloc(n, size); });
+}
+
+void* realloc(void* p, std::size_t size) {
+  if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p))) return realloc_sampled(p, size);
+  const Mode mode = engine::mode();
+  if (LIVEHEAP_LIKELY(mode == Mode::off)) return __libc_realloc(p, size);
+  if (p == nullptr) return malloc(size);
+  if (mode == Mode::sampled) return realloc_maybe_sampled(p, size);
+  return realloc_exact(p, size);
+}
+
+void* reallocarray(void* p, std::size_t n, std::size_t size) {
+  std::size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(p, bytes);
+}
+
+int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
+  if (!power_of_two(alignment) || alignment % sizeof(void*) != 0) return EINVAL;
+  void* p = allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+void* aligned_alloc(std::size_t alignment, std::size_t size) {
+  if (!power_of_two(alignment)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
+}
+
+void* memalign(std::size_t alignment, std::size_t size) {
+  // glibc rounds a non-power-of-two alignment up; the region needs a power of two too.
+  std::size_t a = alignment < 16 ? 16 : alignment;
+  if (!power_of_two(a)) a = std::size_t{1} << (64 - __builtin_clzl(a));
+  return allocate(size, a, [&] { return __libc_memalign(alignment, size); });
+}
+
+void* valloc(std::size_t size) {
+  return allocate(size, kPage, [&] { return __libc_valloc(size); });
+}
+
+void* pvalloc(std::size_t size) {
+  return allocate(size, kPage, [&] { return __libc_pvalloc(size); });
+}
+
+std::size_t malloc_usable_size(void* p) {
+  if (p == nullptr) return 0;
+  if (engine::in_sample_region(p)) return engine::region_usable_size(p);
+  return glibc_usable_size(p);
+}
+
+}  // extern "C"
+
+void* operator new(std::size_t size) { return new_impl(size, 0); }
+void* operator new[](std::size_t size) { return new_impl(size, 0); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(size, 0);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(size, 0);
+}
+void* operator new(std::size_t size, std::align_val_t al) {
+  return new_impl(size, static_cast<std::size_t>(al));
+}
+void* operator new[](std::size_t size, std::align_val_t al) {
+  return new_impl(size, static_cast<std::size_t>(al));
+}
+void* operator new(std::size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(size, static_cast<std::size_t>(al));
+}
+void* operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(size, static_cast<std::size_t>(al));
+}
+
+void operator delete(void* p) noexcept { free(p); }
+void operator delete[](void* p) noexcept { free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { free(p); }
+void operator delete(void* p, std::size_t) noexcept { free(p); }
+void operator delete[](void* p, std::size_t) noexcept { free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { free(p); }

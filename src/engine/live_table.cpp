@@ -1,0 +1,146 @@
+// The sharded pointer table behind exact tracking.
+#include "live_table.hpp"
+
+#include "pages.hpp"
+
+namespace liveheap::engine {
+namespace {
+
+constexpr std::size_t kInitialCapacity = 256;  // one page of entries
+constexpr std::size_t kNotFound = ~std::size_t{0};
+
+std::uint64_t pack(LiveBlock b) noexcept {
+  const std::uint64_t size = b.size > LiveTable::kMaxSize ? LiveTable::kMaxSize : b.size;
+  return size << kStackIdBits | b.stack;
+}
+
+LiveBlock unpack(std::uint64_t packed) noexcept {
+  return {packed >> kStackIdBits, static_cast<StackId>(packed & kMaxStacks)};
+}
+
+}  // namespace
+
+std::uint64_t LiveTable::hash(std::uintptr_t ptr) noexcept {
+  // Blocks are 16-byte aligned; Fibonacci hashing spreads consecutive ones.
+  std::uint64_t x = static_cast<std::uint64_t>(ptr >> 4) * 0x9e3779b97f4a7c15ull;
+  return x ^ (x >> 32);
+}
+
+std::size_t LiveTable::find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept {
+  if (shard.capacity == 0) return kNotFound;
+  const std::size_t mask = shard.capacity - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    if (shard.slots[i].ptr == ptr) return i;
+    if (shard.slots[i].ptr == 0) return kNotFound;
+  }
+}
+
+bool LiveTable::grow(Shard& shard) noexcept {
+  const std::size_t capacity = shard.capacity == 0 ? kInitialCapacity : shard.capacity * 2;
+  auto* slots = static_cast<Entry*>(map_pages(capacity * sizeof(Entry)));
+  if (slots == nullptr) return false;
+  const std::size_t mask = capacity - 1;
+  for (std::size_t j = 0; j < shard.capacity; ++j) {
+    const Entry& e = shard.slots[j];
+    if (e.ptr == 0) continue;
+    std::size_t i = hash(e.ptr) & mask;
+    while (slots[i].ptr != 0) i = (i + 1) & mask;
+    slots[i] = e;
+  }
+  unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
+  shard.slots = slots;
+  shard.capacity = capacity;
+  return true;
+}
+
+bool LiveTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept {
+  const std::uint64_t h = hash(ptr);
+  Shard& shard = shard_for(shards_, h);
+  SpinGuard guard(shard.lock);
+  if (const std::size_t i = find(shard, ptr, h); i != kNotFound) {
+    *replaced = unpack(shard.slots[i].packed);
+    shard.slots[i].packed = pack(block);
+    return true;
+  }
+  *replaced = LiveBlock{};
+  // Grow at 3/4 load: linear probing stays short, and entries cost 21-43 bytes a block.
+  if ((shard.used + 1) * 4 > shard.capacity * 3 && !grow(shard)) return false;
+  const std::size_t mask = shard.capacity - 1;
+  std::size_t i = h & mask;
+  while (shard.slots[i].ptr != 0) i = (i + 1) & mask;
+  shard.slots[i] = {ptr, pack(block)};
+  ++shard.used;
+  return true;
+}
+
+void LiveTable::erase_at(Shard& shard, std::size_t i) noexcept {
+  // Backward-shift deletion: pull later entries of the probe run into the hole.
+  const std::size_t mask = shard.capacity - 1;
+  for (std::size_t j = (i + 1) & mask; shard.slots[j].ptr != 0; j = (j + 1) & mask) {
+    const std::size_t home = hash(shard.slots[j].ptr) & mask;
+    // Move j into the hole at i unless its home lies cyclically in (i, j].
+    const bool home_in_range = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (!home_in_range) {
+      shard.slots[i] = shard.slots[j];
+      i = j;
+    }
+  }
+  shard.slots[i] = Entry{0, 0};
+  --shard.used;
+}
+
+bool LiveTable::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
+  const std::uint64_t h = hash(ptr);
+  Shard& shard = shard_for(shards_, h);
+  SpinGuard guard(shard.lock);
+  const std::size_t i = find(shard, ptr, h);
+  if (i == kNotFound) return false;
+  *removed = unpack(shard.slots[i].packed);
+  erase_at(shard, i);
+  return true;
+}
+
+bool LiveTable::contains(std::uintptr_t ptr) noexcept {
+  const std::uint64_t h = hash(ptr);
+  Shard& shard = shard_for(shards_, h);
+  SpinGuard guard(shard.lock);
+  return find(shard, ptr, h) != kNotFound;
+}
+
+void LiveTable::clear(void (*visit)(void* ctx, const LiveBlock& block), void* ctx) noexcept {
+  for (Shard& shard : shards_) {
+    SpinGuard guard(shard.lock);
+    for (std::size_t j = 0; j < shard.capacity; ++j) {
+      if (shard.slots[j].ptr == 0) continue;
+      if (visit != nullptr) visit(ctx, unpack(shard.slots[j].packed));
+    }
+    unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
+    shard.slots = nullptr;
+    shard.capacity = 0;
+    shard.used = 0;
+  }
+}
+
+std::uint64_t LiveTable::size() const noexcept {
+  std::uint64_t n = 0;
+  for (const Shard& shard : shards_) n += __atomic_load_n(&shard.used, __ATOMIC_RELAXED);
+  return n;
+}
+
+std::int64_t LiveTable::memory_bytes() const noexcept {
+  std::int64_t n = 0;
+  for (const Shard& shard : shards_)
+    n += static_cast<std::int64_t>(__atomic_load_n(&shard.capacity, __ATOMIC_RELAXED) *
+                                   sizeof(Entry));
+  return n;
+}
+
+void LiveTable::lock_for_fork() noexcept {
+  for (Shard& shard : shards_) shard.lock.lock();
+}
+
+void LiveTable::unlock_after_fork() noexcept {
+  for (Shard& shard : shards_) shard.lock.unlock();
+}
+
+}  // namespace liveheap::engine

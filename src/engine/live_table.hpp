@@ -1,0 +1,68 @@
+// Live blocks: pointer -> (requested size, stack id), one entry per traced block.
+// Thread-safety: sharded by pointer hash, each shard under its own SpinLock, so threads
+// freeing unrelated blocks rarely meet. Entries are 16 bytes in mmap'd open-addressing
+// arrays (linear probing, backward-shift deletion: no tombstones to leak or rehash).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "spin_lock.hpp"
+#include "stack_table.hpp"
+
+namespace liveheap::engine {
+
+struct LiveBlock {
+  std::uint64_t size = 0;  // requested bytes (capped at 2^40 - 1)
+  StackId stack = kNoStack;
+};
+
+class LiveTable {
+ public:
+  static constexpr unsigned kSizeBits = 64 - kStackIdBits;
+  static constexpr std::uint64_t kMaxSize = (std::uint64_t{1} << kSizeBits) - 1;
+
+  // Inserts or replaces. A replaced entry (a stale block whose free was never seen) is
+  // returned in `*replaced` so the caller can take it off its stack's totals.
+  // Returns false when the table cannot grow (out of memory): the record is dropped.
+  bool insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept;
+  // Removes the entry and returns it; false when `ptr` is not traced.
+  bool remove(std::uintptr_t ptr, LiveBlock* removed) noexcept;
+  bool contains(std::uintptr_t ptr) noexcept;
+
+  // Empties the table, calling visit(ctx, block) for every entry removed, under its
+  // shard's lock (so running totals and entries never disagree).
+  void clear(void (*visit)(void* ctx, const LiveBlock& block), void* ctx) noexcept;
+
+  std::uint64_t size() const noexcept;
+  std::int64_t memory_bytes() const noexcept;
+
+  void lock_for_fork() noexcept;
+  void unlock_after_fork() noexcept;
+
+ private:
+  struct Entry {
+    std::uintptr_t ptr;    // 0 = empty slot
+    std::uint64_t packed;  // size << kStackIdBits | stack
+  };
+  struct alignas(64) Shard {
+    SpinLock lock;
+    Entry* slots = nullptr;   // capacity entries
+    std::size_t capacity = 0; // power of two, 0 before the first insert
+    std::size_t used = 0;
+  };
+  static constexpr unsigned kShardBits = 7;
+  static constexpr std::size_t kShards = std::size_t{1} << kShardBits;
+
+  static std::uint64_t hash(std::uintptr_t ptr) noexcept;
+  static Shard& shard_for(Shard* shards, std::uint64_t h) noexcept {
+    return shards[h >> (64 - kShardBits)];
+  }
+  static bool grow(Shard& shard) noexcept;
+  static void erase_at(Shard& shard, std::size_t i) noexcept;
+  static std::size_t find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept;
+
+  Shard shards_[kShards];
+};
+
+}  // namespace liveheap::engine

@@ -1,0 +1,16 @@
+// Memory for the engine's own tables, straight from mmap: the engine runs inside malloc
+// and must never call it. Every byte mapped here is counted as the tracker's own memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace liveheap::engine {
+
+// Zeroed, page-rounded memory; nullptr on failure.
+void* map_pages(std::size_t bytes) noexcept;
+void unmap_pages(void* p, std::size_t bytes) noexcept;
+// Bytes currently mapped through map_pages.
+std::int64_t mapped_bytes() noexcept;
+
+}  // namespace liveheap::engine

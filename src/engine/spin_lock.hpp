@@ -1,0 +1,38 @@
+// A test-and-test-and-set lock that never allocates and is safe to reset after fork.
+// Used for the engine's short critical sections (a hash probe, an insert).
+#pragma once
+
+#include <atomic>
+#include <sched.h>
+
+namespace liveheap::engine {
+
+class alignas(64) SpinLock {
+ public:
+  void lock() noexcept {
+    for (;;) {
+      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
+        if (spins > 64) sched_yield();  // 2 cores: let a preempted holder run
+        else __builtin_ia32_pause();
+      }
+    }
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+class SpinGuard {
+ public:
+  explicit SpinGuard(SpinLock& lock) noexcept : lock_(lock) { lock_.lock(); }
+  ~SpinGuard() { lock_.unlock(); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+
+ private:
+  SpinLock& lock_;
+};
+
+}  // namespace liveheap::engine

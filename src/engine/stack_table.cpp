@@ -1,0 +1,132 @@
+// Interning of stacks in mmap'd memory: lock-free reads, serialized inserts.
+#include "stack_table.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "pages.hpp"
+
+namespace liveheap::engine {
+namespace {
+
+constexpr std::size_t kInitialIndexCapacity = 4096;
+constexpr std::size_t kArenaChunk = 1 << 20;
+
+std::uint64_t mix(std::uint64_t x) noexcept {
+  // splitmix64's finalizer: every input bit reaches every output bit.
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+}  // namespace
+
+std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept {
+  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
+  for (std::uint32_t i = 0; i < depth; ++i) h = mix(h ^ frames[i]);
+  return h;
+}
+
+StackRecord* StackTable::find(const Index* index, std::uint64_t hash,
+                              const std::uintptr_t* frames, std::uint32_t depth) const noexcept {
+  if (index == nullptr) return nullptr;
+  const std::size_t mask = index->capacity - 1;
+  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    StackRecord* r = index->slots[i].load(std::memory_order_acquire);
+    if (r == nullptr) return nullptr;
+    if (r->hash == hash && r->depth == depth &&
+        std::memcmp(r->frames, frames, depth * sizeof(std::uintptr_t)) == 0)
+      return r;
+  }
+}
+
+StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t depth) noexcept {
+  const std::uint64_t hash = hash_frames(frames, depth);
+  if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth))
+    return r->id;
+
+  SpinGuard guard(insert_lock_);
+  // Another thread may have inserted it, or grown the index, since the lock-free look.
+  if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth))
+    return r->id;
+  StackRecord* r = allocate_record(depth);
+  if (r == nullptr) return kNoStack;
+  r->hash = hash;
+  r->depth = depth;
+  std::memcpy(r->frames, frames, depth * sizeof(std::uintptr_t));
+  if (!publish(r)) return kNoStack;  // the arena bytes stay: rare, and cheaper than undoing
+  return r->id;
+}
+
+StackRecord* StackTable::record(StackId id) const noexcept {
+  if (id == kNoStack) return nullptr;
+  StackRecord** chunk = by_id_[id >> kChunkBits].load(std::memory_order_acquire);
+  return chunk == nullptr ? nullptr : chunk[id & ((1u << kChunkBits) - 1)];
+}
+
+StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
+  const std::size_t bytes =
+      (sizeof(StackRecord) + depth * sizeof(std::uintptr_t) + 15) & ~std::size_t{15};
+  if (bytes > arena_left_) {
+    arena_ = static_cast<char*>(map_pages(kArenaChunk));
+    if (arena_ == nullptr) {
+      arena_left_ = 0;
+      return nullptr;
+    }
+    arena_left_ = kArenaChunk;
+  }
+  auto* r = new (arena_) StackRecord{};
+  arena_ += bytes;
+  arena_left_ -= bytes;
+  return r;
+}
+
+bool StackTable::grow_index() noexcept {
+  Index* old = index_.load(std::memory_order_relaxed);
+  const std::size_t capacity = old == nullptr ? kInitialIndexCapacity : old->capacity * 2;
+  auto* index = static_cast<Index*>(
+      map_pages(sizeof(Index) + capacity * sizeof(std::atomic<StackRecord*>)));
+  if (index == nullptr) return false;
+  index->capacity = capacity;
+  index->retired = old;
+  const std::size_t mask = capacity - 1;
+  for (StackId id = 1; id <= count_.load(std::memory_order_relaxed); ++id) {
+    StackRecord* r = record(id);
+    std::size_t i = r->hash & mask;
+    while (index->slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & mask;
+    index->slots[i].store(r, std::memory_order_relaxed);
+  }
+  index_.store(index, std::memory_order_release);
+  return true;
+}
+
+bool StackTable::publish(StackRecord* r) noexcept {
+  const std::uint32_t n = count_.load(std::memory_order_relaxed);
+  if (n >= kMaxStacks) return false;
+  const StackId id = n + 1;
+  std::atomic<StackRecord**>& chunk_slot = by_id_[id >> kChunkBits];
+  StackRecord** chunk = chunk_slot.load(std::memory_order_relaxed);
+  if (chunk == nullptr) {
+    chunk = static_cast<StackRecord**>(map_pages(sizeof(StackRecord*) << kChunkBits));
+    if (chunk == nullptr) return false;
+    chunk_slot.store(chunk, std::memory_order_release);
+  }
+  Index* index = index_.load(std::memory_order_relaxed);
+  if (index == nullptr || (n + 1) * 2 > index->capacity) {
+    if (!grow_index()) return false;
+    index = index_.load(std::memory_order_relaxed);
+  }
+  r->id = id;
+  chunk[id & ((1u << kChunkBits) - 1)] = r;
+  count_.store(id, std::memory_order_release);
+  const std::size_t mask = index->capacity - 1;
+  std::size_t i = r->hash & mask;
+  while (index->slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & mask;
+  index->slots[i].store(r, std::memory_order_release);
+  return true;
+}
+
+}  // namespace liveheap::engine

@@ -1,0 +1,69 @@
+// Interned stacks: raw return addresses -> a small id, with live totals per stack.
+// Thread-safety: find_or_insert and record/by_id are safe from any thread; lookups are
+// lock-free, inserts take insert_lock_. Records are never freed, so a pointer or id stays
+// valid for the life of the process (clear() only zeroes totals through the live table).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "spin_lock.hpp"
+
+namespace liveheap::engine {
+
+using StackId = std::uint32_t;
+inline constexpr StackId kNoStack = 0;
+inline constexpr unsigned kStackIdBits = 24;
+inline constexpr StackId kMaxStacks = (1u << kStackIdBits) - 1;
+
+struct StackRecord {
+  std::uint64_t hash;
+  std::atomic<std::int64_t> bytes;  // live bytes from this stack (weighted in sampled mode)
+  std::atomic<std::int64_t> count;  // live blocks from this stack (weighted likewise)
+  StackId id;
+  std::uint32_t depth;
+  std::uintptr_t frames[];  // `depth` return addresses, most recent first
+};
+
+class StackTable {
+ public:
+  // The id of this stack, interning it on first sight; kNoStack when out of memory or ids.
+  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth) noexcept;
+  // nullptr for kNoStack or an id not yet published.
+  StackRecord* record(StackId id) const noexcept;
+  // Ids run from 1 to size().
+  std::uint32_t size() const noexcept { return count_.load(std::memory_order_acquire); }
+
+  // fork(): the child must not inherit a lock held by a thread that no longer exists.
+  void lock_for_fork() noexcept { insert_lock_.lock(); }
+  void unlock_after_fork() noexcept { insert_lock_.unlock(); }
+
+ private:
+  struct Index {
+    std::size_t capacity;  // power of two
+    Index* retired;        // older, smaller index (kept: readers may still hold it)
+    std::atomic<StackRecord*> slots[];
+  };
+  static constexpr unsigned kChunkBits = 12;  // ids per directory chunk: 4096
+  static constexpr std::size_t kChunks = (std::size_t{1} << kStackIdBits) >> kChunkBits;
+
+  StackRecord* find(const Index* index, std::uint64_t hash, const std::uintptr_t* frames,
+                    std::uint32_t depth) const noexcept;
+  StackRecord* allocate_record(std::uint32_t depth) noexcept;
+  bool grow_index() noexcept;
+  bool publish(StackRecord* record) noexcept;
+
+  std::atomic<Index*> index_{nullptr};
+  std::atomic<std::uint32_t> count_{0};
+  std::atomic<StackRecord**> by_id_[kChunks] = {};  // guarded by insert_lock_ for writes
+  SpinLock insert_lock_;
+  // Bump arena for records, guarded by insert_lock_.
+  char* arena_ = nullptr;
+  std::size_t arena_left_ = 0;
+};
+
+// FNV-style mix over the frames; shared by the table and its tests.
+std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept;
+
+}  // namespace liveheap::engine
