@@ -1,0 +1,36 @@
+// Text (tracemalloc's format, byte for byte) and JSON renderings of report values.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "liveheap/snapshot.hpp"
+
+namespace liveheap {
+
+// tracemalloc's _format_size: "0 B", "99 B", "10.0 KiB", "38.5 MiB"; with `sign`, "+1.5 KiB".
+std::string format_size(double size, bool sign);
+
+// The key of a statistic as text: "file:line" for `line`, the file for `file`, the function
+// for `function`, and for `traceback` the user frame's "file:line".
+std::string format_key(const Traceback& key, KeyType key_type);
+
+// "file:line: size=38.5 MiB, count=6, average=6.4 MiB" (tracemalloc's Statistic.__str__).
+std::string format_statistic(const Statistic& stat, KeyType key_type);
+// "file:line: size=38.5 MiB (+25.6 MiB), count=6 (+4), average=6.4 MiB".
+std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type);
+// One "  File \"file\", line N, in function" block per frame, most recent call first.
+std::vector<std::string> format_traceback(const Traceback& traceback);
+
+// JSON with the same fields as numbers (see README "JSON").
+nlohmann::json to_json(const Frame& frame);
+nlohmann::json to_json(const Traceback& traceback);
+nlohmann::json to_json(const Statistic& stat, KeyType key_type);
+nlohmann::json to_json(const StatisticDiff& stat, KeyType key_type);
+nlohmann::json to_json(const SnapshotInfo& info);
+
+}  // namespace liveheap
