@@ -1,0 +1,71 @@
+// The tracker facade: start, stop and query heap tracking from the host program.
+// Thread-safety: every function may be called from any thread at any time; calls that
+// change state (start/stop/clear) are serialized internally.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "liveheap/snapshot.hpp"
+
+namespace liveheap {
+
+struct Options {
+  Mode mode = Mode::exact;
+  unsigned max_frames = 32;                 // 1..kMaxFrames return addresses kept per stack
+  std::uint64_t sample_interval = 524288;   // mean bytes between samples (sampled mode)
+  std::uint64_t sample_seed = 0;            // sampled mode: 0 = unpredictable; else repeatable
+};
+inline constexpr unsigned kMaxFrames = 128;
+
+// Options from the environment: LIVEHEAP_MODE=off|exact|sampled (unset: `default_mode`),
+// LIVEHEAP_FRAMES=1..kMaxFrames, LIVEHEAP_SAMPLE_INTERVAL=bytes. std::nullopt for "off".
+// Throws std::invalid_argument naming the variable and its bad value.
+std::optional<Options> options_from_environment(Mode default_mode);
+
+// Begins tracing (clearing any previous traces), as tracemalloc.start(). Throws
+// std::invalid_argument for bad options, std::runtime_error when the allocation hooks
+// are not in effect (liveheap's malloc lost to another allocator's).
+void start(const Options& options = {});
+// Stops tracing and clears the traces, as tracemalloc.stop().
+void stop();
+bool is_tracing() noexcept;
+// The options of the current (or last) tracing session.
+Options options() noexcept;
+// Forgets every trace and resets the peak, tracing stays as it is (tracemalloc.clear_traces).
+void clear();
+
+struct TracedMemory {
+  std::int64_t current = 0;  // traced live bytes (an estimate in sampled mode)
+  std::int64_t peak = 0;     // highest `current` since start, clear or reset_peak
+};
+TracedMemory traced_memory() noexcept;
+void reset_peak() noexcept;
+
+// Bytes the tracker itself holds: its tables plus what its own threads and reports
+// allocated (tracemalloc.get_tracemalloc_memory). Never part of any trace.
+std::int64_t tracker_memory() noexcept;
+
+struct EngineStats {
+  std::uint64_t stacks = 0;       // distinct stacks interned
+  std::uint64_t live_blocks = 0;  // traced blocks (samples, in sampled mode) alive now
+  std::uint64_t dropped = 0;      // records the engine could not keep (tables full)
+};
+EngineStats engine_stats() noexcept;
+
+// The traced heap now, symbolized (tracemalloc.take_snapshot). Throws std::runtime_error
+// when tracing is off.
+Snapshot take_snapshot();
+
+// While alive, allocations made by this thread are not traced and count as the tracker's
+// own memory. Reports and routes hold one so that looking never shows up as growth.
+class IgnoreScope {
+ public:
+  IgnoreScope() noexcept;
+  ~IgnoreScope();
+  IgnoreScope(const IgnoreScope&) = delete;
+  IgnoreScope& operator=(const IgnoreScope&) = delete;
+};
+
+}  // namespace liveheap

@@ -1,0 +1,48 @@
+// LIVEHEAP_* environment variables -> Options, strictly: a bad value is an error, not a guess.
+#include <charconv>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "liveheap/tracker.hpp"
+
+namespace liveheap {
+namespace {
+
+std::uint64_t parse_number(const char* name, std::string_view text, std::uint64_t min,
+                           std::uint64_t max) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
+      value > max)
+    throw std::invalid_argument(std::string(name) + "='" + std::string(text) +
+                                "' is not a whole number from " + std::to_string(min) + " to " +
+                                std::to_string(max));
+  return value;
+}
+
+}  // namespace
+
+std::optional<Options> options_from_environment(Mode default_mode) {
+  Options options;
+  options.mode = default_mode;
+  if (const char* mode = std::getenv("LIVEHEAP_MODE")) {
+    try {
+      options.mode = parse_mode(mode);
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument(std::string("LIVEHEAP_MODE='") + mode +
+                                  "' is not one of off, exact, sampled");
+    }
+  }
+  if (const char* frames = std::getenv("LIVEHEAP_FRAMES"))
+    options.max_frames =
+        static_cast<unsigned>(parse_number("LIVEHEAP_FRAMES", frames, 1, kMaxFrames));
+  if (const char* interval = std::getenv("LIVEHEAP_SAMPLE_INTERVAL"))
+    options.sample_interval =
+        parse_number("LIVEHEAP_SAMPLE_INTERVAL", interval, 1, std::uint64_t{1} << 40);
+  if (options.mode == Mode::off) return std::nullopt;
+  return options;
+}
+
+}  // namespace liveheap

@@ -1,0 +1,154 @@
+// The tracker facade: validates options, drives the engine, and turns its raw stacks into
+// symbolized snapshots (copy the engine's totals first, symbolize after, outside any lock).
+#include "liveheap/tracker.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "engine.hpp"
+#include "symbolizer.hpp"
+
+namespace liveheap {
+namespace {
+
+// Serializes start/stop/clear: the engine requires it.
+std::mutex g_control;
+Options g_options;  // guarded by g_control
+
+engine::Mode to_engine(Mode mode) {
+  switch (mode) {
+    case Mode::exact: return engine::Mode::exact;
+    case Mode::sampled: return engine::Mode::sampled;
+    case Mode::off: break;
+  }
+  return engine::Mode::off;
+}
+
+void validate(const Options& o) {
+  if (o.mode == Mode::off)
+    throw std::invalid_argument("mode 'off' cannot be started: call liveheap::stop() instead");
+  if (o.max_frames < 1 || o.max_frames > kMaxFrames)
+    throw std::invalid_argument("max_frames must be 1.." + std::to_string(kMaxFrames) +
+                                ", got " + std::to_string(o.max_frames));
+  if (o.sample_interval < 1 || o.sample_interval > (std::uint64_t{1} << 40))
+    throw std::invalid_argument("sample_interval must be 1..2^40 bytes, got " +
+                                std::to_string(o.sample_interval));
+}
+
+void install_symbolizer_hook() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // The worker's allocations (and Boost's per-thread state) are the tracker's own.
+    symbolize::set_worker_start_hook([] { engine::begin_ignore(); });
+  });
+}
+
+struct RawTrace {
+  std::vector<std::uintptr_t> frames;
+  std::int64_t bytes;
+  std::int64_t count;
+};
+
+void collect(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, std::int64_t bytes,
+             std::int64_t count) {
+  static_cast<std::vector<RawTrace>*>(ctx)->push_back(
+      {std::vector<std::uintptr_t>(frames, frames + depth), bytes, count});
+}
+
+std::int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void start(const Options& options) {
+  validate(options);
+  if (!engine::hooks_installed())
+    throw std::runtime_error(
+        "liveheap's malloc is not in effect in this process (another allocator was linked "
+        "first?): link liveheap before it, or run under LD_PRELOAD=libliveheap_preload.so");
+  install_symbolizer_hook();
+  std::lock_guard lock(g_control);
+  g_options = options;
+  if (!engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
+                      options.sample_seed}))
+    throw std::runtime_error("sampled mode could not reserve address space for its samples");
+}
+
+void stop() {
+  std::lock_guard lock(g_control);
+  engine::stop();
+}
+
+bool is_tracing() noexcept { return engine::active(); }
+
+Options options() noexcept {
+  std::lock_guard lock(g_control);
+  return g_options;
+}
+
+void clear() {
+  std::lock_guard lock(g_control);
+  engine::clear();
+}
+
+TracedMemory traced_memory() noexcept {
+  const engine::Totals t = engine::traced();
+  return {t.current, t.peak};
+}
+
+void reset_peak() noexcept { engine::reset_peak(); }
+
+std::int64_t tracker_memory() noexcept { return engine::own_memory(); }
+
+EngineStats engine_stats() noexcept {
+  return {engine::stack_count(), engine::live_blocks(), engine::dropped()};
+}
+
+Snapshot take_snapshot() {
+  IgnoreScope ignore;
+  const Options opts = options();
+  if (!is_tracing())
+    throw std::runtime_error("tracing is off: start it first (liveheap::start)");
+  SnapshotInfo info;
+  info.mode = opts.mode;
+  info.sample_interval = opts.mode == Mode::sampled ? opts.sample_interval : 0;
+  info.max_frames = opts.max_frames;
+  info.taken_at_ms = now_ms();
+  const TracedMemory traced = traced_memory();
+  info.traced_current = traced.current;
+  info.traced_peak = traced.peak;
+
+  std::vector<RawTrace> raw;
+  engine::visit_stacks(collect, &raw);
+
+  std::vector<std::uintptr_t> addresses;
+  for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  const std::vector<std::vector<Frame>> frames = symbolize::symbolize(addresses);
+
+  std::vector<Trace> traces;
+  traces.reserve(raw.size());
+  for (const RawTrace& r : raw) {
+    Trace t{{}, r.bytes, r.count};
+    t.traceback.reserve(r.frames.size());
+    for (std::uintptr_t a : r.frames) {
+      const auto it = std::lower_bound(addresses.begin(), addresses.end(), a);
+      const auto& inlined = frames[static_cast<std::size_t>(it - addresses.begin())];
+      t.traceback.insert(t.traceback.end(), inlined.begin(), inlined.end());
+    }
+    traces.push_back(std::move(t));
+  }
+  info.tracker_memory = tracker_memory();
+  return Snapshot(std::move(traces), info);
+}
+
+IgnoreScope::IgnoreScope() noexcept { engine::begin_ignore(); }
+IgnoreScope::~IgnoreScope() { engine::end_ignore(); }
+
+}  // namespace liveheap

@@ -1,0 +1,139 @@
+// Threads allocating and freeing while snapshots are taken, fork in a tracked program, and
+// the unwinder loaded without hijacking C++ exception handling.
+#include <atomic>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <random>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "liveheap/tracker.hpp"
+
+namespace {
+
+using liveheap::Mode;
+
+std::int64_t size_at_line(const liveheap::Snapshot& s, int line, std::int64_t* count) {
+  for (const auto& st : s.statistics(liveheap::KeyType::line)) {
+    const liveheap::Frame& f = st.traceback.at(0);
+    if (f.line == static_cast<unsigned>(line) && f.file.ends_with("concurrency_test.cpp")) {
+      *count = st.count;
+      return st.size;
+    }
+  }
+  *count = 0;
+  return 0;
+}
+
+int g_kept_line = 0;
+
+// Each worker churns random sizes and keeps exactly `keep` blocks of 1000 bytes.
+[[gnu::noinline]] void churn(unsigned seed, int rounds, int keep, std::vector<void*>* kept) {
+  std::mt19937 rng(seed);
+  std::vector<void*> live;
+  live.reserve(64);
+  for (int i = 0; i < rounds; ++i) {
+    if (live.size() < 64 && (rng() & 1)) {
+      live.push_back(std::malloc(16 + rng() % 4000));
+    } else if (!live.empty()) {
+      std::free(live.back());
+      live.pop_back();
+    }
+  }
+  for (void* p : live) std::free(p);
+  for (int i = 0; i < keep; ++i) {
+    kept->push_back(std::malloc(1000)); g_kept_line = __LINE__;
+  }
+}
+
+TEST(Concurrency, ThreadsWhileSnapshotsAreTakenEndExact) {
+  constexpr int kThreads = 4;
+  constexpr int kKeep = 25;
+  std::vector<std::vector<void*>> kept(kThreads);
+  for (auto& k : kept) k.reserve(kKeep);
+  liveheap::start({Mode::exact, 32});
+  const std::int64_t base = liveheap::traced_memory().current;
+  std::atomic<bool> done{false};
+  int snapshots = 0;
+  std::thread observer([&] {
+    while (!done.load()) {
+      (void)liveheap::take_snapshot();
+      ++snapshots;
+    }
+  });
+  std::vector<std::thread> workers;
+  for (int t = 0; t < kThreads; ++t)
+    workers.emplace_back(churn, 1234u + t, 200000, kKeep, &kept[t]);
+  for (auto& w : workers) w.join();
+  done = true;
+  observer.join();
+  EXPECT_GT(snapshots, 0);
+
+  std::int64_t count = 0;
+  const std::int64_t size = size_at_line(liveheap::take_snapshot(), g_kept_line, &count);
+  EXPECT_EQ(size, kThreads * kKeep * 1000);
+  EXPECT_EQ(count, kThreads * kKeep);
+  for (auto& k : kept)
+    for (void* p : k) std::free(p);
+  EXPECT_EQ(size_at_line(liveheap::take_snapshot(), g_kept_line, &count), 0);
+  EXPECT_EQ(liveheap::engine_stats().dropped, 0u);
+  liveheap::stop();
+  (void)base;
+}
+
+TEST(Concurrency, ForkedChildKeepsWorking) {
+  liveheap::start({Mode::exact, 32});
+  // Another thread busy in the allocator while we fork: its locks must not leak into the child.
+  std::atomic<bool> done{false};
+  std::thread busy([&] {
+    while (!done.load()) std::free(std::malloc(128));
+  });
+  void* parent_block = std::malloc(4242); const int parent_line = __LINE__;
+  for (int i = 0; i < 20; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // Child: allocate, free, snapshot (a new symbolizer thread starts here).
+      void* p = std::malloc(9999); const int child_line = __LINE__;
+      std::int64_t count = 0;
+      const auto snap = liveheap::take_snapshot();
+      const bool ok = size_at_line(snap, child_line, &count) == 9999 && count == 1 &&
+                      size_at_line(snap, parent_line, &count) == 4242;
+      std::free(p);
+      _exit(ok ? 0 : 3);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child crashed or hung, status " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  done = true;
+  busy.join();
+  std::int64_t count = 0;
+  EXPECT_EQ(size_at_line(liveheap::take_snapshot(), parent_line, &count), 4242);
+  std::free(parent_block);
+  liveheap::stop();
+}
+
+std::string module_of(const char* symbol) {
+  void* address = dlsym(RTLD_DEFAULT, symbol);
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+TEST(Concurrency, UnwinderIsLoadedPrivately) {
+  liveheap::start({Mode::exact, 32});  // loads libunwind
+  // libunwind exports _Unwind_* and backtrace: loaded globally, they would replace
+  // libgcc_s's and glibc's for every throw and every caller in the process.
+  EXPECT_NE(module_of("_Unwind_RaiseException").find("libgcc_s"), std::string::npos);
+  EXPECT_NE(module_of("backtrace").find("libc.so"), std::string::npos);
+  liveheap::stop();
+}
+
+}  // namespace
