@@ -59,7 +59,7 @@ void uncount_replaced(const LiveBlock& old) noexcept {
 }
 
 StackId capture_and_intern() noexcept {
-  std::uintptr_t frames[kMaxFramesCapture];
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames);
   const StackId stack = g_stacks.find_or_insert(frames, depth);
   if (stack == kNoStack) g_dropped.fetch_add(1, std::memory_order_relaxed);

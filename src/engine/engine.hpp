@@ -22,8 +22,8 @@ struct Settings {
   std::uint64_t sample_seed = 0;  // 0: unpredictable
 };
 
-// Read by every hook. One relaxed load.
-extern std::atomic<Mode> g_mode;
+// Read by every hook. One relaxed load; hidden, so it is read PC-relative, not via the GOT.
+[[gnu::visibility("hidden")]] extern std::atomic<Mode> g_mode;
 inline Mode mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
 inline bool active() noexcept { return mode() != Mode::off; }
 

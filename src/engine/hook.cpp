@@ -100,16 +100,25 @@ void* realloc_exact(void* p, std::size_t size) noexcept {
   return q;
 }
 
-void* new_impl(std::size_t size, std::size_t alignment) {
+// The new_handler loop, off the fast path.
+[[gnu::noinline]] void* new_retry(std::size_t size, std::size_t alignment) {
   for (;;) {
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) throw std::bad_alloc();
+    handler();
     void* p = alignment == 0
                   ? allocate(size, 0, [&] { return __libc_malloc(size); })
                   : allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
     if (p != nullptr) return p;
-    std::new_handler handler = std::get_new_handler();
-    if (handler == nullptr) throw std::bad_alloc();
-    handler();
   }
+}
+
+inline void* new_impl(std::size_t size, std::size_t alignment) {
+  void* p = alignment == 0
+                ? allocate(size, 0, [&] { return __libc_malloc(size); })
+                : allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
+  if (LIVEHEAP_LIKELY(p != nullptr)) return p;
+  return new_retry(size, alignment);
 }
 
 void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {

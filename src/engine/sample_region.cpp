@@ -124,6 +124,8 @@ void region_release(void* p) noexcept {
   give_back(run, pages);
 }
 
+bool is_sampled_block(const void* p) noexcept { return in_sample_region(p); }
+
 std::int64_t region_overhead_bytes() noexcept { return g_overhead.load(std::memory_order_relaxed); }
 
 void region_lock_for_fork() noexcept { g_lock.lock(); }

@@ -21,13 +21,16 @@ struct SampleHeader {
   std::uint32_t session;    // the tracing session that counted it (0: not counted)
 };
 
-// Set once by reserve_sample_region(); zero before, so contains() is false.
-extern std::uintptr_t g_region_base;
-extern std::uintptr_t g_region_span;
+// Set once by reserve_sample_region(); zero before, so in_sample_region() is false.
+// Hidden: every free() reads them, PC-relative rather than through the GOT.
+[[gnu::visibility("hidden")]] extern std::uintptr_t g_region_base;
+[[gnu::visibility("hidden")]] extern std::uintptr_t g_region_span;
 
 inline bool in_sample_region(const void* p) noexcept {
   return reinterpret_cast<std::uintptr_t>(p) - g_region_base < g_region_span;
 }
+// The same, callable from outside the library (tests).
+bool is_sampled_block(const void* p) noexcept;
 
 // Reserves the range (64 GiB of address space, no memory; smaller when refused). Idempotent.
 bool reserve_sample_region() noexcept;

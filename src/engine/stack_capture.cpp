@@ -75,25 +75,23 @@ bool is_own_code(std::uintptr_t address) noexcept {
 }
 
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max) noexcept {
-  // Our own frames (hook, engine, operator new) come first: capture a few more, then drop.
-  constexpr std::uint32_t kOwnFramesSlack = 8;
-  std::uintptr_t raw[256];
+  // Written in place: our own frames (hook, engine, operator new) come first and are
+  // skipped by moving the start, not by copying the stack.
   std::uint32_t want = max + kOwnFramesSlack;
-  if (want > 256) want = 256;
   std::uint32_t n = 0;
   if (UnwBacktrace fn = g_unw_backtrace.load(std::memory_order_acquire)) {
-    const int got = fn(reinterpret_cast<void**>(raw), static_cast<int>(want));
+    const int got = fn(reinterpret_cast<void**>(frames), static_cast<int>(want));
     n = got > 0 ? static_cast<std::uint32_t>(got) : 0;
   } else {
-    UnwindState state{raw, want, 0};
+    UnwindState state{frames, want, 0};
     _Unwind_Backtrace(collect, &state);
     n = state.count;
   }
   std::uint32_t first = 0;
-  while (first < n && is_own_code(raw[first])) ++first;
-  std::uint32_t out = 0;
-  for (std::uint32_t i = first; i < n && out < max; ++i) frames[out++] = raw[i];
-  return out;
+  while (first < n && is_own_code(frames[first])) ++first;
+  if (n - first > max) n = first + max;
+  if (first > 0) __builtin_memmove(frames, frames + first, (n - first) * sizeof(std::uintptr_t));
+  return n - first;
 }
 
 }  // namespace liveheap::engine

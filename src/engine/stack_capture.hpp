@@ -18,6 +18,10 @@ void load_unwinder() noexcept;
 // "libunwind" or "libgcc" (or "none" before load_unwinder).
 const char* unwinder_name() noexcept;
 
+// Our own frames on top of a captured stack (hook, engine, operator new): captured, then
+// dropped. `frames` must hold max + kOwnFramesSlack entries.
+inline constexpr std::uint32_t kOwnFramesSlack = 8;
+
 // Fills `frames` with up to `max` return addresses of the caller's stack, liveheap's own
 // frames at the top removed. Returns how many were written.
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max) noexcept;

@@ -15,7 +15,8 @@ struct ThreadState {
   std::uint64_t sampler_epoch = 0;      // sampled mode: reset when tracking restarts
 };
 
-[[gnu::tls_model("initial-exec")]] extern constinit thread_local ThreadState t_thread;
+[[gnu::tls_model("initial-exec"), gnu::visibility("hidden")]] extern constinit thread_local ThreadState
+    t_thread;
 
 // Marks the current thread as inside the engine for its lifetime; the proof a caller holds
 // it is passed on as a parameter (heaptrack's RecursionGuard).

@@ -101,7 +101,7 @@ TEST(Sampled, BlocksFreedOnOtherThreadsAreUncounted) {
     for (auto& b : blocks) b = std::malloc(1 << 20);  // p(sampled) = 1 - e^-16
   }).join();
   int sampled = 0;
-  for (void* b : blocks) sampled += liveheap::engine::in_sample_region(b);
+  for (void* b : blocks) sampled += liveheap::engine::is_sampled_block(b);
   EXPECT_EQ(sampled, 200);
   EXPECT_NEAR(static_cast<double>(liveheap::traced_memory().current), 200.0 * (1 << 20),
               200.0 * (1 << 20) * 0.01);
@@ -117,18 +117,18 @@ TEST(Sampled, BlocksFreedOnOtherThreadsAreUncounted) {
 TEST(Sampled, ReallocAcrossTheSampledLineKeepsTheBytes) {
   liveheap::start({Mode::sampled, 16, 64 * 1024, 9});
   auto* p = static_cast<unsigned char*>(std::malloc(4 << 20));
-  ASSERT_TRUE(liveheap::engine::in_sample_region(p));
+  ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
   for (int i = 0; i < 64; ++i) p[i] = static_cast<unsigned char>(i);
   // Down to a size almost never sampled: it leaves the region, bytes intact.
   auto* q = static_cast<unsigned char*>(std::realloc(p, 16));
   ASSERT_NE(q, nullptr);
-  EXPECT_FALSE(liveheap::engine::in_sample_region(q));
+  EXPECT_FALSE(liveheap::engine::is_sampled_block(q));
   for (int i = 0; i < 16; ++i) ASSERT_EQ(q[i], i);
   EXPECT_EQ(liveheap::engine_stats().live_blocks, 0u);
   // And back up: sampled again, the 16 bytes carried over.
   auto* r = static_cast<unsigned char*>(std::realloc(q, 8 << 20));
   ASSERT_NE(r, nullptr);
-  EXPECT_TRUE(liveheap::engine::in_sample_region(r));
+  EXPECT_TRUE(liveheap::engine::is_sampled_block(r));
   for (int i = 0; i < 16; ++i) ASSERT_EQ(r[i], i);
   EXPECT_GE(malloc_usable_size(r), std::size_t{8} << 20);
   EXPECT_EQ(std::realloc(r, 0), nullptr);  // frees, as glibc does
@@ -145,7 +145,7 @@ TEST(Sampled, AlignedSampledBlocksHonourTheirAlignment) {
     void* c = memalign(alignment, 3 << 20);
     for (void* p : {a, b, c}) {
       ASSERT_NE(p, nullptr);
-      EXPECT_TRUE(liveheap::engine::in_sample_region(p));
+      EXPECT_TRUE(liveheap::engine::is_sampled_block(p));
       EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % alignment, 0u) << alignment;
       EXPECT_GE(malloc_usable_size(p), std::size_t{3} << 20);
       std::memset(p, 0xab, 3 << 20);  // the whole block is writable
@@ -163,7 +163,7 @@ TEST(Sampled, CallocOfAReusedSampledRunIsZero) {
   liveheap::start({Mode::sampled, 16, 64 * 1024, 13});
   for (int round = 0; round < 20; ++round) {
     auto* p = static_cast<unsigned char*>(std::calloc(1, 1 << 20));
-    ASSERT_TRUE(liveheap::engine::in_sample_region(p));
+    ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
     for (std::size_t i = 0; i < (1u << 20); i += 997) ASSERT_EQ(p[i], 0) << i;
     std::memset(p, 0xff, 1 << 20);  // dirty it before its run is reused
     std::free(p);
@@ -174,7 +174,7 @@ TEST(Sampled, CallocOfAReusedSampledRunIsZero) {
 TEST(Sampled, SamplesOutliveTheirSession) {
   liveheap::start({Mode::sampled, 16, 64 * 1024, 17});
   void* p = std::malloc(4 << 20);
-  ASSERT_TRUE(liveheap::engine::in_sample_region(p));
+  ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
   liveheap::stop();
   liveheap::start({Mode::exact, 16});
   const std::int64_t before = liveheap::traced_memory().current;
