@@ -1,0 +1,118 @@
+// liveheap over HTTP: a request handler any Boost.Beast server mounts in one line, and a
+// standalone admin server (its own thread and port) for servers that are not Beast.
+//
+// Routes, under Config::prefix (default /debug/memory); reads are GET, changes are POST:
+//   GET  /             the dashboard (a plain index of the routes without it)
+//   GET  /stats        tracing state, traced and tracker memory, RSS, mallinfo2
+//   POST /baseline     remember the heap now;  GET /baseline  when, and its totals
+//   GET  /diff         the heap now against the baseline
+//   GET  /top          statistics of the heap now
+//   GET  /tracebacks   the biggest stacks, whole, most recent call first
+//   POST /start /stop /clear /reset-peak   control tracing (they answer /stats)
+//   POST /trim         malloc_trim(0), with RSS before and after
+//   GET  /static/<name>  the dashboard's files
+// Query parameters (a route rejects those it does not take, naming them):
+//   format=text|json    default from Accept (application/json -> JSON, else text)
+//   key=line|file|function|traceback   limit=1..10000   cumulative=0|1
+//   include=GLOB exclude=GLOB (repeatable): fnmatch globs on the user frame's file;
+//       prefix "function:" to match its function instead, e.g. include=function:std::*
+//   seconds=1..60 on /diff and /top: a window, as Go's pprof: snapshot now, wait, diff
+//   mode=exact|sampled frames=1..128 sample_interval=BYTES on POST /start
+//
+// Requests are answered under liveheap::IgnoreScope: looking never shows up as growth.
+// Every failure is a 4xx (5xx only for liveheap's own faults) with a one-line reason,
+// as {"error": "..."} in JSON. With Config::token set, every route except the dashboard's
+// files (which hold no data) requires "Authorization: Bearer <token>".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+namespace liveheap::http {
+
+using Request = boost::beast::http::request<boost::beast::http::string_body>;
+using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+struct Config {
+  std::string prefix = "/debug/memory";  // where the routes live; "" for the root
+  std::string token;                     // bearer token; empty = no authentication
+  unsigned max_windows = 4;              // ?seconds=N requests waiting at once; more get 429
+};
+
+// Answers requests under Config::prefix and declines every other one.
+// Thread-safety: handle and handle_async may be called from any number of threads at once;
+// the baseline is shared by all of them (guarded by a mutex inside).
+//
+// Mounting, in a Beast session that reads into `req_` (see samples/beast_server.cpp):
+//
+//   if (liveheap_.handle_async(std::move(req_), stream_.get_executor(),
+//           [self = shared_from_this()](auto res) { self->send_response(std::move(res)); }))
+//     return;
+//
+// or, in a synchronous handle_request that returns a message_generator:
+//
+//   if (auto res = liveheap_.handle(req)) return std::move(*res);
+//
+// The trade-off: handle() does the work on the calling thread, so a report (a snapshot,
+// symbolization on a cold cache) and above all a ?seconds=N window block that thread; on a
+// single-threaded io_context that stalls the whole server for N seconds. handle_async()
+// runs every request on a liveheap-owned worker thread (a timer for windows, so several
+// windows wait at once) and posts the response to the executor you give: the I/O thread
+// never waits. Prefer handle_async; handle() suits thread-per-request servers and tests.
+class Handler {
+ public:
+  // Throws std::invalid_argument for a prefix that is not "" or "/path" without a query.
+  explicit Handler(Config config = {});
+  ~Handler();  // joins the worker; responses still pending are dropped, never delivered
+  Handler(const Handler&) = delete;
+  Handler& operator=(const Handler&) = delete;
+
+  const Config& config() const noexcept;
+  // True when the request's path is the prefix or below it.
+  bool accepts(const Request& req) const noexcept;
+
+  // std::nullopt when the request is not under the prefix; else the answer, made on this
+  // thread (a ?seconds=N window sleeps here).
+  std::optional<Response> handle(const Request& req);
+
+  // False, leaving `req` untouched, when the request is not under the prefix. Otherwise
+  // takes `req`, answers it on liveheap's worker thread and calls `done` exactly once,
+  // through `executor` (as boost::asio::post does), unless the Handler is destroyed first.
+  bool handle_async(Request&& req, boost::asio::any_io_executor executor,
+                    std::function<void(Response)> done);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A Beast HTTP server on its own thread and port that serves only a Handler's routes.
+// Bounded requests (8 KiB of headers, 1 KiB of body), a 10 s read timeout, one async
+// session per connection: a slow or half-sent request never blocks another client.
+// Thread-safety: construct and destroy on one thread; port() from any.
+class AdminServer {
+ public:
+  // Binds host:port (port 0 picks a free one; host "127.0.0.1" keeps it to this machine)
+  // and starts serving. Throws std::runtime_error naming the address on any failure.
+  AdminServer(Config config, const std::string& host, std::uint16_t port);
+  ~AdminServer();  // stops serving and joins its threads
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  std::uint16_t port() const noexcept;
+  Handler& handler() noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace liveheap::http

@@ -1,0 +1,230 @@
+// The standalone admin server: a Boost.Beast HTTP server on its own thread and port that
+// serves a Handler's routes, for programs that are not Beast servers (and preload mode).
+// Structured as Beast's example/http/server/async: fail, session, listener.
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "liveheap/http.hpp"
+#include "liveheap/tracker.hpp"
+#include "reply.hpp"
+
+namespace liveheap::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bh = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+constexpr std::uint32_t kMaxHeaderBytes = 8 * 1024;
+constexpr std::uint64_t kMaxBodyBytes = 1024;  // the routes take no body
+constexpr std::size_t kMaxBufferBytes = 16 * 1024;
+constexpr auto kReadTimeout = std::chrono::seconds(10);
+constexpr auto kWriteTimeout = std::chrono::seconds(10);
+constexpr long kMaxSessions = 64;  // beyond this, new connections are closed at once
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+
+// Report a failure. A library must not write to its host's stderr for every client that
+// hangs up or times out, so a failed connection is simply closed; this is the one place
+// to change that while debugging.
+void fail(beast::error_code ec, const char* what) {}
+
+// The reason for a request the parser refused, which is always the client's fault.
+Response malformed_request(beast::error_code ec) {
+  Status status = Status::bad_request;
+  if (ec == bh::error::header_limit || ec == bh::error::buffer_overflow)
+    status = Status::request_header_fields_too_large;
+  else if (ec == bh::error::body_limit)
+    status = Status::payload_too_large;
+  return make_error(ReplyTo{}, status, "malformed request: " + ec.message());
+}
+
+// Handles one HTTP connection: read a request, answer it (on the Handler's worker), repeat.
+// Thread-safety: every step runs on the session's strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, Handler& handler, std::shared_ptr<const bool> slot)
+      : stream_(std::move(socket)), buffer_(kMaxBufferBytes), handler_(handler),
+        slot_(std::move(slot)) {}
+
+  // Start on the strand: the session's steps never run concurrently.
+  void run() {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Session::do_read, shared_from_this()));
+  }
+
+ private:
+  void do_read() {
+    // A fresh parser per request: its limits bound what one client can make us hold.
+    parser_.emplace();
+    parser_->header_limit(kMaxHeaderBytes);
+    parser_->body_limit(kMaxBodyBytes);
+    // A client that stops sending is dropped rather than holding the session forever.
+    stream_.expires_after(kReadTimeout);
+    bh::async_read(stream_, buffer_, *parser_,
+                   beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == bh::error::end_of_stream) return do_close();
+    // The parser's verdict goes back to the client, then the connection closes: after a
+    // malformed message nothing more on it can be trusted.
+    if (ec && ec.category() == bh::make_error_code(bh::error::bad_target).category())
+      return send_response(malformed_request(ec));
+    if (ec) return fail(ec, "read");
+
+    Request req = parser_->release();
+    const auto send = [self = shared_from_this()](Response res) {
+      self->send_response(std::move(res));
+    };
+    if (handler_.handle_async(std::move(req), stream_.get_executor(), send)) return;
+    send_response(make_error(reply_to(req), Status::not_found,
+                             "not found: this server answers only under " +
+                                 handler_.config().prefix + "/"));
+  }
+
+  void send_response(Response res) {
+    const bool keep_alive = res.keep_alive() && parser_->is_done();
+    res.keep_alive(keep_alive);
+    stream_.expires_after(kWriteTimeout);
+    beast::async_write(stream_, bh::message_generator(std::move(res)),
+                       beast::bind_front_handler(&Session::on_write, shared_from_this(),
+                                                 keep_alive));
+  }
+
+  void on_write(bool keep_alive, beast::error_code ec, std::size_t) {
+    if (ec) return fail(ec, "write");
+    if (!keep_alive) return do_close();
+    do_read();
+  }
+
+  void do_close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<bh::request_parser<bh::string_body>> parser_;
+  Handler& handler_;
+  std::shared_ptr<const bool> slot_;  // counts this session among the listener's
+};
+
+// Accepts connections and starts a session for each.
+// Thread-safety: runs on the admin server's single io_context thread.
+class Listener : public std::enable_shared_from_this<Listener> {
+ public:
+  // Throws boost::system::system_error.
+  Listener(net::io_context& ioc, const tcp::endpoint& endpoint, Handler& handler)
+      : ioc_(ioc), acceptor_(ioc), backoff_(ioc), handler_(handler),
+        slots_(std::make_shared<const bool>()) {
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(net::socket_base::reuse_address(true));
+    acceptor_.bind(endpoint);
+    acceptor_.listen(net::socket_base::max_listen_connections);
+  }
+
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+  void run() { do_accept(); }
+
+ private:
+  void do_accept() {
+    // Each session gets its own strand.
+    acceptor_.async_accept(net::make_strand(ioc_),
+                           beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
+  }
+
+  void on_accept(beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    if (ec) {
+      // Out of descriptors, say: wait a little rather than spin on the same error.
+      fail(ec, "accept");
+      backoff_.expires_after(kAcceptBackoff);
+      return backoff_.async_wait([self = shared_from_this()](beast::error_code wait_ec) {
+        if (!wait_ec) self->do_accept();
+      });
+    }
+    if (slots_.use_count() <= kMaxSessions)
+      std::make_shared<Session>(std::move(socket), handler_, slots_)->run();
+    do_accept();
+  }
+
+  net::io_context& ioc_;
+  tcp::acceptor acceptor_;
+  net::steady_timer backoff_;
+  Handler& handler_;
+  std::shared_ptr<const bool> slots_;  // one copy per live session
+};
+
+tcp::endpoint resolve(const std::string& host, std::uint16_t port) {
+  net::io_context ioc;
+  tcp::resolver resolver(ioc);
+  const auto results = resolver.resolve(host, std::to_string(port),
+                                        tcp::resolver::numeric_service);
+  return results.begin()->endpoint();
+}
+
+}  // namespace
+
+// Members in this order: the io_context outlives the Handler, whose pending responses
+// hold sessions (and so sockets) of this io_context.
+struct AdminServer::Impl {
+  Impl(Config config, const std::string& host, std::uint16_t port) : handler(std::move(config)) {
+    try {
+      listener = std::make_shared<Listener>(ioc, resolve(host, port), handler);
+    } catch (const boost::system::system_error& e) {
+      throw std::runtime_error("cannot serve on " + host + ":" + std::to_string(port) + ": " +
+                               e.code().message());
+    }
+    bound_port = listener->port();
+    listener->run();
+    thread = std::thread([this] {
+      IgnoreScope ignore;  // for the thread's whole life: serving is never the host's growth
+      for (;;) {
+        try {
+          ioc.run();
+          return;
+        } catch (...) {
+          // A fault in one session: its connection is gone; keep serving the others.
+        }
+      }
+    });
+  }
+
+  ~Impl() {
+    ioc.stop();
+    thread.join();
+  }
+
+  net::io_context ioc{1};
+  Handler handler;
+  std::shared_ptr<Listener> listener;
+  std::uint16_t bound_port = 0;
+  std::thread thread;
+};
+
+AdminServer::AdminServer(Config config, const std::string& host, std::uint16_t port) {
+  IgnoreScope ignore;
+  impl_ = std::make_unique<Impl>(std::move(config), host, port);
+}
+
+AdminServer::~AdminServer() {
+  IgnoreScope ignore;
+  impl_.reset();
+}
+
+std::uint16_t AdminServer::port() const noexcept { return impl_->bound_port; }
+
+Handler& AdminServer::handler() noexcept { return impl_->handler; }
+
+}  // namespace liveheap::http

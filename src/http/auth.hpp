@@ -1,0 +1,21 @@
+// Bearer-token authentication (RFC 6750), compared in constant time.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "reply.hpp"
+
+namespace liveheap::http {
+
+// True when the strings are equal. The time taken depends on the lengths only, never on
+// where they first differ, so a client cannot find the token a byte at a time.
+bool constant_time_equal(std::string_view presented, std::string_view expected) noexcept;
+
+// std::nullopt when `req` carries "Authorization: Bearer <token>" (or `token` is empty);
+// else the 401 to send, with its WWW-Authenticate challenge.
+std::optional<Response> check_bearer(const Request& req, std::string_view token,
+                                     const ReplyTo& to);
+
+}  // namespace liveheap::http

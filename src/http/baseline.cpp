@@ -1,0 +1,18 @@
+// The baseline snapshot that /diff compares against.
+#include "baseline.hpp"
+
+namespace liveheap::http {
+
+void BaselineStore::set(Snapshot snapshot) {
+  // Built outside the lock: the lock only ever guards a pointer swap.
+  auto baseline = std::make_shared<const Snapshot>(std::move(snapshot));
+  std::lock_guard lock(mutex_);
+  baseline_.swap(baseline);
+}
+
+std::shared_ptr<const Snapshot> BaselineStore::get() const {
+  std::lock_guard lock(mutex_);
+  return baseline_;
+}
+
+}  // namespace liveheap::http

@@ -1,0 +1,134 @@
+// liveheap::http::Handler: prefix matching, and answering on the caller's thread (handle)
+// or on liveheap's worker thread (handle_async), where ?seconds=N windows wait on timers.
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "liveheap/http.hpp"
+#include "liveheap/tracker.hpp"
+#include "routes.hpp"
+
+namespace liveheap::http {
+namespace {
+
+namespace net = boost::asio;
+
+// "" or "/a/b": no trailing slash, nothing a raw target could spell two ways.
+std::string checked_prefix(std::string prefix) {
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  if (!prefix.empty() && prefix.front() != '/')
+    throw std::invalid_argument("liveheap::http::Config::prefix '" + prefix +
+                                "' must start with '/'");
+  for (const char c : prefix)
+    if (c <= ' ' || c == '?' || c == '#' || c == '%' || c == 0x7F)
+      throw std::invalid_argument("liveheap::http::Config::prefix '" + prefix +
+                                  "' must be a plain path (no spaces, '?', '#' or '%')");
+  return prefix;
+}
+
+// One handle_async call in flight.
+struct Job {
+  Request req;
+  net::any_io_executor executor;
+  std::function<void(Response)> done;
+};
+
+}  // namespace
+
+// Thread-safety: state is shared by every request; the worker is started once (call_once)
+// and its io_context is thread-safe for post.
+struct Handler::Impl {
+  explicit Impl(Config config) : state(std::move(config)) {}
+
+  ~Impl() {
+    if (!worker.joinable()) return;
+    work.reset();
+    worker_io.stop();
+    worker.join();
+  }
+
+  void start_worker() {
+    std::call_once(worker_started, [this] {
+      work.emplace(worker_io.get_executor());
+      worker = std::thread([this] {
+        IgnoreScope ignore;  // for the thread's whole life: everything it does is ours
+        for (;;) {
+          try {
+            worker_io.run();
+            return;
+          } catch (...) {
+            // A fault in one job: its client's connection closes; the rest go on.
+          }
+        }
+      });
+    });
+  }
+
+  void run(const std::shared_ptr<Job>& job) {
+    Outcome outcome = answer(state, job->req);
+    if (auto* res = std::get_if<Response>(&outcome)) return deliver(job, std::move(*res));
+    Window window = std::get<Window>(std::move(outcome));
+    auto timer = std::make_shared<net::steady_timer>(worker_io, window.wait);
+    timer->async_wait([this, job, timer, finish = std::move(window.finish)](
+                          boost::system::error_code ec) {
+      if (!ec) deliver(job, finish());
+    });
+  }
+
+  static void deliver(const std::shared_ptr<Job>& job, Response res) {
+    net::post(job->executor, [job, res = std::move(res)]() mutable {
+      IgnoreScope ignore;  // what the caller's send allocates for our response is ours too
+      job->done(std::move(res));
+    });
+  }
+
+  // Declared first, destroyed last: pending windows refer to it.
+  RouteState state;
+  net::io_context worker_io{1};
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::once_flag worker_started;
+  std::thread worker;
+};
+
+Handler::Handler(Config config) {
+  config.prefix = checked_prefix(std::move(config.prefix));
+  impl_ = std::make_unique<Impl>(std::move(config));
+}
+
+Handler::~Handler() = default;
+
+const Config& Handler::config() const noexcept { return impl_->state.config; }
+
+bool Handler::accepts(const Request& req) const noexcept {
+  const std::string_view target = req.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  const std::string& prefix = impl_->state.config.prefix;
+  return path.starts_with(prefix) && (path.size() == prefix.size() || path[prefix.size()] == '/');
+}
+
+std::optional<Response> Handler::handle(const Request& req) {
+  if (!accepts(req)) return std::nullopt;
+  IgnoreScope ignore;
+  Outcome outcome = answer(impl_->state, req);
+  if (auto* window = std::get_if<Window>(&outcome)) {
+    std::this_thread::sleep_for(window->wait);
+    return window->finish();
+  }
+  return std::get<Response>(std::move(outcome));
+}
+
+bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
+                           std::function<void(Response)> done) {
+  if (!accepts(req)) return false;
+  IgnoreScope ignore;
+  auto job = std::make_shared<Job>(Job{std::move(req), std::move(executor), std::move(done)});
+  impl_->start_worker();
+  net::post(impl_->worker_io, [impl = impl_.get(), job] { impl->run(job); });
+  return true;
+}
+
+}  // namespace liveheap::http

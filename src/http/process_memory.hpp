@@ -1,0 +1,30 @@
+// The process's memory as the kernel and glibc see it: RSS beside the traced heap shows
+// memory the allocator keeps but no longer uses. Thread-safety: functions of the process.
+#pragma once
+
+#include <cstdint>
+
+namespace liveheap::http {
+
+struct ProcessMemory {
+  std::int64_t rss = 0;       // bytes resident now (VmRSS); -1 when unknown
+  std::int64_t peak_rss = 0;  // highest resident (VmHWM); -1 when unknown
+};
+ProcessMemory read_process_memory() noexcept;
+
+// glibc's mallinfo2(): arena = bytes from sbrk, hblkhd = from mmap, uordblks = in use,
+// fordblks = free in the arenas, keepcost = releasable from the top of the main arena.
+struct MallocInfo {
+  std::uint64_t arena = 0;
+  std::uint64_t hblkhd = 0;
+  std::uint64_t uordblks = 0;
+  std::uint64_t fordblks = 0;
+  std::uint64_t keepcost = 0;
+};
+MallocInfo read_malloc_info() noexcept;
+
+// malloc_trim(0): hands free memory in glibc's arenas back to the kernel. True when some
+// memory was released.
+bool trim_heap() noexcept;
+
+}  // namespace liveheap::http

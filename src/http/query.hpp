@@ -1,0 +1,62 @@
+// Request targets and query parameters, parsed strictly: a malformed escape, an unknown or
+// repeated parameter, a bad number or glob is a 400 naming it, never a guess.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "liveheap/snapshot.hpp"
+#include "reply.hpp"
+
+namespace liveheap::http {
+
+// The parameters a route may take, as a bit set.
+enum Param : unsigned {
+  kFormat = 1u << 0,
+  kKey = 1u << 1,
+  kLimit = 1u << 2,
+  kCumulative = 1u << 3,
+  kFilters = 1u << 4,  // include= and exclude=
+  kSeconds = 1u << 5,
+  kStartOptions = 1u << 6,  // mode=, frames=, sample_interval=
+};
+using ParamSet = unsigned;
+
+inline constexpr std::size_t kMaxLimit = 10000;
+inline constexpr unsigned kMaxSeconds = 60;
+
+struct Query {
+  std::optional<Format> format;
+  KeyType key = KeyType::line;
+  std::size_t limit = 10;
+  bool cumulative = false;
+  std::vector<std::string> include;  // the globs as given, to echo in reports
+  std::vector<std::string> exclude;
+  std::vector<Filter> filters;       // the same, ready for Snapshot::filter_traces
+  unsigned seconds = 0;              // 0: no window
+  std::optional<Mode> mode;
+  std::optional<unsigned> frames;
+  std::optional<std::uint64_t> sample_interval;
+};
+
+struct Target {
+  std::string path;      // percent-decoded
+  std::string_view query;  // still encoded, without the '?'
+};
+
+// Splits and decodes a request target. Throws RequestError (400) for a target that is not
+// an absolute path, a bad escape, or a control character once decoded.
+Target split_target(std::string_view target);
+
+// Throws RequestError (400) naming the first offending parameter.
+Query parse_query(std::string_view query, ParamSet allowed);
+
+// `text` made safe to quote in a one-line reason: short, printable ASCII only.
+std::string excerpt(std::string_view text);
+
+}  // namespace liveheap::http

@@ -1,0 +1,51 @@
+// Building responses: the one place that sets headers, picks text or JSON, and turns a
+// failure into a one-line reason. Thread-safety: pure functions.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http/status.hpp>
+#include <nlohmann/json.hpp>
+
+#include "liveheap/http.hpp"
+
+namespace liveheap::http {
+
+using Status = boost::beast::http::status;
+
+enum class Format { text, json };
+
+// What every response to one request shares.
+struct ReplyTo {
+  unsigned version = 11;
+  bool keep_alive = false;
+  Format format = Format::text;
+};
+
+// ?format= when it is valid (query.cpp rejects it otherwise), else JSON when Accept asks
+// for application/json: even the reason for a bad request comes in the client's format.
+ReplyTo reply_to(const Request& req);
+
+// A request the routes refuse, with the status and the one-line reason to send.
+class RequestError : public std::runtime_error {
+ public:
+  RequestError(Status status, const std::string& reason)
+      : std::runtime_error(reason), status_(status) {}
+  Status status() const noexcept { return status_; }
+
+ private:
+  Status status_;
+};
+
+Response make_response(const ReplyTo& to, Status status, std::string body,
+                       std::string_view content_type);
+// JSON rendered strictly as UTF-8 (invalid bytes in a symbol name become U+FFFD).
+Response make_json(const ReplyTo& to, Status status, const nlohmann::json& body);
+// `body` as text/plain, ending with a newline.
+Response make_text(const ReplyTo& to, Status status, std::string body);
+// {"error": reason} or "reason\n".
+Response make_error(const ReplyTo& to, Status status, std::string_view reason);
+
+}  // namespace liveheap::http

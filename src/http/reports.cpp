@@ -1,0 +1,213 @@
+// The bodies of the report routes, text or JSON. Formatting of sizes, statistics and
+// tracebacks is the report layer's (liveheap/format.hpp); this file only lays them out.
+#include "reports.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "liveheap/format.hpp"
+#include "liveheap/tracker.hpp"
+
+namespace liveheap::http {
+namespace {
+
+using nlohmann::json;
+
+std::string_view plural(KeyType key) {
+  switch (key) {
+    case KeyType::file: return "files";
+    case KeyType::line: return "lines";
+    case KeyType::function: return "functions";
+    case KeyType::traceback: return "tracebacks";
+  }
+  return "keys";
+}
+
+std::string signed_count(std::int64_t n) { return (n >= 0 ? "+" : "") + std::to_string(n); }
+
+std::int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// `snapshot` itself without filters, else the filtered copy, kept in `storage`.
+const Snapshot& apply_filters(const Snapshot& snapshot, const Query& query, Snapshot& storage) {
+  if (query.filters.empty()) return snapshot;
+  storage = snapshot.filter_traces(query.filters);
+  return storage;
+}
+
+// What every snapshot report says about how it was made and asked for.
+json report_json(const SnapshotInfo& info, const Query& query) {
+  return {{"mode", to_string(info.mode)},        {"sample_interval", info.sample_interval},
+          {"max_frames", info.max_frames},       {"taken_at_ms", info.taken_at_ms},
+          {"key", to_string(query.key)},         {"cumulative", query.cumulative},
+          {"limit", query.limit},                {"include", query.include},
+          {"exclude", query.exclude}};
+}
+
+// The same, as the end of a text header line: "(mode=exact, include=*.cpp)".
+std::string report_text(const SnapshotInfo& info, const Query& query) {
+  std::string text = "(mode=" + std::string(to_string(info.mode));
+  if (info.mode == Mode::sampled)
+    text += ", one sample per " + format_size(static_cast<double>(info.sample_interval), false);
+  if (query.cumulative) text += ", cumulative";
+  for (const std::string& glob : query.include) text += ", include=" + glob;
+  for (const std::string& glob : query.exclude) text += ", exclude=" + glob;
+  return text + ")";
+}
+
+std::string size_and_count(std::int64_t size, std::int64_t count) {
+  return "size=" + format_size(static_cast<double>(size), false) +
+         ", count=" + std::to_string(count);
+}
+
+// /top and /tracebacks: the same statistics; /tracebacks prints each stack whole.
+Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& query,
+                           bool whole_tracebacks) {
+  Snapshot storage;
+  const Snapshot& snapshot = apply_filters(now, query, storage);
+  const std::vector<Statistic> stats = snapshot.statistics(query.key, query.cumulative);
+  const std::size_t shown = std::min(stats.size(), query.limit);
+  if (to.format == Format::json) {
+    json body = report_json(snapshot.info(), query);
+    body["total"] = {{"size", snapshot.total_size()}, {"count", snapshot.total_count()}};
+    body["keys"] = stats.size();
+    json list = json::array();
+    for (std::size_t i = 0; i < shown; ++i) list.push_back(to_json(stats[i], query.key));
+    body["stats"] = std::move(list);
+    return make_json(to, Status::ok, body);
+  }
+  std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(stats.size()) +
+                     " " + std::string(plural(query.key)) + ": " +
+                     size_and_count(snapshot.total_size(), snapshot.total_count()) + " " +
+                     report_text(snapshot.info(), query) + "\n";
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (whole_tracebacks) text += "\n";
+    text += format_statistic(stats[i], query.key) + "\n";
+    if (whole_tracebacks)
+      for (const std::string& line : format_traceback(stats[i].traceback)) text += line + "\n";
+  }
+  return make_text(to, Status::ok, std::move(text));
+}
+
+}  // namespace
+
+Response stats_report(const ReplyTo& to) {
+  const bool tracing = is_tracing();
+  const Options options = liveheap::options();
+  const Mode mode = tracing ? options.mode : Mode::off;
+  const std::uint64_t interval = mode == Mode::sampled ? options.sample_interval : 0;
+  const TracedMemory traced = traced_memory();
+  const std::int64_t own = tracker_memory();
+  const EngineStats engine = engine_stats();
+  const ProcessMemory process = read_process_memory();
+  const MallocInfo heap = read_malloc_info();
+  if (to.format == Format::json) {
+    return make_json(
+        to, Status::ok,
+        {{"mode", to_string(mode)},
+         {"tracing", tracing},
+         {"sample_interval", interval},
+         {"max_frames", options.max_frames},
+         {"traced", {{"current", traced.current}, {"peak", traced.peak}}},
+         {"tracker_memory", own},
+         {"stacks", engine.stacks},
+         {"live_blocks", engine.live_blocks},
+         {"dropped", engine.dropped},
+         {"rss", process.rss},
+         {"peak_rss", process.peak_rss},
+         {"mallinfo",
+          {{"arena", heap.arena}, {"hblkhd", heap.hblkhd}, {"uordblks", heap.uordblks},
+           {"fordblks", heap.fordblks}, {"keepcost", heap.keepcost}}}});
+  }
+  const auto size = [](auto bytes) { return format_size(static_cast<double>(bytes), false); };
+  std::string text = "tracing: " + std::string(tracing ? "on" : "off") +
+                     ", mode=" + std::string(to_string(mode)) +
+                     ", max_frames=" + std::to_string(options.max_frames);
+  if (interval != 0) text += ", sample_interval=" + size(interval);
+  text += "\ntraced: current=" + size(traced.current) + ", peak=" + size(traced.peak) +
+          "\ntracker memory: " + size(own) + "\nstacks=" + std::to_string(engine.stacks) +
+          ", live_blocks=" + std::to_string(engine.live_blocks) +
+          ", dropped=" + std::to_string(engine.dropped) + "\nrss=" + size(process.rss) +
+          ", peak_rss=" + size(process.peak_rss) + "\nmallinfo2: arena=" + size(heap.arena) +
+          ", hblkhd=" + size(heap.hblkhd) + ", uordblks=" + size(heap.uordblks) +
+          ", fordblks=" + size(heap.fordblks) + ", keepcost=" + size(heap.keepcost) + "\n";
+  return make_text(to, Status::ok, std::move(text));
+}
+
+Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query) {
+  return statistics_report(to, now, query, false);
+}
+
+Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query) {
+  return statistics_report(to, now, query, true);
+}
+
+Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
+                     const Query& query, const std::string& against) {
+  Snapshot now_storage;
+  Snapshot old_storage;
+  const Snapshot& current = apply_filters(now, query, now_storage);
+  const Snapshot& previous = apply_filters(old, query, old_storage);
+  const std::vector<StatisticDiff> diffs =
+      current.compare_to(previous, query.key, query.cumulative);
+  const std::size_t shown = std::min(diffs.size(), query.limit);
+  const std::int64_t size_diff = current.total_size() - previous.total_size();
+  const std::int64_t count_diff = current.total_count() - previous.total_count();
+  if (to.format == Format::json) {
+    json body = report_json(current.info(), query);
+    body["against"] = against;
+    body["old_taken_at_ms"] = previous.info().taken_at_ms;
+    body["total"] = {{"size", current.total_size()}, {"size_diff", size_diff},
+                     {"count", current.total_count()}, {"count_diff", count_diff}};
+    body["keys"] = diffs.size();
+    json list = json::array();
+    for (std::size_t i = 0; i < shown; ++i) list.push_back(to_json(diffs[i], query.key));
+    body["stats"] = std::move(list);
+    return make_json(to, Status::ok, body);
+  }
+  std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(diffs.size()) +
+                     " " + std::string(plural(query.key)) + " against " + against +
+                     ": size=" + format_size(static_cast<double>(current.total_size()), false) +
+                     " (" + format_size(static_cast<double>(size_diff), true) +
+                     "), count=" + std::to_string(current.total_count()) + " (" +
+                     signed_count(count_diff) + ") " + report_text(current.info(), query) + "\n";
+  for (std::size_t i = 0; i < shown; ++i) text += format_statistic_diff(diffs[i], query.key) + "\n";
+  return make_text(to, Status::ok, std::move(text));
+}
+
+Response baseline_report(const ReplyTo& to, const Snapshot& baseline) {
+  const SnapshotInfo& info = baseline.info();
+  const std::int64_t age_ms = std::max<std::int64_t>(0, now_ms() - info.taken_at_ms);
+  if (to.format == Format::json) {
+    return make_json(to, Status::ok,
+                     {{"mode", to_string(info.mode)},
+                      {"sample_interval", info.sample_interval},
+                      {"max_frames", info.max_frames},
+                      {"taken_at_ms", info.taken_at_ms},
+                      {"age_ms", age_ms},
+                      {"total", {{"size", baseline.total_size()}, {"count", baseline.total_count()}}},
+                      {"stacks", baseline.traces().size()},
+                      {"traced", {{"current", info.traced_current}, {"peak", info.traced_peak}}},
+                      {"tracker_memory", info.tracker_memory}});
+  }
+  return make_text(to, Status::ok,
+                   "baseline taken " + std::to_string(age_ms / 1000) + " s ago: " +
+                       size_and_count(baseline.total_size(), baseline.total_count()) +
+                       ", stacks=" + std::to_string(baseline.traces().size()) +
+                       " (mode=" + std::string(to_string(info.mode)) + ")");
+}
+
+Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
+                     bool released) {
+  if (to.format == Format::json)
+    return make_json(to, Status::ok,
+                     {{"released", released}, {"rss_before", before.rss}, {"rss_after", after.rss}});
+  return make_text(to, Status::ok,
+                   "malloc_trim(0) " + std::string(released ? "released memory" : "released nothing") +
+                       ": rss " + format_size(static_cast<double>(before.rss), false) + " -> " +
+                       format_size(static_cast<double>(after.rss), false));
+}
+
+}  // namespace liveheap::http

@@ -1,0 +1,34 @@
+// The bodies of the report routes, as text (tracemalloc's lines under a header of totals)
+// or JSON (the same fields as numbers). Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include "liveheap/snapshot.hpp"
+#include "process_memory.hpp"
+#include "query.hpp"
+#include "reply.hpp"
+
+namespace liveheap::http {
+
+// GET /stats: the tracker's and the process's state now (reads them itself).
+Response stats_report(const ReplyTo& to);
+
+// GET /top: statistics of `now` grouped by query.key, the top query.limit of them.
+Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query);
+
+// GET /diff: `now` against `old`; `against` says what `old` is, e.g. "the baseline".
+Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
+                     const Query& query, const std::string& against);
+
+// GET /tracebacks: the biggest stacks of `now`, each whole.
+Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query);
+
+// GET and POST /baseline: when it was taken and its totals.
+Response baseline_report(const ReplyTo& to, const Snapshot& baseline);
+
+// POST /trim: what malloc_trim gave back.
+Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
+                     bool released);
+
+}  // namespace liveheap::http

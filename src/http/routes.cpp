@@ -1,0 +1,284 @@
+// The route table: paths, methods and parameters, each route's work, and the mapping of
+// every failure to a 4xx (or, for liveheap's own faults only, a 5xx) with a one-line reason.
+#include "routes.hpp"
+
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+
+#include "auth.hpp"
+#include "embedded_assets.hpp"
+#include "liveheap/tracker.hpp"
+#include "process_memory.hpp"
+#include "query.hpp"
+#include "reports.hpp"
+
+namespace liveheap::http {
+namespace {
+
+namespace bh = boost::beast::http;
+using Verb = bh::verb;
+
+using RouteFn = Outcome (*)(RouteState&, const ReplyTo&, const Query&);
+struct Route {
+  std::string_view path;  // below the prefix
+  Verb method;
+  ParamSet params;        // the query parameters it takes
+  RouteFn run;
+  std::string_view what;  // for the index
+};
+
+[[noreturn]] void conflict(const std::string& reason) {
+  throw RequestError(Status::conflict, reason);
+}
+
+void require_tracing(const RouteState& state) {
+  if (!is_tracing()) conflict("tracing is off: POST " + state.config.prefix + "/start first");
+}
+
+Snapshot snapshot_now(const RouteState& state) {
+  require_tracing(state);
+  try {
+    return take_snapshot();
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+    conflict("tracing is off: POST " + state.config.prefix + "/start first");
+  }
+}
+
+// The response for the exception being handled.
+Response failure_response(const ReplyTo& to) {
+  try {
+    throw;
+  } catch (const RequestError& e) {
+    return make_error(to, e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(to, Status::service_unavailable, "out of memory");
+  } catch (const std::exception& e) {
+    return make_error(to, Status::internal_server_error, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return make_error(to, Status::internal_server_error, "internal error");
+  }
+}
+
+// Holds one of Config::max_windows places while a window waits.
+class WindowSlot {
+ public:
+  explicit WindowSlot(RouteState& state) : count_(state.windows) {
+    if (count_.fetch_add(1) >= state.config.max_windows) {
+      count_.fetch_sub(1);
+      throw RequestError(Status::too_many_requests,
+                         std::to_string(state.config.max_windows) +
+                             " ?seconds= windows are already waiting; try again when one ends");
+    }
+  }
+  ~WindowSlot() { count_.fetch_sub(1); }
+  WindowSlot(const WindowSlot&) = delete;
+  WindowSlot& operator=(const WindowSlot&) = delete;
+
+ private:
+  std::atomic<unsigned>& count_;
+};
+
+// ?seconds=N, as Go's pprof: the heap now, and after N seconds what changed.
+Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
+  auto slot = std::make_shared<WindowSlot>(state);
+  auto first = std::make_shared<const Snapshot>(snapshot_now(state));
+  return Window{std::chrono::seconds(query.seconds), [&state, to, query, first, slot] {
+                  try {
+                    return diff_report(to, snapshot_now(state), *first, query,
+                                       "the heap " + std::to_string(query.seconds) + " s ago");
+                  } catch (...) {
+                    return failure_response(to);
+                  }
+                }};
+}
+
+Outcome stats(RouteState&, const ReplyTo& to, const Query&) { return stats_report(to); }
+
+Outcome get_baseline(RouteState& state, const ReplyTo& to, const Query&) {
+  const auto baseline = state.baseline.get();
+  if (!baseline) conflict("no baseline yet: POST " + state.config.prefix + "/baseline first");
+  return baseline_report(to, *baseline);
+}
+
+Outcome post_baseline(RouteState& state, const ReplyTo& to, const Query&) {
+  Snapshot snapshot = snapshot_now(state);
+  Response res = baseline_report(to, snapshot);
+  state.baseline.set(std::move(snapshot));
+  return res;
+}
+
+Outcome diff(RouteState& state, const ReplyTo& to, const Query& query) {
+  if (query.seconds != 0) return window(state, to, query);
+  require_tracing(state);
+  const auto baseline = state.baseline.get();
+  if (!baseline)
+    conflict("no baseline to diff against: POST " + state.config.prefix +
+             "/baseline first, or ask for a window with ?seconds=N");
+  return diff_report(to, snapshot_now(state), *baseline, query, "the baseline");
+}
+
+Outcome top(RouteState& state, const ReplyTo& to, const Query& query) {
+  if (query.seconds != 0) return window(state, to, query);
+  return top_report(to, snapshot_now(state), query);
+}
+
+Outcome tracebacks(RouteState& state, const ReplyTo& to, const Query& query) {
+  Query whole = query;
+  whole.key = KeyType::traceback;
+  return tracebacks_report(to, snapshot_now(state), whole);
+}
+
+Outcome start_tracing(RouteState& state, const ReplyTo& to, const Query& query) {
+  // tracemalloc's start() would keep going; here a second start would silently clear
+  // every trace, so it is refused.
+  if (is_tracing())
+    conflict("tracing is already on: POST " + state.config.prefix +
+             "/stop first to start again with other options");
+  Options options = liveheap::options();
+  if (options.mode == Mode::off) options.mode = Mode::exact;
+  if (query.mode) options.mode = *query.mode;
+  if (query.frames) options.max_frames = *query.frames;
+  if (query.sample_interval) options.sample_interval = *query.sample_interval;
+  try {
+    start(options);
+  } catch (const std::invalid_argument& e) {
+    throw RequestError(Status::bad_request, e.what());
+  } catch (const std::runtime_error& e) {
+    conflict(e.what());
+  }
+  return stats_report(to);
+}
+
+Outcome stop_tracing(RouteState&, const ReplyTo& to, const Query&) {
+  stop();
+  return stats_report(to);
+}
+
+Outcome clear_traces(RouteState&, const ReplyTo& to, const Query&) {
+  clear();
+  return stats_report(to);
+}
+
+Outcome reset_traced_peak(RouteState&, const ReplyTo& to, const Query&) {
+  reset_peak();
+  return stats_report(to);
+}
+
+Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
+  const ProcessMemory before = read_process_memory();
+  const bool released = trim_heap();
+  return trim_report(to, before, read_process_memory(), released);
+}
+
+Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
+
+constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters;
+const Route kRoutes[] = {
+    {"/", Verb::get, kFormat, route_index, "the dashboard, or this index"},
+    {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, mallinfo2"},
+    {"/baseline", Verb::get, kFormat, get_baseline, "when the baseline was taken, and its totals"},
+    {"/baseline", Verb::post, kFormat, post_baseline, "remember the heap now as the baseline"},
+    {"/diff", Verb::get, kReport | kSeconds, diff, "the heap now against the baseline"},
+    {"/top", Verb::get, kReport | kSeconds, top, "statistics of the heap now"},
+    {"/tracebacks", Verb::get, kFormat | kLimit | kFilters, tracebacks, "the biggest stacks, whole"},
+    {"/start", Verb::post, kFormat | kStartOptions, start_tracing, "start tracing"},
+    {"/stop", Verb::post, kFormat, stop_tracing, "stop tracing and forget the traces"},
+    {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
+    {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak to now"},
+    {"/trim", Verb::post, kFormat, trim, "malloc_trim(0), with RSS before and after"},
+};
+
+Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query) {
+  const web::Asset* page = web::find_asset("index.html");
+  if (page != nullptr && !query.format && to.format == Format::text)
+    return make_response(to, Status::ok, std::string(page->body), page->content_type);
+  nlohmann::json routes = nlohmann::json::array();
+  std::string text = "liveheap routes (parameters: see liveheap/http.hpp):\n";
+  for (const Route& route : kRoutes) {
+    const std::string method(bh::to_string(route.method));
+    const std::string path = state.config.prefix + std::string(route.path);
+    routes.push_back({{"method", method}, {"path", path}, {"what", route.what}});
+    text += method + (method.size() < 4 ? "  " : " ") + path + "  " + std::string(route.what) + "\n";
+  }
+  if (to.format == Format::json) return make_json(to, Status::ok, {{"routes", routes}});
+  return make_text(to, Status::ok, std::move(text));
+}
+
+Response method_not_allowed(const Request& req, const ReplyTo& to, const std::string& allow) {
+  Response res = make_error(to, Status::method_not_allowed,
+                            "method " + excerpt(req.method_string()) + " is not allowed here; use " + allow);
+  res.set(bh::field::allow, allow);
+  return res;
+}
+
+// The dashboard's files: "/static/<name>", or "/<name>" for a name that is a file. Their
+// query is ignored (cache busters), and they need no token: they hold no data.
+std::optional<Response> static_file(const Request& req, const ReplyTo& to, std::string_view rest) {
+  constexpr std::string_view kStatic = "/static/";
+  std::string_view name;
+  if (rest.starts_with(kStatic)) name = rest.substr(kStatic.size());
+  else if (rest.size() > 1 && web::find_asset(rest.substr(1)) != nullptr) name = rest.substr(1);
+  else return std::nullopt;
+  if (req.method() != Verb::get) return method_not_allowed(req, to, "GET");
+  // Files live in one flat folder: a name with a separator or a leading dot is refused
+  // before any lookup, so no spelling of ".." can reach outside it.
+  if (name.empty() || name.front() == '.' || name.find_first_of("/\\") != std::string_view::npos)
+    throw RequestError(Status::bad_request, "bad file name " + excerpt(name));
+  const web::Asset* asset = web::find_asset(name);
+  if (asset == nullptr)
+    throw RequestError(Status::not_found, "no file " + excerpt(name) + " in the dashboard");
+  return make_response(to, Status::ok, std::string(asset->body), asset->content_type);
+}
+
+Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
+  const Target target = split_target(req.target());
+  const std::string& prefix = state.config.prefix;
+  if (!target.path.starts_with(prefix))  // Handler::accepts let it through: cannot happen
+    throw RequestError(Status::not_found, "not under " + prefix);
+  const std::string_view rest = std::string_view(target.path).substr(prefix.size());
+  if (rest.empty()) {  // "/debug/memory": the dashboard's relative links need the slash
+    Response res = make_error(to, Status::permanent_redirect, "see " + prefix + "/");
+    res.set(bh::field::location, prefix + "/" + (target.query.empty() ? "" : "?") +
+                                     std::string(target.query));
+    return res;
+  }
+  if (auto file = static_file(req, to, rest)) return std::move(*file);
+
+  const Route* match = nullptr;
+  std::string allow;
+  for (const Route& route : kRoutes) {
+    if (route.path != rest) continue;
+    allow += (allow.empty() ? "" : ", ") + std::string(bh::to_string(route.method));
+    if (route.method == req.method()) match = &route;
+  }
+  if (allow.empty())
+    throw RequestError(Status::not_found,
+                       "no route " + excerpt(target.path) + "; see GET " + prefix + "/ for the list");
+  if (match == nullptr) return method_not_allowed(req, to, allow);
+  if (rest != "/")  // the index holds no data: the dashboard must load to ask for a token
+    if (auto denied = check_bearer(req, state.config.token, to)) return std::move(*denied);
+  const Query query = parse_query(target.query, match->params);
+  if (query.format) to.format = *query.format;
+  return match->run(state, to, query);
+}
+
+}  // namespace
+
+Outcome answer(RouteState& state, const Request& req) {
+  ReplyTo to = reply_to(req);
+  Outcome outcome = [&]() -> Outcome {
+    try {
+      return dispatch(state, req, to);
+    } catch (...) {
+      return failure_response(to);
+    }
+  }();
+  // No route answers HEAD (a 405), and an answer to HEAD must not carry a body.
+  if (auto* res = std::get_if<Response>(&outcome); res && req.method() == Verb::head) {
+    res->body().clear();
+    res->prepare_payload();
+  }
+  return outcome;
+}
+
+}  // namespace liveheap::http

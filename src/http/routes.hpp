@@ -1,0 +1,36 @@
+// The route table: which path and method does what, with which parameters, and the one
+// place where a failure becomes a response. Thread-safety: answer() may run on any number
+// of threads at once; RouteState's members are each safe to share.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <variant>
+
+#include "baseline.hpp"
+#include "liveheap/http.hpp"
+
+namespace liveheap::http {
+
+// What the routes of one Handler share.
+struct RouteState {
+  explicit RouteState(Config c) : config(std::move(c)) {}
+  const Config config;
+  BaselineStore baseline;
+  std::atomic<unsigned> windows{0};  // ?seconds=N requests waiting now
+};
+
+// A report that needs the heap again later (?seconds=N): wait `wait`, then `finish()`,
+// which never throws.
+struct Window {
+  std::chrono::seconds wait;
+  std::function<Response()> finish;
+};
+using Outcome = std::variant<Response, Window>;
+
+// The answer to a request under the prefix; every failure is a response, never an
+// exception. The caller holds a liveheap::IgnoreScope.
+Outcome answer(RouteState& state, const Request& req);
+
+}  // namespace liveheap::http

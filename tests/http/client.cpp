@@ -1,0 +1,104 @@
+// A small blocking HTTP client for the http tests, on plain POSIX sockets so that what is
+// sent is exactly what the test wrote.
+#include "client.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <stdexcept>
+
+namespace http_test {
+
+std::string Reply::header(const std::string& name) const {
+  const auto it = headers.find(name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+Connection::Connection(std::uint16_t port) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+    throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
+}
+
+Connection::~Connection() { ::close(fd_); }
+
+void Connection::write(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server may close early (e.g. after 431): read what it said
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+void Connection::half_close() { ::shutdown(fd_, SHUT_WR); }
+
+std::string Connection::read_all(int timeout_ms) {
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd pfd{fd_, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return out;
+    char buffer[4096];
+    const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+    if (n <= 0) return out;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+std::string send_raw(std::uint16_t port, std::string_view bytes, bool half_close,
+                     int timeout_ms) {
+  Connection connection(port);
+  connection.write(bytes);
+  if (half_close) connection.half_close();
+  return connection.read_all(timeout_ms);
+}
+
+int status_of(std::string_view raw) {
+  if (!raw.starts_with("HTTP/1.") || raw.size() < 12) return 0;
+  return std::stoi(std::string(raw.substr(9, 3)));
+}
+
+Reply send(std::uint16_t port, std::string_view method, std::string_view target,
+           std::string_view headers, std::string_view body) {
+  std::string request = std::string(method) + " " + std::string(target) +
+                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
+                        std::string(headers);
+  if (!body.empty() || method == "POST")
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  request += "\r\n" + std::string(body);
+  const std::string raw = send_raw(port, request, false);
+
+  Reply reply;
+  reply.status = status_of(raw);
+  const auto head_end = raw.find("\r\n\r\n");
+  if (reply.status == 0 || head_end == std::string::npos)
+    throw std::runtime_error("no HTTP response to " + std::string(method) + " " +
+                             std::string(target) + ": '" + raw + "'");
+  std::size_t at = raw.find("\r\n") + 2;
+  while (at < head_end) {
+    const auto end = raw.find("\r\n", at);
+    const std::string line = raw.substr(at, end - at);
+    const auto colon = line.find(':');
+    std::string name = line.substr(0, colon);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string value = colon == std::string::npos ? "" : line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+    reply.headers[name] = value;
+    at = end + 2;
+  }
+  reply.body = raw.substr(head_end + 4);
+  return reply;
+}
+
+}  // namespace http_test

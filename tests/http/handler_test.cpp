@@ -1,0 +1,132 @@
+// The Handler as a Beast server mounts it: prefix matching, declining, handle and
+// handle_async; the admin server's prefix and bind errors.
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http/message_generator.hpp>
+#include <thread>
+
+#include "server_fixture.hpp"
+
+namespace http_test {
+namespace {
+
+namespace bh = boost::beast::http;
+
+Config with_prefix(std::string prefix) {
+  Config config;
+  config.prefix = std::move(prefix);
+  return config;
+}
+
+Request make_request(bh::verb method, std::string_view target) {
+  Request req{method, target, 11};
+  req.set(bh::field::host, "x");
+  return req;
+}
+
+TEST(Handler, ValidatesAndNormalizesThePrefix) {
+  EXPECT_EQ(Handler(with_prefix("/admin/heap/")).config().prefix, "/admin/heap");
+  EXPECT_EQ(Handler(with_prefix("")).config().prefix, "");
+  EXPECT_EQ(Handler(with_prefix("/")).config().prefix, "");
+  for (const char* bad : {"debug", "/a b", "/a?b", "/a%20", "/a#b"})
+    EXPECT_THROW(Handler(with_prefix(bad)), std::invalid_argument) << bad;
+}
+
+TEST(Handler, AcceptsOnlyItsPrefix) {
+  Handler handler;
+  for (const char* yes : {"/debug/memory", "/debug/memory/", "/debug/memory/stats?format=json",
+                          "/debug/memory?x", "/debug/memory/nope"})
+    EXPECT_TRUE(handler.accepts(make_request(bh::verb::get, yes))) << yes;
+  for (const char* no : {"/", "/debug", "/debug/memoryx", "/debug/memory%2Fstats", "*",
+                         "http://x/debug/memory/stats", "/other/debug/memory"})
+    EXPECT_FALSE(handler.accepts(make_request(bh::verb::get, no))) << no;
+}
+
+TEST(Handler, HandleAnswersOnTheCallingThreadAndDeclinesOthers) {
+  if (!is_tracing()) start();
+  Handler handler;
+  EXPECT_FALSE(handler.handle(make_request(bh::verb::get, "/hello")));
+  const auto res = handler.handle(make_request(bh::verb::get, "/debug/memory/stats?format=json"));
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result(), bh::status::ok);
+  EXPECT_EQ(nlohmann::json::parse(res->body())["tracing"], true);
+  // Converts to the message_generator a Beast handle_request returns.
+  const bh::message_generator generator = std::move(*handler.handle(
+      make_request(bh::verb::post, "/debug/memory/baseline")));
+  (void)generator;
+  const auto diff = handler.handle(make_request(bh::verb::get, "/debug/memory/diff"));
+  EXPECT_EQ(diff->result(), bh::status::ok) << diff->body();
+}
+
+TEST(Handler, HandleAsyncPostsTheAnswerToTheGivenExecutor) {
+  if (!is_tracing()) start();
+  Handler handler;
+  boost::asio::io_context ioc;
+  Request other = make_request(bh::verb::get, "/hello");
+  EXPECT_FALSE(handler.handle_async(std::move(other), ioc.get_executor(), [](Response) {}));
+  EXPECT_EQ(other.target(), "/hello");  // declined: left untouched
+
+  std::vector<Response> answers;
+  std::thread::id answered_on;
+  for (const char* target : {"/debug/memory/stats", "/debug/memory/top?seconds=1",
+                             "/debug/memory/top?limit=0"}) {
+    EXPECT_TRUE(handler.handle_async(make_request(bh::verb::get, target), ioc.get_executor(),
+                                     [&](Response res) {
+                                       answers.push_back(std::move(res));
+                                       answered_on = std::this_thread::get_id();
+                                     }));
+  }
+  const auto work = boost::asio::make_work_guard(ioc);  // the answers come from elsewhere
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (answers.size() < 3 && std::chrono::steady_clock::now() < deadline)
+    ioc.run_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answered_on, std::this_thread::get_id());
+  // The window waits on a timer, not on the worker: the request after it is answered first.
+  EXPECT_EQ(answers[0].result(), bh::status::ok);
+  EXPECT_EQ(answers[1].result(), bh::status::bad_request);
+  EXPECT_EQ(answers[2].result(), bh::status::ok);
+  EXPECT_TRUE(answers[2].body().starts_with("Top ")) << answers[2].body();
+}
+
+TEST(Handler, PendingAnswersAreDroppedWhenTheHandlerGoes) {
+  if (!is_tracing()) start();
+  boost::asio::io_context ioc;
+  bool called = false;
+  {
+    Handler handler;
+    handler.handle_async(make_request(bh::verb::get, "/debug/memory/diff?seconds=30"),
+                         ioc.get_executor(), [&](Response) { called = true; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }  // must not wait 30 s
+  ioc.run_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(called);
+}
+
+class PrefixTest : public ServerTest {
+  Config config() const override { return with_prefix("/admin/heap"); }
+};
+
+TEST_F(PrefixTest, RoutesLiveUnderTheConfiguredPrefix) {
+  EXPECT_EQ(get(port(), "/admin/heap/stats").status, 200);
+  EXPECT_EQ(get(port(), "/debug/memory/stats").status, 404);
+  const Reply diff = get(port(), "/admin/heap/diff");
+  EXPECT_EQ(diff.status, 409);
+  EXPECT_NE(diff.body.find("POST /admin/heap/baseline"), std::string::npos) << diff.body;
+}
+
+TEST(AdminServer, BindErrorsNameTheAddress) {
+  AdminServer first(Config{}, "127.0.0.1", 0);
+  try {
+    AdminServer second(Config{}, "127.0.0.1", first.port());
+    FAIL() << "bound the same port twice";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(first.port())),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(AdminServer(Config{}, "not an address", 0), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace http_test

@@ -1,0 +1,112 @@
+// End to end under LD_PRELOAD: an unmodified program (samples/exact_truth.cpp) allocates
+// known bytes at known lines; liveheap_preload's admin server, started by LIVEHEAP_ADDR,
+// must report exactly that through POST /baseline + GET /diff?format=json.
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "child_process.hpp"
+#include "client.hpp"
+#include "gtest/gtest.h"
+
+namespace http_test {
+namespace {
+
+struct Site {
+  std::string file;
+  int line = 0;
+  long bytes = 0;
+  long count = 0;
+};
+
+// "SITE <file>:<line> <bytes> <count>"
+Site parse_site(const std::string& text) {
+  std::istringstream in(text.substr(5));
+  std::string where;
+  Site site;
+  in >> where >> site.bytes >> site.count;
+  const auto colon = where.rfind(':');
+  site.file = where.substr(0, colon);
+  site.line = std::stoi(where.substr(colon + 1));
+  return site;
+}
+
+bool same_file(const std::string& reported, const std::string& truth) {
+  const std::string base = truth.substr(truth.rfind('/') + 1);
+  return reported == truth || reported.ends_with("/" + base) || reported == base;
+}
+
+class PreloadTest : public ::testing::Test {
+ protected:
+  // Starts exact_truth --phases under LD_PRELOAD and waits for its first phase.
+  void SetUp() override {
+    port_ = free_port();
+    program_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{LIVEHEAP_EXACT_TRUTH, "--phases"},
+        std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
+                                 "LIVEHEAP_MODE=exact", "LIVEHEAP_TOKEN="});
+    const auto ready = program_->read_line(20000);
+    ASSERT_EQ(ready.value_or("EOF"), "BASELINE-READY");
+  }
+
+  // Lets the program allocate; returns the sites it reports.
+  std::vector<Site> allocate() {
+    program_->write_line("go");
+    std::vector<Site> sites;
+    EXPECT_EQ(program_->read_line(20000).value_or("EOF"), "ALLOCATED");
+    while (const auto line = program_->read_line(1000)) {
+      if (!line->starts_with("SITE ")) break;
+      sites.push_back(parse_site(*line));
+    }
+    return sites;
+  }
+
+  std::uint16_t port_ = 0;
+  std::unique_ptr<ChildProcess> program_;
+};
+
+TEST_F(PreloadTest, DiffReportsTheExactTruth) {
+  ASSERT_EQ(post(port_, "/debug/memory/baseline").status, 200);
+  const std::vector<Site> sites = allocate();
+  ASSERT_GE(sites.size(), 5u);
+
+  const Reply reply = get(port_, "/debug/memory/diff?format=json&limit=100");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const auto report = reply.json();
+  EXPECT_EQ(report["mode"], "exact");
+  for (const Site& site : sites) {
+    nlohmann::json found = nullptr;
+    for (const auto& stat : report["stats"])
+      if (stat["line"] == site.line && same_file(stat["file"], site.file)) found = stat;
+    if (site.bytes == 0) {  // allocated and freed again: no growth, if listed at all
+      if (!found.is_null()) {
+        EXPECT_EQ(found["size_diff"], 0) << site.line;
+        EXPECT_EQ(found["count_diff"], 0) << site.line;
+      }
+      continue;
+    }
+    ASSERT_FALSE(found.is_null()) << site.file << ":" << site.line << "\n" << report.dump(1);
+    EXPECT_EQ(found["size_diff"], site.bytes) << site.line;
+    EXPECT_EQ(found["count_diff"], site.count) << site.line;
+  }
+  EXPECT_EQ(program_->wait(10000), 0);
+}
+
+TEST_F(PreloadTest, LookingAtTheHeapDoesNotGrowIt) {
+  allocate();  // then the program sits idle, waiting on stdin
+  ASSERT_EQ(post(port_, "/debug/memory/baseline").status, 200);
+  for (int i = 0; i < 5; ++i)
+    for (const char* target :
+         {"/debug/memory/stats", "/debug/memory/top?format=json&key=traceback",
+          "/debug/memory/diff?limit=50", "/debug/memory/tracebacks?format=json",
+          "/debug/memory/baseline", "/debug/memory/top?limit=0", "/debug/memory/",
+          "/debug/memory/nope", "/elsewhere"})
+      get(port_, target);
+  const auto report = get(port_, "/debug/memory/diff?format=json&limit=10000").json();
+  EXPECT_EQ(report["total"]["size_diff"], 0) << report.dump(1);
+  EXPECT_EQ(report["total"]["count_diff"], 0) << report.dump(1);
+}
+
+}  // namespace
+}  // namespace http_test

@@ -1,0 +1,35 @@
+// Allocations at a known line for the http tests to find in reports.
+#include "server_fixture.hpp"
+
+namespace http_test {
+namespace {
+
+[[gnu::noinline]] void allocate_at_known_line(std::vector<void*>& blocks, int count,
+                                              std::size_t size) {
+  for (int i = 0; i < count; ++i)
+    blocks[static_cast<std::size_t>(i)] = std::malloc(size);
+}
+constexpr int kMallocLine = __LINE__ - 2;
+
+}  // namespace
+
+const int kKnownLine = kMallocLine;
+
+KnownAllocations::KnownAllocations(int count, std::size_t size)
+    : blocks(static_cast<std::size_t>(count)) {
+  allocate_at_known_line(blocks, count, size);
+}
+
+KnownAllocations::~KnownAllocations() {
+  for (void* block : blocks) std::free(block);
+}
+
+nlohmann::json find_known(const nlohmann::json& report) {
+  for (const nlohmann::json& stat : report.at("stats")) {
+    const std::string file = stat.value("file", "");
+    if (stat.value("line", 0) == kKnownLine && file.ends_with(kKnownFile)) return stat;
+  }
+  return nullptr;
+}
+
+}  // namespace http_test

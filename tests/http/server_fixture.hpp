@@ -1,0 +1,44 @@
+// A fixture with tracing on and a fresh admin server on 127.0.0.1 (a free port) per test,
+// plus allocations made at known lines for the reports to find.
+#pragma once
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "client.hpp"
+#include "liveheap/http.hpp"
+#include "liveheap/tracker.hpp"
+
+namespace http_test {
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!is_tracing()) start();
+    server_ = std::make_unique<AdminServer>(config(), "127.0.0.1", 0);
+  }
+  void TearDown() override { server_.reset(); }
+  virtual Config config() const { return {}; }
+  std::uint16_t port() const { return server_->port(); }
+
+  std::unique_ptr<AdminServer> server_;
+};
+
+// Blocks allocated at one known line, freed on destruction.
+struct KnownAllocations {
+  KnownAllocations(int count, std::size_t size);  // see kKnownLine
+  ~KnownAllocations();
+  std::vector<void*> blocks;
+};
+extern const int kKnownLine;
+inline constexpr const char* kKnownFile = "server_fixture.cpp";
+inline constexpr const char* kKnownFunction = "allocate_at_known_line";
+
+// The stat of `report` (JSON of /diff or /top) for kKnownFile:kKnownLine, or null.
+nlohmann::json find_known(const nlohmann::json& report);
+
+}  // namespace http_test

@@ -1,0 +1,73 @@
+// The preload library under real programs: LIVEHEAP_* values, good and bad. A bad value
+// is reported once on stderr and the program runs on, untracked.
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+struct ProcessResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `program` with LD_PRELOAD=the preload library and `env` prepended; captures output.
+ProcessResult run_preloaded(const std::string& env, const std::string& program) {
+  const std::string err_file = testing::TempDir() + "liveheap_env_err.txt";
+  const std::string command = "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " " + program +
+                              " 2>" + err_file;
+  ProcessResult run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) run.out.append(buffer.data(), n);
+  run.status = pclose(pipe);
+  if (FILE* f = std::fopen(err_file.c_str(), "r")) {
+    while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), f)) run.err.append(buffer.data(), n);
+    std::fclose(f);
+  }
+  return run;
+}
+
+int count_lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+TEST(PreloadEnvironment, BadValuesAreReportedOnceAndTheProgramRunsOn) {
+  const char* bad[] = {"LIVEHEAP_MODE=bogus",      "LIVEHEAP_MODE=",
+                       "LIVEHEAP_FRAMES=0",        "LIVEHEAP_FRAMES=129",
+                       "LIVEHEAP_FRAMES=12abc",    "LIVEHEAP_FRAMES=-1",
+                       "LIVEHEAP_SAMPLE_INTERVAL=0", "LIVEHEAP_SAMPLE_INTERVAL=99999999999999999999",
+                       "LIVEHEAP_ADDR=host:port",  "LIVEHEAP_ADDR=127.0.0.1:70000"};
+  for (const char* env : bad) {
+    const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
+    EXPECT_EQ(run.status, 0) << env;
+    EXPECT_NE(run.out.find("ALLOCATED"), std::string::npos) << env;
+    EXPECT_EQ(count_lines(run.err), 1) << env << ": " << run.err;
+    EXPECT_EQ(run.err.rfind("liveheap: ", 0), 0u) << env << ": " << run.err;
+    EXPECT_NE(run.err.find(std::string(env).substr(0, std::string(env).find('='))),
+              std::string::npos) << "the message names the variable: " << run.err;
+  }
+}
+
+TEST(PreloadEnvironment, EveryModeRunsRealProgramsQuietly) {
+  for (const char* env : {"LIVEHEAP_MODE=off", "LIVEHEAP_MODE=exact", "LIVEHEAP_MODE=sampled",
+                          "LIVEHEAP_MODE=exact LIVEHEAP_FRAMES=128",
+                          "LIVEHEAP_MODE=sampled LIVEHEAP_SAMPLE_INTERVAL=1"}) {
+    const ProcessResult own = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
+    EXPECT_EQ(own.status, 0) << env;
+    EXPECT_EQ(own.err, "") << env;
+    // Programs no one here wrote: a shell pipeline and a sort of 20k lines.
+    const ProcessResult shell = run_preloaded(env, "sh -c 'seq 1 20000 | sort -rn | head -1'");
+    EXPECT_EQ(shell.status, 0) << env;
+    EXPECT_EQ(shell.out, "20000\n") << env;
+    EXPECT_EQ(shell.err, "") << env;
+  }
+}
+
+}  // namespace
