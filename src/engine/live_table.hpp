@@ -1,7 +1,8 @@
 // Live blocks: pointer -> (requested size, stack id), one entry per traced block.
 // Thread-safety: sharded by pointer hash, each shard under its own SpinLock, so threads
 // freeing unrelated blocks rarely meet. Entries are 16 bytes in mmap'd open-addressing
-// arrays (linear probing, backward-shift deletion: no tombstones to leak or rehash).
+// arrays (linear probing, backward-shift deletion: no tombstones to leak or rehash),
+// grown by a quarter at 3/4 load.
 #pragma once
 
 #include <cstddef>
@@ -48,7 +49,7 @@ class LiveTable {
   struct alignas(64) Shard {
     SpinLock lock;
     Entry* slots = nullptr;   // capacity entries
-    std::size_t capacity = 0; // power of two, 0 before the first insert
+    std::size_t capacity = 0; // slots, 0 before the first insert
     std::size_t used = 0;
   };
   static constexpr unsigned kShardBits = 7;
@@ -56,7 +57,7 @@ class LiveTable {
 
   static std::uint64_t hash(std::uintptr_t ptr) noexcept;
   static Shard& shard_for(Shard* shards, std::uint64_t h) noexcept {
-    return shards[h >> (64 - kShardBits)];
+    return shards[h >> (64 - kShardBits)];  // the top bits; home_slot uses the rest
   }
   static bool grow(Shard& shard) noexcept;
   static void erase_at(Shard& shard, std::size_t i) noexcept;
