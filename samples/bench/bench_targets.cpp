@@ -1,0 +1,211 @@
+// The overhead benchmark's tools, targets and tables (see bench_targets.hpp). The targets
+// are DESIGN.md's "Performance targets", in one place.
+#include "bench_targets.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace bench {
+namespace {
+
+// How a row is judged: every ratio is a cost ratio (tracked / untracked), so a server
+// throughput target of >= 0.98x is a cost ratio of <= 1/0.98. Rows without a target
+// (references, untracked) print "-".
+struct Target {
+  enum class Check { none, ratio_at_most, ns_at_most, vs_exact_1t_at_most };
+  Check check = Check::none;
+  double limit = 0;
+  const char* text = "-";
+};
+
+Target target_for(WorkloadId w, ToolId t) {
+  using C = Target::Check;
+  const bool loop = w != WorkloadId::server;
+  if (loop && t == ToolId::off) return {C::ratio_at_most, 1.05, "<= 1.05x"};
+  if (loop && t == ToolId::sampled) return {C::ratio_at_most, 1.15, "<= 1.15x"};
+  if (w == WorkloadId::loop_1 && t == ToolId::exact) return {C::ns_at_most, 250, "<= 250 ns"};
+  if (w == WorkloadId::loop_2 && t == ToolId::exact)
+    return {C::vs_exact_1t_at_most, 1.3, "<= 1.3x exact 1 thr"};
+  if (w == WorkloadId::server && t == ToolId::sampled)
+    return {C::ratio_at_most, 1 / 0.98, "<= 1.02x (0.98x req/s)"};
+  return {};
+}
+
+const char* workload_name(WorkloadId w) {
+  switch (w) {
+    case WorkloadId::loop_1: return "alloc loop, 1 thread";
+    case WorkloadId::loop_2: return "alloc loop, 2 threads";
+    case WorkloadId::server: return "Beast server";
+  }
+  return "?";
+}
+
+// A pair in ns; a request in us, its wall cost also as throughput.
+std::string format_cost(WorkloadId w, double ns, Clock c) {
+  char text[64];
+  if (w != WorkloadId::server) std::snprintf(text, sizeof text, "%.1f ns", ns);
+  else if (c == Clock::cpu) std::snprintf(text, sizeof text, "%.1f us", ns / 1e3);
+  else std::snprintf(text, sizeof text, "%.1f us=%.1fk/s", ns / 1e3, 1e6 / ns);
+  return text;
+}
+
+// "pass", "MISS", or "" when the row has no target or no number. `detail` receives the
+// number judged when the table's ratio columns do not show it.
+std::string verdict(const Target& target, WorkloadId w, ToolId t, const Measurements& m, Clock c,
+                    std::string& detail) {
+  double measured = NAN;
+  switch (target.check) {
+    case Target::Check::none: return "";
+    case Target::Check::ratio_at_most: measured = m.ratio(w, t, w, ToolId::none, c); break;
+    case Target::Check::ns_at_most: measured = m.value(w, t, c); break;
+    case Target::Check::vs_exact_1t_at_most:
+      measured = m.ratio(w, t, WorkloadId::loop_1, ToolId::exact, c);
+      char text[48];
+      std::snprintf(text, sizeof text, " (%.2fx)", measured);
+      detail = text;
+      break;
+  }
+  if (std::isnan(measured)) return "";
+  return measured <= target.limit ? "pass" : "MISS";
+}
+
+// printf without the trailing blanks of empty last columns.
+template <typename... Args>
+void print_trimmed(const char* format, Args... args) {
+  char line[512];
+  std::snprintf(line, sizeof line, format, args...);
+  std::string text = line;
+  text.erase(text.find_last_not_of(' ') + 1);
+  std::printf("%s\n", text.c_str());
+}
+
+void print_judged(const char* what, double value, const char* unit, double limit) {
+  if (std::isnan(value)) {
+    std::printf("  %-38s %14s  %-12s\n", what, "no result", "");
+    return;
+  }
+  char target[32];
+  std::snprintf(target, sizeof target, "<= %g %s", limit, unit);
+  std::printf("  %-38s %11.1f %-2s  %-12s %s\n", what, value, unit, target,
+              value <= limit ? "pass" : "MISS");
+}
+
+}  // namespace
+
+std::vector<Tool> make_tools(const std::string& liveheap_preload, const std::string& heaptrack_lib,
+                             const std::string& jemalloc_lib) {
+  const auto liveheap = [&](ToolId id, const char* name, const char* mode) {
+    return Tool{id, name, {{"LD_PRELOAD", liveheap_preload}, {"LIVEHEAP_MODE", mode}}, {}};
+  };
+  std::vector<Tool> tools = {
+      {ToolId::none, "no liveheap", {}, {}},
+      liveheap(ToolId::off, "liveheap off", "off"),
+      liveheap(ToolId::sampled, "liveheap sampled", "sampled"),
+      liveheap(ToolId::exact, "liveheap exact", "exact"),
+      {ToolId::heaptrack, "heaptrack",
+       {{"LD_PRELOAD", heaptrack_lib}, {"DUMP_HEAPTRACK_OUTPUT", "/dev/null"}}, {}},
+      {ToolId::jemalloc, "jemalloc (no prof)", {{"LD_PRELOAD", jemalloc_lib}}, {}},
+      {ToolId::jemalloc_prof, "jemalloc prof 512K",
+       {{"LD_PRELOAD", jemalloc_lib}, {"MALLOC_CONF", "prof:true,lg_prof_sample:19"}}, {}},
+  };
+  // Each tool's LD_PRELOAD comes first in its env. ld.so only warns about a missing preload
+  // library and runs the program untracked: a row must never time that under a tracker's name.
+  for (Tool& t : tools) {
+    if (t.env.empty() || access(t.env.front().second.c_str(), R_OK) == 0) continue;
+    if (t.id == ToolId::heaptrack) t.missing = "not installed (apt-get install heaptrack)";
+    else if (t.id == ToolId::jemalloc || t.id == ToolId::jemalloc_prof)
+      t.missing = "not installed (apt-get install libjemalloc2)";
+    else t.missing = "not built: " + t.env.front().second;
+  }
+  return tools;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return NAN;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+void Measurements::record(std::size_t round, WorkloadId w, ToolId t, Cost cost) {
+  rounds_.at(round)[{w, t}] = cost;
+}
+
+bool Measurements::has(WorkloadId w, ToolId t) const {
+  return std::any_of(rounds_.begin(), rounds_.end(),
+                     [&](const auto& round) { return round.count({w, t}) > 0; });
+}
+
+double Measurements::value(WorkloadId w, ToolId t, Clock c) const {
+  std::vector<double> values;
+  for (const auto& round : rounds_)
+    if (const auto it = round.find({w, t}); it != round.end()) values.push_back(it->second.of(c));
+  return median(values);
+}
+
+double Measurements::ratio(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base,
+                           Clock c) const {
+  std::vector<double> ratios;
+  for (const auto& round : rounds_) {
+    const auto it = round.find({w, t});
+    const auto base = round.find({w_base, t_base});
+    if (it != round.end() && base != round.end() && base->second.of(c) > 0)
+      ratios.push_back(it->second.of(c) / base->second.of(c));
+  }
+  return median(ratios);
+}
+
+void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::vector<Tool>& tools,
+                          const Measurements& m, Clock judged_by) {
+  const char* row = "%-21s %-18s %10s %7s %17s %7s  %-23s %s";
+  print_trimmed(row, "workload", "mode", "cpu/op", "ratio", "wall/op", "ratio", "target",
+                judged_by == Clock::cpu ? "verdict (cpu)" : "verdict (wall)");
+  for (WorkloadId w : workloads) {
+    for (const Tool& tool : tools) {
+      const Target target = target_for(w, tool.id);
+      if (!tool.missing.empty()) {
+        print_trimmed("%-21s %-18s %s", workload_name(w), tool.name.c_str(), tool.missing.c_str());
+        continue;
+      }
+      if (!m.has(w, tool.id)) {
+        print_trimmed(row, workload_name(w), tool.name.c_str(), "FAILED", "", "", "", target.text,
+                      "(see notes)");
+        continue;
+      }
+      const auto ratio_text = [&](Clock c) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.2fx", m.ratio(w, tool.id, w, ToolId::none, c));
+        return std::string(text);
+      };
+      std::string detail;
+      const std::string judged = verdict(target, w, tool.id, m, judged_by, detail) + detail;
+      print_trimmed(row, workload_name(w), tool.name.c_str(),
+                    format_cost(w, m.value(w, tool.id, Clock::cpu), Clock::cpu).c_str(),
+                    ratio_text(Clock::cpu).c_str(),
+                    format_cost(w, m.value(w, tool.id, Clock::wall), Clock::wall).c_str(),
+                    ratio_text(Clock::wall).c_str(), target.text, judged.c_str());
+    }
+  }
+}
+
+void print_report_table(const std::map<std::string, double>& medians) {
+  const auto get = [&](const char* key) {
+    const auto it = medians.find(key);
+    return it == medians.end() ? NAN : it->second;
+  };
+  std::printf("\nin process (report_bench: liveheap linked, exact mode, 32 frames): %.0f live "
+              "blocks over %.0f stacks, %.0f distinct frames, %.0f dropped; medians of "
+              "processes\n",
+              get("live_blocks"), get("stacks"), get("frames"), get("dropped"));
+  print_judged("snapshot + compare_to(key=line)", get("snapshot_diff_ms"), "ms", 50);
+  std::printf("    of which take_snapshot %.1f ms, compare_to %.1f ms\n", get("snapshot_ms"),
+              get("compare_ms"));
+  print_judged("first report, cold symbol cache", get("cold_report_ms"), "ms", 1000);
+  print_judged("later report, warm symbol cache", get("warm_report_ms"), "ms", 100);
+  print_judged("tracker memory per live block", get("tracker_bytes_per_block"), "B", 32);
+}
+
+}  // namespace bench

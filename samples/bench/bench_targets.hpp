@@ -1,0 +1,71 @@
+// The overhead benchmark's vocabulary: which trackers it compares (and how each is switched
+// on), the measurements of interleaved rounds, DESIGN.md's targets, and the printed tables.
+// Thread-safety: plain values; the driver is single-threaded.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "child_process.hpp"
+
+namespace bench {
+
+enum class ToolId { none, off, sampled, exact, heaptrack, jemalloc, jemalloc_prof };
+enum class WorkloadId { loop_1, loop_2, server };
+
+struct Tool {
+  ToolId id;
+  std::string name;
+  Environment env;      // how a child runs under this tool
+  std::string missing;  // why it cannot run here; empty when it can
+};
+
+// Every row's tool: liveheap through its preload library (LIVEHEAP_MODE), heaptrack's
+// preload library writing to /dev/null (the cost inside the traced process only, without
+// heaptrack_interpret), jemalloc bare and with its 512 KiB sampling profiler.
+// An empty path marks the tool as not installed.
+std::vector<Tool> make_tools(const std::string& liveheap_preload, const std::string& heaptrack_lib,
+                             const std::string& jemalloc_lib);
+
+double median(std::vector<double> values);
+
+// One operation's cost, in ns: a malloc/free pair (loop) or a request (server). CPU time
+// is the measured process's own (other engineers' builds on a shared machine cannot inflate
+// it, though it hides time spent blocked); wall time is what a user waits (1/throughput).
+enum class Clock { cpu, wall };
+struct Cost {
+  double cpu_ns = 0;
+  double wall_ns = 0;
+  double of(Clock c) const noexcept { return c == Clock::cpu ? cpu_ns : wall_ns; }
+};
+
+// Costs per round, so ratios pair each run with the untracked run of the same round.
+class Measurements {
+ public:
+  explicit Measurements(std::size_t rounds) : rounds_(rounds) {}
+  void record(std::size_t round, WorkloadId w, ToolId t, Cost cost);
+  bool has(WorkloadId w, ToolId t) const;
+  // Median over rounds; NaN when no round has one.
+  double value(WorkloadId w, ToolId t, Clock c) const;
+  // Median over rounds of (w,t) / (w_base,t_base) in the same round; NaN when no round has both.
+  double ratio(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c) const;
+
+ private:
+  std::vector<std::map<std::pair<WorkloadId, ToolId>, Cost>> rounds_;
+};
+
+// The table: CPU and wall cost per operation with their ratios; verdicts by `judged_by`.
+void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::vector<Tool>& tools,
+                          const Measurements& m, Clock judged_by);
+
+// What report_bench prints, and the second table made of it (medians per key).
+inline constexpr std::array<const char*, 10> kReportKeys = {
+    "live_blocks",    "stacks",         "frames",           "dropped",
+    "tracker_bytes_per_block", "cold_report_ms", "warm_report_ms", "snapshot_diff_ms",
+    "snapshot_ms",    "compare_ms"};
+void print_report_table(const std::map<std::string, double>& medians);
+
+}  // namespace bench

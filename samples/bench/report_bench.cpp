@@ -1,0 +1,169 @@
+// The in-process half of the overhead benchmark: with liveheap linked and tracing exactly,
+// build a heap of 1M live blocks over 10k distinct stacks (10k distinct return addresses,
+// so a cold report has 10k frames to symbolize), then time what an operator's curl costs.
+//
+//   report_bench [--blocks N]     prints key=value lines that overhead_bench tabulates
+//
+// cold_report_ms    first snapshot + statistics(line) + top-10 text: symbol cache cold
+// warm_report_ms    the same again (median of 5): every frame cached
+// snapshot_diff_ms  snapshot + compare_to(baseline, line) after some churn (median of 5),
+//                   also apart: snapshot_ms, compare_ms
+// tracker_bytes_per_block  tracker_memory() / live blocks, before any report ran
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "liveheap/format.hpp"
+#include "liveheap/snapshot.hpp"
+#include "liveheap/tracker.hpp"
+
+namespace {
+
+constexpr int kSitesPerFunction = 16;
+constexpr std::size_t kFunctions = 625;  // x 16 call sites = 10,000 distinct stacks
+constexpr int kStacks = kSitesPerFunction * static_cast<int>(kFunctions);
+constexpr int kRepeats = 5;
+
+using AllocateFn = void** (*)(int site, long blocks, void** out);
+
+// Each instantiation is separate code, so each of its 16 malloc calls has its own return
+// address: 625 x 16 = 10k stacks and 10k distinct innermost user frames. (Templates cost far
+// less compile time than 10k handwritten functions; the sizes differ per case so the
+// compiler cannot merge the calls.)
+#define LIVEHEAP_BENCH_SITE(k) \
+  case k: *out++ = std::malloc(size + k); break;
+template <std::size_t I>
+[[gnu::noinline]] void** allocate_at(int site, long blocks, void** out) {
+  constexpr std::size_t size = 16 + I % 32;
+  for (long b = 0; b < blocks; ++b) {
+    switch (site) {
+      LIVEHEAP_BENCH_SITE(0) LIVEHEAP_BENCH_SITE(1) LIVEHEAP_BENCH_SITE(2)
+      LIVEHEAP_BENCH_SITE(3) LIVEHEAP_BENCH_SITE(4) LIVEHEAP_BENCH_SITE(5)
+      LIVEHEAP_BENCH_SITE(6) LIVEHEAP_BENCH_SITE(7) LIVEHEAP_BENCH_SITE(8)
+      LIVEHEAP_BENCH_SITE(9) LIVEHEAP_BENCH_SITE(10) LIVEHEAP_BENCH_SITE(11)
+      LIVEHEAP_BENCH_SITE(12) LIVEHEAP_BENCH_SITE(13) LIVEHEAP_BENCH_SITE(14)
+      LIVEHEAP_BENCH_SITE(15)
+    }
+  }
+  return out;
+}
+#undef LIVEHEAP_BENCH_SITE
+
+template <std::size_t... I>
+constexpr std::array<AllocateFn, sizeof...(I)> make_table(std::index_sequence<I...>) {
+  return {&allocate_at<I>...};
+}
+constexpr auto kAllocators = make_table(std::make_index_sequence<kFunctions>());
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point begin) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// What a "top 10 lines" request does after the snapshot: group, sort, render.
+std::size_t render_top_lines(const liveheap::Snapshot& snapshot) {
+  const auto stats = snapshot.statistics(liveheap::KeyType::line);
+  std::string text;
+  for (std::size_t i = 0; i < stats.size() && i < 10; ++i)
+    text += liveheap::format_statistic(stats[i], liveheap::KeyType::line) + '\n';
+  return text.size();
+}
+
+double time_report() {
+  liveheap::IgnoreScope ignore;  // as the HTTP routes do: looking is not growth
+  const auto begin = Clock::now();
+  const std::size_t rendered = render_top_lines(liveheap::take_snapshot());
+  const double ms = ms_since(begin);
+  if (rendered == 0) std::fprintf(stderr, "report_bench: empty report\n");
+  return ms;
+}
+
+// Timed in two parts so a miss points at the engine/symbolizer or at the report layer.
+struct DiffTimes {
+  std::vector<double> snapshot_ms, compare_ms;
+};
+void time_snapshot_diff(const liveheap::Snapshot& baseline, DiffTimes& times) {
+  liveheap::IgnoreScope ignore;
+  const auto begin = Clock::now();
+  const liveheap::Snapshot now = liveheap::take_snapshot();
+  times.snapshot_ms.push_back(ms_since(begin));
+  const auto compare_begin = Clock::now();
+  const auto diff = now.compare_to(baseline, liveheap::KeyType::line);
+  times.compare_ms.push_back(ms_since(compare_begin));
+  if (diff.empty()) std::fprintf(stderr, "report_bench: empty diff\n");
+}
+
+std::size_t distinct_frames(const liveheap::Snapshot& snapshot) {
+  std::set<std::uintptr_t> addresses;
+  for (const liveheap::Trace& t : snapshot.traces())
+    for (const liveheap::Frame& f : t.traceback) addresses.insert(f.address);
+  return addresses.size();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long blocks = 1'000'000;
+  if (argc == 3 && std::strcmp(argv[1], "--blocks") == 0) blocks = std::atol(argv[2]);
+  else if (argc != 1) {
+    std::fprintf(stderr, "usage: report_bench [--blocks N]\n");
+    return 2;
+  }
+  const long per_stack = std::max(1L, blocks / kStacks);
+  // Sized before tracing starts, so the bookkeeping is not part of the traced heap.
+  std::vector<void*> keep(static_cast<std::size_t>(per_stack) * kStacks);
+
+  liveheap::start({.mode = liveheap::Mode::exact, .max_frames = 32});
+  void** out = keep.data();
+  for (int stack = 0; stack < kStacks; ++stack)
+    out = kAllocators[static_cast<std::size_t>(stack / kSitesPerFunction)](
+        stack % kSitesPerFunction, per_stack, out);
+
+  const liveheap::EngineStats stats = liveheap::engine_stats();
+  std::printf("live_blocks=%llu\nstacks=%llu\ndropped=%llu\n",
+              static_cast<unsigned long long>(stats.live_blocks),
+              static_cast<unsigned long long>(stats.stacks),
+              static_cast<unsigned long long>(stats.dropped));
+  std::printf("tracker_bytes_per_block=%.1f\n",
+              static_cast<double>(liveheap::tracker_memory()) /
+                  static_cast<double>(std::max<std::uint64_t>(stats.live_blocks, 1)));
+
+  std::printf("cold_report_ms=%.1f\n", time_report());
+  std::vector<double> warm;
+  for (int i = 0; i < kRepeats; ++i) warm.push_back(time_report());
+  std::printf("warm_report_ms=%.1f\n", median(warm));
+
+  const liveheap::Snapshot baseline = [] {
+    liveheap::IgnoreScope ignore;
+    return liveheap::take_snapshot();
+  }();
+  // Churn: a tenth of the blocks go, so the diff has something to say at every key.
+  for (std::size_t i = 0; i < keep.size(); i += 10) {
+    std::free(keep[i]);
+    keep[i] = nullptr;
+  }
+  DiffTimes times;
+  for (int i = 0; i < kRepeats; ++i) time_snapshot_diff(baseline, times);
+  std::vector<double> sums;
+  for (int i = 0; i < kRepeats; ++i) sums.push_back(times.snapshot_ms[i] + times.compare_ms[i]);
+  std::printf("snapshot_diff_ms=%.1f\nsnapshot_ms=%.1f\ncompare_ms=%.1f\nframes=%zu\n",
+              median(sums), median(times.snapshot_ms), median(times.compare_ms),
+              distinct_frames(baseline));
+
+  liveheap::stop();
+  for (void* p : keep) std::free(p);
+  return 0;
+}
