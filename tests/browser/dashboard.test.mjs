@@ -1,0 +1,259 @@
+// The dashboard in headless Chromium (Debian's /usr/bin/chromium via playwright-core) against
+// leak_target, a real program with two known leaks: the page must name them with the right
+// sizes, open their tracebacks, reset growth on "Set baseline", call the leak growing and
+// the capped cache plateaued, and survive bad input, a restart and a token. It saves a
+// screenshot of each state in $SCREENSHOT_DIR for a person to look at.
+//
+// Usage: LEAK_TARGET=build/tests/browser/leak_target node dashboard.test.mjs
+// Exits 77 (ctest: skipped) when chromium or node_modules are missing, unless CI is set.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Target, leakLines } from './target.mjs';
+import { formatSize as fmt } from '../../web/static/format.js';
+
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const PROGRAM = process.env.LEAK_TARGET ?? process.argv[2];
+const SHOTS = process.env.SCREENSHOT_DIR ?? join(tmpdir(), 'liveheap-browser-screenshots');
+const KiB = 1024;
+
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch { /* reported below */ }
+const missing = !existsSync(CHROMIUM) ? `${CHROMIUM} is not installed (apt-get install chromium)`
+  : !chromium ? 'playwright-core is not installed (cd tests/browser && npm install)'
+  : !PROGRAM || !existsSync(PROGRAM) ? `leak_target not found (LEAK_TARGET=${PROGRAM})` : null;
+if (missing) {
+  // The README's test command installs both; only a hand-run without them may skip.
+  console.log(`${process.env.CI ? 'FAIL' : 'SKIP'}: ${missing}`);
+  process.exit(process.env.CI ? 1 : 77);
+}
+mkdirSync(SHOTS, { recursive: true });
+
+const LINES = leakLines();
+// Sizes as tracemalloc prints them: what leak_target's ticks must add up to.
+const growSize = (ticks) => ticks * 100 * KiB;
+const cacheSize = (ticks) => Math.min(ticks, 12) * 64 * KiB;
+
+async function until(what, check, ms = 20000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    try {
+      last = await check();
+      if (last === true) return;
+    } catch (e) { last = e.message; }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+// The text of each cell of the row for leak_target.cpp:<line>, or null when absent.
+async function rowOf(page, line) {
+  return page.evaluate((where) => {
+    const tr = [...document.querySelectorAll('tr.site')].find((r) => r.querySelector('.site-main')?.textContent === where);
+    if (!tr) return null;
+    const text = (cls) => tr.querySelector(cls)?.textContent;
+    return {
+      rank: text('.rank'), size: text('.size'), sizeDiff: text('.size-diff'), count: text('.count'),
+      countDiff: text('.count-diff'), average: text('.average'), verdict: text('.verdict'),
+      bar: parseFloat(tr.querySelector('.bar')?.style.width ?? '0'),
+      sparkPoints: tr.querySelector('.spark-line')?.getAttribute('points')?.split(' ').length ?? 0,
+    };
+  }, `leak_target.cpp:${line}`);
+}
+
+const shot = (page, name) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+// '' for a missing element, at once (a locator would wait 30 s for it).
+const text = (page, selector) => page.evaluate((s) => document.querySelector(s)?.innerText ?? '', selector);
+
+test('the dashboard against a program with known leaks', { timeout: 240000 }, async (t) => {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  let target = await Target.start(PROGRAM, ['--paused', '--tick-ms', '150']);
+  t.after(async () => { await browser.close(); await target.kill(); });
+
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`); });
+  const open = (port) => page.goto(`http://127.0.0.1:${port}/debug/memory/#refresh=500`);
+
+  await t.test('first open takes a baseline and says so; mode shown plainly', async () => {
+    await open(target.port);
+    await until('the first-look notice', async () => /no baseline yet, so this page took one/.test(await text(page, '#notice')));
+    assert.match(await text(page, '#fact-mode'), /mode: exact/);
+    assert.match(await text(page, '#fact-tracing'), /tracking: on/);
+    assert.equal(await page.locator('#error').isHidden(), true);
+    await shot(page, '01-first-open');
+  });
+
+  await t.test('the leaking callsites show with the right sizes', async () => {
+    const ticks = await target.send('tick 5');
+    assert.equal(ticks, 5);
+    await until('both leaks at their sizes', async () => {
+      const grow = await rowOf(page, LINES.grow);
+      const cache = await rowOf(page, LINES.cache);
+      return grow?.size === fmt(growSize(5)) && cache?.size === fmt(cacheSize(5)) ? true : { grow, cache };
+    });
+    const grow = await rowOf(page, LINES.grow);
+    const cache = await rowOf(page, LINES.cache);
+    assert.deepEqual([grow.size, grow.sizeDiff, grow.count, grow.countDiff, grow.average],
+      ['500 KiB', '+500 KiB', '5', '+5', '100 KiB']);
+    assert.deepEqual([cache.size, cache.sizeDiff, cache.count, cache.countDiff, cache.average],
+      ['320 KiB', '+320 KiB', '5', '+5', '64.0 KiB']);
+    assert.equal(grow.rank, '1', 'the biggest growth comes first');
+    assert.equal(cache.rank, '2');
+    assert.equal(grow.bar, 100);
+    assert.ok(Math.abs(cache.bar - 64) < 1, `cache bar ${cache.bar}% of the biggest`);
+    await shot(page, '02-two-leaks');
+  });
+
+  await t.test('a click opens the whole traceback, symbolized', async () => {
+    await page.locator('tr.site', { hasText: `leak_target.cpp:${LINES.grow}` }).click();
+    const detail = page.locator('tr.detail');
+    await until('the traceback', async () => /leak_request_buffer/.test(await detail.innerText()));
+    const frames = await detail.locator('.frame').allInnerTexts();
+    const own = frames.find((f) => f.includes(`leak_target.cpp:${LINES.grow}`));
+    assert.ok(own && own.includes('leak_request_buffer'), `a frame names the leak: ${frames.join(' | ')}`);
+    assert.ok(frames.some((f) => /\bmain\b/.test(f)), 'the stack reaches main');
+    assert.ok(frames.some((f) => f.trim().endsWith('leak_target')), `the module is named: ${frames.join(' | ')}`);
+    assert.equal(await detail.locator('.frame.mark').count() >= 1, true, 'the callsite frame is highlighted');
+    await page.waitForTimeout(1200);  // a few refreshes: the open traceback must stay open
+    assert.equal(await detail.count(), 1);
+    await shot(page, '03-traceback');
+    await page.locator('tr.site', { hasText: `leak_target.cpp:${LINES.grow}` }).click();
+    assert.equal(await page.locator('tr.detail').count(), 0);
+  });
+
+  await t.test('a growing site is labelled growing and a capped cache plateaued', async () => {
+    await target.send('resume');
+    await until('growing and plateaued verdicts', async () => {
+      const grow = await rowOf(page, LINES.grow);
+      const cache = await rowOf(page, LINES.cache);
+      return grow?.verdict === 'growing' && cache?.verdict === 'plateaued' ? true : [grow?.verdict, cache?.verdict];
+    }, 60000);
+    const grow = await rowOf(page, LINES.grow);
+    assert.ok(grow.sparkPoints >= 5, 'the sparkline has the session\'s points');
+    assert.equal((await rowOf(page, LINES.cache)).size, fmt(cacheSize(12)), 'the cache stops at its capacity');
+    await shot(page, '04-verdicts');
+  });
+
+  await t.test('"Set baseline" resets growth to zero', async () => {
+    const ticks = await target.send('pause');
+    await page.click('#btn-baseline');
+    await until('zero growth', async () => {
+      const grow = await rowOf(page, LINES.grow);
+      const cache = await rowOf(page, LINES.cache);
+      return grow?.sizeDiff === '+0 B' && grow?.countDiff === '+0' && cache?.sizeDiff === '+0 B' ? true : { grow, cache };
+    });
+    const grow = await rowOf(page, LINES.grow);
+    assert.equal(grow.size, fmt(growSize(ticks)), 'size stays, only growth resets');
+    assert.match(await text(page, '#notice'), /Baseline set at/);
+    await shot(page, '05-baseline-reset');
+  });
+
+  await t.test('refresh pauses and resumes', async () => {
+    await page.click('#btn-pause');
+    assert.equal(await text(page, '#refresh-info'), 'paused');
+    const frozen = await text(page, '#conn');
+    await page.waitForTimeout(1600);  // three refresh periods
+    assert.equal(await text(page, '#conn'), frozen, 'no refresh while paused');
+    await page.click('#btn-pause');
+    await until('refreshing again', async () => (await text(page, '#conn')) !== frozen);
+  });
+
+  await t.test('controls: trim, key, filters, limit; bad input is reported, not fatal', async () => {
+    await page.click('#btn-trim');
+    await until('the trim result', async () => /RSS .+ → .+/.test(await text(page, '#trim-result')));
+
+    await page.selectOption('#key', 'function');
+    await until('rows by function', async () => (await page.locator('.site-main').allInnerTexts()).some((s) => s.includes('leak_request_buffer')));
+    assert.match(page.url(), /#.*key=function/);
+
+    await page.selectOption('#key', 'line');
+    await page.fill('#include', '*no_such_file*');
+    await page.click('#query button[type=submit]');
+    await until('the empty state', async () => /No traced memory matches these filters/.test(await text(page, '#sites-empty')));
+    assert.equal(await page.locator('tr.site').count(), 0);
+    await shot(page, '06-empty-filter');
+    await page.fill('#include', '*leak_target.cpp');
+    await page.click('#query button[type=submit]');
+    await until('only leak_target rows', async () => {
+      const sites = await page.locator('.site-main').allInnerTexts();
+      return sites.length >= 2 && sites.every((s) => s.startsWith('leak_target.cpp:'));
+    });
+
+    await page.fill('#limit', '0');
+    await page.dispatchEvent('#limit', 'change');
+    await until('the server\'s reason', async () => /limit=.*1 to 10000/.test(await text(page, '#error')));
+    await shot(page, '07-bad-limit');
+    await page.fill('#limit', '1');
+    await page.dispatchEvent('#limit', 'change');
+    await until('one row and no error', async () => (await page.locator('tr.site').count()) === 1 && await page.locator('#error').isHidden());
+    await page.fill('#limit', '15');
+    await page.dispatchEvent('#limit', 'change');
+  });
+
+  await t.test('stop and start tracking', async () => {
+    await page.click('#btn-tracking');
+    await until('tracking off', async () => /tracking: off/.test(await text(page, '#fact-tracing')));
+    await until('the stopped message', async () => /Tracking is stopped/.test(await text(page, '#sites-empty')));
+    await shot(page, '08-tracking-stopped');
+    await page.click('#btn-tracking');
+    await until('tracking on', async () => /tracking: on/.test(await text(page, '#fact-tracing')));
+    await until('no error', async () => page.locator('#error').isHidden());
+  });
+
+  await t.test('a server that restarts: the page says so, then recovers', async () => {
+    const port = target.port;
+    await target.kill();
+    await until('the unreachable state', async () => /unreachable/.test(await text(page, '#conn')));
+    assert.match(await text(page, '#error'), /Cannot reach the server/);
+    await shot(page, '09-server-down');
+    target = await Target.start(PROGRAM, ['--paused', '--port', String(port)]);
+    await until('recovery with a new baseline', async () => /no baseline any more \(it or its tracking restarted\)/.test(await text(page, '#notice')) && /live/.test(await text(page, '#conn')));
+    await target.send('tick 3');
+    await until('growth since the new baseline', async () => {
+      const grow = await rowOf(page, LINES.grow);
+      return grow?.size === fmt(growSize(3)) && grow?.sizeDiff === fmt(growSize(3), true) ? true : grow;
+    });
+    await shot(page, '10-restarted');
+  });
+
+  await t.test('sampled mode and its interval are shown plainly', async () => {
+    const route = (name) => fetch(`http://127.0.0.1:${target.port}/debug/memory/${name}`, { method: 'POST' });
+    assert.equal((await route('stop')).status, 200);
+    assert.equal((await route('start?mode=sampled&sample_interval=524288')).status, 200);
+    await until('the sampled mode', async () => /mode: sampled, 1 sample per 512 KiB allocated \(sizes are estimates\)/.test(await text(page, '#fact-mode')));
+    await shot(page, '11-sampled-mode');
+  });
+
+  await t.test('a bearer token is asked once and kept for the session', async () => {
+    await target.kill();
+    target = await Target.start(PROGRAM, ['--paused', '--token', 's3cret']);
+    const fresh = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+    fresh.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    await fresh.goto(`http://127.0.0.1:${target.port}/debug/memory/#refresh=500`);
+    await fresh.locator('#token-dialog').waitFor({ state: 'visible' });
+    await shot(fresh, '12-token-dialog');
+    await fresh.fill('#token-input', 'wrong');
+    await fresh.click('#token-dialog button[value=ok]');
+    await until('the refusal', async () => /refused/.test(await text(fresh, '#token-reason')));
+    await fresh.fill('#token-input', 's3cret');
+    await fresh.click('#token-dialog button[value=ok]');
+    await until('data with the token', async () => /mode: exact/.test(await text(fresh, '#fact-mode')) && /live/.test(await text(fresh, '#conn')));
+    await fresh.reload();
+    await until('data again after a reload', async () => /live/.test(await text(fresh, '#conn')));
+    assert.equal(await fresh.locator('#token-dialog').isVisible(), false, 'not asked twice');
+  });
+
+  assert.deepEqual(problems, [], 'no script errors on the page');
+});

@@ -1,0 +1,79 @@
+// Talks to the liveheap routes: always JSON, the bearer token when the server wants one,
+// and every failure as an ApiError with a one-line reason (the page shows it; it never throws
+// past the refresh loop).
+
+const TOKEN_KEY = 'liveheap.token';
+const TIMEOUT_MS = 10000;
+
+export class ApiError extends Error {
+  constructor(message, status = 0) {
+    super(message);
+    this.status = status;  // 0: no HTTP answer at all (server down, restarting, timeout)
+  }
+}
+
+// The routes live beside the page: /debug/memory/ or /debug/memory/index.html -> /debug/memory.
+export function apiBase(pathname) {
+  return pathname.replace(/index\.html$/, '').replace(/\/+$/, '');
+}
+
+// sessionStorage can be unavailable (privacy settings, some embedded views): then the token
+// lives only as long as the page.
+const memory = new Map();
+function load(key) {
+  try { return sessionStorage.getItem(key); } catch { return memory.get(key) ?? null; }
+}
+function save(key, value) {
+  try { sessionStorage.setItem(key, value); } catch { memory.set(key, value); }
+}
+
+export class Api {
+  // onUnauthorized(refused): called on a 401; `refused` is true when a token was sent.
+  constructor(base, { onUnauthorized = () => {} } = {}) {
+    this.base = base;
+    this.onUnauthorized = onUnauthorized;
+  }
+
+  get token() { return load(TOKEN_KEY); }
+  set token(value) { save(TOKEN_KEY, value); }
+
+  get(route, params) { return this.request('GET', route, params); }
+  post(route, params) { return this.request('POST', route, params); }
+
+  async request(method, route, params = {}) {
+    const query = new URLSearchParams({ format: 'json' });
+    for (const [name, value] of Object.entries(params)) {
+      if (value !== undefined && value !== null && value !== '') query.set(name, String(value));
+    }
+    const headers = { Accept: 'application/json' };
+    const token = this.token;
+    if (token) headers.Authorization = `Bearer ${token}`;
+
+    let response;
+    let text;
+    try {
+      response = await fetch(`${this.base}/${route}?${query}`, {
+        method, headers, cache: 'no-store', signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
+      text = await response.text();
+    } catch (e) {
+      const why = e?.name === 'TimeoutError' ? 'no answer in 10 s' : 'connection failed';
+      throw new ApiError(`Cannot reach the server (${why}).`, 0);
+    }
+    let body = null;
+    try { body = text ? JSON.parse(text) : null; } catch { /* handled below */ }
+
+    if (response.status === 401) {
+      this.onUnauthorized(Boolean(token));
+      throw new ApiError(token ? 'The server refused the access token.' : 'The server needs an access token.', 401);
+    }
+    if (!response.ok) {
+      const reason = body?.error ?? (text.trim().split('\n')[0] || response.statusText);
+      throw new ApiError(`${method} ${route}: ${reason} (HTTP ${response.status})`, response.status);
+    }
+    if (body === null || typeof body !== 'object') {
+      throw new ApiError(`${method} ${route}: the server's answer is not JSON.`, response.status);
+    }
+    return body;
+  }
+}

@@ -1,0 +1,170 @@
+// The callsite table: one row per key of the diff, updated in place between refreshes so
+// rows keep their identity (an open traceback, a hover or a click in flight survive).
+// Server text only ever goes through textContent.
+import { formatSize, formatCount } from './format.js';
+import { sparkline } from './charts.js';
+
+export const VERDICT_HELP = {
+  growing: 'Keeps rising across recent refreshes: a leak candidate.',
+  plateaued: 'Rose, then stayed flat: a cache warming up to its capacity, not a leak.',
+  stable: 'No material change across recent refreshes.',
+  shrinking: 'Falling across recent refreshes.',
+  collecting: 'Too few refreshes yet to judge a trend.',
+};
+const COLUMNS = 10;
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+const basename = (path) => (path || '').split('/').pop();
+const signClass = (n) => (n > 0 ? 'up' : n < 0 ? 'down' : 'zero');
+
+// What the first line of a row says for each key type, and what the second adds.
+function describe(stat, keyType) {
+  const where = stat.file ? `${basename(stat.file)}${stat.line ? `:${stat.line}` : ''}` : '';
+  const fn = stat.function || '';
+  switch (keyType) {
+    case 'function': return [fn || stat.key, stat.file || stat.module || ''];
+    case 'file': return [basename(stat.key) || stat.key, stat.key];
+    case 'traceback': return [where || fn || stat.key, `${fn}  ·  ${stat.traceback?.length ?? 0} frames`];
+    default: return [where || stat.key, [fn, stat.file].filter(Boolean).join('  ·  ')];
+  }
+}
+
+// frames: [{function, file, line, module}], innermost first; `mark` picks the callsite's own.
+function renderFrames(frames, mark) {
+  const list = el('ol', 'frames');
+  list.start = 0;
+  frames.forEach((f) => {
+    const item = el('li', mark(f) ? 'frame mark' : 'frame');
+    item.append(el('span', 'fn', f.function || '??'));
+    item.append(el('span', 'loc', f.file ? `${f.file}:${f.line ?? 0}` : '(no debug info)'));
+    const mod = el('span', 'mod', basename(f.module));
+    mod.title = f.module || '';
+    item.append(mod);
+    list.append(item);
+  });
+  return list;
+}
+
+export class SitesTable {
+  // loadStacks(stat) -> Promise<[{size, size_diff, count, frames}]>: the whole stacks behind a row.
+  constructor(tbody, { loadStacks }) {
+    this.tbody = tbody;
+    this.loadStacks = loadStacks;
+    this.rows = new Map();  // id -> {tr, cells, detail, stat}
+    this.openId = null;
+  }
+
+  // sites: [{id, stat, points, verdict}] in display order.
+  render(sites, keyType) {
+    const maxGrowth = Math.max(1, ...sites.map((s) => Math.abs(s.stat.size_diff ?? 0)));
+    const seen = new Set();
+    const order = [];
+    sites.forEach((site, index) => {
+      seen.add(site.id);
+      const row = this.rows.get(site.id) ?? this.createRow(site.id);
+      row.stat = site.stat;
+      this.fill(row, site, index, keyType, maxGrowth);
+      order.push(row.tr);
+      if (row.detail) order.push(row.detail);
+    });
+    // Move only what is out of place: a moved row loses focus and hover.
+    order.forEach((node, i) => {
+      const here = this.tbody.children[i] ?? null;
+      if (here !== node) this.tbody.insertBefore(node, here);
+    });
+    for (const [id, row] of this.rows) {
+      if (seen.has(id)) continue;
+      row.tr.remove();
+      row.detail?.remove();
+      this.rows.delete(id);
+    }
+    if (this.openId && !this.rows.has(this.openId)) this.openId = null;
+  }
+
+  clear() {
+    this.render([], 'line');
+  }
+
+  createRow(id) {
+    const tr = el('tr', 'site');
+    tr.tabIndex = 0;
+    tr.dataset.id = id;
+    const cells = Array.from({ length: COLUMNS }, () => tr.appendChild(el('td')));
+    const row = { tr, cells, detail: null, stat: null };
+    tr.addEventListener('click', () => this.toggle(id));
+    tr.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); this.toggle(id); } });
+    this.rows.set(id, row);
+    return row;
+  }
+
+  fill(row, site, index, keyType, maxGrowth) {
+    const { stat, points, verdict } = site;
+    const [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9] = row.cells;
+    const [main, sub] = describe(stat, keyType);
+    c0.className = 'rank'; c0.textContent = String(index + 1);
+    c1.className = 'site-cell';
+    c1.replaceChildren(el('div', 'site-main', main), el('div', 'site-sub', sub));
+    c1.title = stat.key;
+    c2.className = 'num size'; c2.textContent = formatSize(stat.size);
+    c3.className = `num size-diff ${signClass(stat.size_diff)}`; c3.textContent = formatSize(stat.size_diff, true);
+    const bar = el('div', `bar ${signClass(stat.size_diff)}`);
+    bar.style.width = `${(100 * Math.abs(stat.size_diff ?? 0)) / maxGrowth}%`;
+    c4.className = 'bar-cell'; c4.replaceChildren(bar);
+    c5.className = 'num count'; c5.textContent = formatCount(stat.count);
+    c6.className = `num count-diff ${signClass(stat.count_diff)}`; c6.textContent = formatCount(stat.count_diff, true);
+    c7.className = 'num average'; c7.textContent = formatSize(stat.average ?? (stat.count ? stat.size / stat.count : 0));
+    c8.className = 'trend'; c8.innerHTML = sparkline(points, { verdict });
+    c9.className = 'verdict-cell';
+    const badge = el('span', `verdict ${verdict}`, verdict === 'collecting' ? 'collecting…' : verdict);
+    badge.title = VERDICT_HELP[verdict] ?? '';
+    c9.replaceChildren(badge);
+    row.tr.classList.toggle('open', this.openId === row.tr.dataset.id);
+  }
+
+  toggle(id) {
+    const previous = this.openId ? this.rows.get(this.openId) : null;
+    if (previous) {
+      previous.detail?.remove();
+      previous.detail = null;
+      previous.tr.classList.remove('open');
+    }
+    this.openId = this.openId === id ? null : id;
+    if (!this.openId) return;
+    const row = this.rows.get(id);
+    row.tr.classList.add('open');
+    row.detail = el('tr', 'detail');
+    const cell = row.detail.appendChild(el('td'));
+    cell.colSpan = COLUMNS;
+    cell.append(el('div', 'loading', 'Loading the traceback…'));
+    row.tr.after(row.detail);
+    this.showStacks(row, cell);
+  }
+
+  async showStacks(row, cell) {
+    const stat = row.stat;
+    const mark = (f) => f.file === stat.file && (!stat.line || f.line === stat.line) &&
+      (!stat.function || f.function === stat.function);
+    let stacks;
+    try {
+      stacks = await this.loadStacks(stat);
+    } catch (e) {
+      cell.replaceChildren(el('div', 'error-inline', `Could not load the traceback: ${e.message}`));
+      return;
+    }
+    const box = el('div', 'traceback');
+    if (stacks.length === 0) box.append(el('p', 'muted', 'No live stack reaches this callsite any more.'));
+    stacks.forEach((s, i) => {
+      const title = stacks.length > 1
+        ? `Stack ${i + 1} of ${stacks.length}: size=${formatSize(s.size)} (${formatSize(s.size_diff ?? 0, true)}), count=${formatCount(s.count)}`
+        : `Traceback, most recent call first (${s.frames.length} frames); the callsite is highlighted`;
+      box.append(el('h3', 'stack-title', title), renderFrames(s.frames, mark));
+    });
+    cell.replaceChildren(box);
+  }
+}
