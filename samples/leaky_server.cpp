@@ -1,0 +1,402 @@
+// A Boost.Beast HTTP server with liveheap mounted and one route per classic server-memory
+// story (leak_stories.hpp), to watch liveheap find each one. Modelled on Beast's
+// example/http/server/async (Boost 1.81: handle_request returns a message_generator).
+//
+//   leaky_server [--host 127.0.0.1] [--port 8080] [--mode exact|sampled] [--compare-every N]
+//
+// --port 0 picks a free port. Tracking: --mode, else LIVEHEAP_MODE (and LIVEHEAP_FRAMES,
+// LIVEHEAP_SAMPLE_INTERVAL), else exact, so that the numbers are exact. LIVEHEAP_TOKEN, when
+// set, guards the /debug/memory routes. On start it prints the dashboard URL and a curl
+// walkthrough; the first line is "leaky_server: listening on http://HOST:PORT/".
+#include <charconv>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/version.hpp>
+#include <nlohmann/json.hpp>
+
+#include "leak_stories.hpp"
+#include "liveheap/http.hpp"
+#include "liveheap/request_comparison.hpp"
+#include "liveheap/tracker.hpp"
+#include "walkthrough.hpp"
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using nlohmann::json;
+
+//------------------------------------------------------------------------------
+
+constexpr std::size_t kDefaultRows = 50'000;
+constexpr std::size_t kDefaultScratchKiB = 256;
+constexpr std::string_view kRoutes =
+    "GET /client, GET /figure, GET /convert?rows=N, GET /cache?shape=WxH, GET /ok?kb=N, "
+    "POST /release, and liveheap under /debug/memory/";
+
+// A bad request: answered 400 (or `status`) with {"error": what()}.
+struct BadRequest : std::invalid_argument {
+  BadRequest(const std::string& what, http::status status = http::status::bad_request)
+      : std::invalid_argument(what), status(status) {}
+  http::status status;
+};
+
+// Returns a response with `status` and a JSON body.
+http::message_generator json_response(const http::request<http::string_body>& req,
+                                      http::status status, const json& body) {
+  http::response<http::string_body> res{status, req.version()};
+  res.set(http::field::server, BOOST_BEAST_VERSION_STRING);
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  // Replace, not throw on, bytes that are not UTF-8: an error may quote the request.
+  res.body() = body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  res.prepare_payload();
+  return res;
+}
+
+// The value of `name` in `query` ("a=1&b=2"), if present. Any other parameter is a
+// BadRequest: a typo should not silently fall back to a default.
+std::optional<std::string_view> only_param(std::string_view query, std::string_view name) {
+  std::optional<std::string_view> value;
+  while (!query.empty()) {
+    const std::string_view pair = query.substr(0, query.find('&'));
+    query.remove_prefix(std::min(query.size(), pair.size() + 1));
+    const auto equals = pair.find('=');
+    if (name.empty() || pair.substr(0, equals) != name || equals == pair.npos || value) {
+      const std::string takes = name.empty() ? "no parameters" : "only " + std::string(name) + "=";
+      throw BadRequest("unexpected parameter '" + std::string(pair.substr(0, 40)) +
+                       "' (this route takes " + takes + ")");
+    }
+    value = pair.substr(equals + 1);
+  }
+  return value;
+}
+
+// `text` as a whole number, else a BadRequest naming `name`.
+std::size_t parse_count(std::string_view text, std::string_view name) {
+  std::size_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw BadRequest(std::string(name) + " must be a whole number, not '" +
+                     std::string(text.substr(0, 40)) + "'");
+  return value;
+}
+
+// What a story did, as the response body: the truth liveheap's diff is held to.
+json story_json(std::string_view story, const leaky::StoryResult& result) {
+  json body = {{"story", story},
+               {"retained_bytes", result.kept.bytes},
+               {"retained_blocks", result.kept.blocks},
+               {"site_bytes", result.site.bytes},
+               {"site_blocks", result.site.blocks},
+               {"story_bytes", result.held.bytes},
+               {"story_blocks", result.held.blocks}};
+  if (story == "cache")
+    body.update({{"hit", result.hit}, {"entries", result.entries},
+                 {"capacity", leaky::kPlanCacheCapacity}});
+  if (story == "ok") body["checksum"] = result.checksum;
+  return body;
+}
+
+// One story's route: its method, the one parameter it may take, and what it runs.
+struct StoryRoute {
+  std::string_view path;  // "/figure"; the story's name without the '/'
+  http::verb method;
+  std::string_view param;  // "" when it takes none
+  leaky::StoryResult (*run)(std::optional<std::string_view> param);
+};
+
+constexpr StoryRoute kStoryRoutes[] = {
+    {"/client", http::verb::get, "", [](auto) { return leaky::create_api_client(); }},
+    {"/figure", http::verb::get, "", [](auto) { return leaky::render_figure(); }},
+    {"/convert", http::verb::get, "rows",
+     [](auto rows) {
+       return leaky::convert_result(rows ? parse_count(*rows, "rows") : kDefaultRows);
+     }},
+    {"/cache", http::verb::get, "shape",
+     [](auto shape) {
+       if (!shape) throw BadRequest("/cache needs ?shape=WxH, e.g. /cache?shape=640x480");
+       return leaky::lookup_plan(*shape);
+     }},
+    {"/ok", http::verb::get, "kb",
+     [](auto kb) {
+       return leaky::well_behaved(kb ? parse_count(*kb, "kb") : kDefaultScratchKiB);
+     }},
+    {"/release", http::verb::post, "", [](auto) { return leaky::release_leaks(); }},
+};
+
+// Runs the story a request names; throws BadRequest.
+json run_story(http::verb method, std::string_view path, std::string_view query) {
+  for (const StoryRoute& route : kStoryRoutes) {
+    if (route.path != path) continue;
+    if (method != route.method)
+      throw BadRequest(std::string(path) + " takes " + std::string(http::to_string(route.method)),
+                       http::status::method_not_allowed);
+    try {
+      return story_json(path.substr(1), route.run(only_param(query, route.param)));
+    } catch (const BadRequest&) {
+      throw;
+    } catch (const std::invalid_argument& e) {  // a story's own validation
+      throw BadRequest(e.what());
+    }
+  }
+  throw BadRequest("no route " + std::string(path.substr(0, 60)) + "; try " +
+                       std::string(kRoutes),
+                   http::status::not_found);
+}
+
+// The server's own routes: the stories, and an index at /.
+http::message_generator handle_request(http::request<http::string_body>&& req) {
+  const std::string_view target = req.target();
+  const auto question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query = question == target.npos ? "" : target.substr(question + 1);
+  if (path == "/") return json_response(req, http::status::ok, {{"routes", kRoutes}});
+  try {
+    return json_response(req, http::status::ok, run_story(req.method(), path, query));
+  } catch (const BadRequest& e) {
+    return json_response(req, e.status, {{"error", e.what()}});
+  }
+}
+
+//------------------------------------------------------------------------------
+
+// Report a failure
+void fail(beast::error_code ec, const char* what) {
+  std::cerr << what << ": " << ec.message() << "\n";
+}
+
+// What every session shares: liveheap's routes, and the optional per-request comparison.
+struct Mounts {
+  liveheap::http::Handler& liveheap;
+  liveheap::http::RequestComparison* comparison;  // null unless --compare-every
+};
+
+// Handles an HTTP server connection
+class session : public std::enable_shared_from_this<session> {
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> req_;
+  Mounts mounts_;
+
+ public:
+  // Take ownership of the stream
+  session(tcp::socket&& socket, Mounts mounts) : stream_(std::move(socket)), mounts_(mounts) {}
+
+  // Start the asynchronous operation
+  void run() {
+    // We need to be executing within a strand to perform async operations on the I/O
+    // objects in this session.
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&session::do_read, shared_from_this()));
+  }
+
+  void do_read() {
+    // Make the request empty before reading, otherwise the operation behavior is undefined.
+    req_ = {};
+    // Set the timeout.
+    stream_.expires_after(std::chrono::seconds(30));
+    // Read a request
+    http::async_read(stream_, buffer_, req_,
+                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t bytes_transferred) {
+    boost::ignore_unused(bytes_transferred);
+    // This means they closed the connection
+    if (ec == http::error::end_of_stream) return do_close();
+    if (ec) return fail(ec, "read");
+
+    // liveheap answers its routes on its own thread and posts the response back here.
+    auto reply = [self = shared_from_this()](auto res) { self->send_response(std::move(res)); };
+    if (mounts_.liveheap.handle_async(std::move(req_), stream_.get_executor(), reply)) return;
+
+    // Only the server's own requests count for the per-request comparison.
+    if (mounts_.comparison) mounts_.comparison->on_request();
+    send_response(handle_request(std::move(req_)));
+  }
+
+  void send_response(http::message_generator&& msg) {
+    const bool keep_alive = msg.keep_alive();
+    // Write the response
+    beast::async_write(stream_, std::move(msg),
+                       beast::bind_front_handler(&session::on_write, shared_from_this(),
+                                                 keep_alive));
+  }
+
+  void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes_transferred) {
+    boost::ignore_unused(bytes_transferred);
+    if (ec) return fail(ec, "write");
+    // This means we should close the connection, usually because the response indicated
+    // the "Connection: close" semantic.
+    if (!keep_alive) return do_close();
+    // Read another request
+    do_read();
+  }
+
+  void do_close() {
+    // Send a TCP shutdown
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    // At this point the connection is closed gracefully
+  }
+};
+
+//------------------------------------------------------------------------------
+
+// Accepts incoming connections and launches the sessions
+class listener : public std::enable_shared_from_this<listener> {
+  net::io_context& ioc_;
+  tcp::acceptor acceptor_;
+  Mounts mounts_;
+
+ public:
+  // Throws boost::system::system_error when the address cannot be served.
+  listener(net::io_context& ioc, const tcp::endpoint& endpoint, Mounts mounts)
+      : ioc_(ioc), acceptor_(net::make_strand(ioc)), mounts_(mounts) {
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(net::socket_base::reuse_address(true));
+    acceptor_.bind(endpoint);
+    acceptor_.listen(net::socket_base::max_listen_connections);
+  }
+
+  unsigned short port() const { return acceptor_.local_endpoint().port(); }
+
+  // Start accepting incoming connections
+  void run() { do_accept(); }
+
+ private:
+  void do_accept() {
+    // The new connection gets its own strand
+    acceptor_.async_accept(net::make_strand(ioc_),
+                           beast::bind_front_handler(&listener::on_accept, shared_from_this()));
+  }
+
+  void on_accept(beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      fail(ec, "accept");
+      return;  // To avoid infinite loop
+    }
+    // Create the session and run it
+    std::make_shared<session>(std::move(socket), mounts_)->run();
+    // Accept another connection
+    do_accept();
+  }
+};
+
+//------------------------------------------------------------------------------
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;  // 0: any free port
+  std::optional<liveheap::Mode> mode;  // --mode; else the environment's, else exact
+  unsigned compare_every = 0;          // 0: no per-request comparison
+};
+
+// Throws std::invalid_argument naming the bad argument.
+ServerOptions parse_command_line(int argc, char* argv[]) {
+  ServerOptions options;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    if (i + 1 >= argc) throw std::invalid_argument(std::string(flag) + " needs a value");
+    const std::string_view value = argv[i + 1];
+    // A number of `flag` in 0..max.
+    const auto number = [&](std::size_t max) {
+      const std::size_t n = parse_count(value, flag);
+      if (n > max)
+        throw std::invalid_argument(std::string(flag) + " must be at most " + std::to_string(max));
+      return n;
+    };
+    if (flag == "--host") {
+      options.host = value;
+    } else if (flag == "--port") {
+      options.port = static_cast<std::uint16_t>(number(65535));
+    } else if (flag == "--mode") {
+      options.mode = liveheap::parse_mode(value);
+    } else if (flag == "--compare-every") {
+      options.compare_every = static_cast<unsigned>(number(1'000'000));
+    } else {
+      throw std::invalid_argument("unknown option " + std::string(flag));
+    }
+  }
+  return options;
+}
+
+// Starts tracking as asked; false (and says why) when it stays off.
+bool start_tracking(const ServerOptions& options) {
+  try {
+    auto tracking = liveheap::options_from_environment(liveheap::Mode::exact);
+    if (options.mode) {
+      if (!tracking) tracking = liveheap::Options{};
+      tracking->mode = *options.mode;
+    }
+    if (!tracking || tracking->mode == liveheap::Mode::off) return false;
+    liveheap::start(*tracking);
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "leaky_server: liveheap: " << e.what() << "; tracking stays off\n";
+    return false;
+  }
+}
+
+int main(int argc, char* argv[]) {
+  ServerOptions options;
+  try {
+    options = parse_command_line(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "leaky_server: " << e.what() << "\nUsage: leaky_server [--host 127.0.0.1] "
+              << "[--port 8080] [--mode exact|sampled] [--compare-every N]\n";
+    return EXIT_FAILURE;
+  }
+  const bool tracking = start_tracking(options);
+
+  // The routes under /debug/memory; LIVEHEAP_TOKEN, when set, guards them.
+  liveheap::http::Config config;
+  if (const char* token = std::getenv("LIVEHEAP_TOKEN")) config.token = token;
+  // --compare-every: the tracemalloc workflow of comparing with the first request, logged.
+  std::unique_ptr<liveheap::http::RequestComparison> comparison;
+  if (options.compare_every > 0) {
+    comparison = std::make_unique<liveheap::http::RequestComparison>(
+        liveheap::http::ComparisonConfig{
+            .every_n = options.compare_every,
+            .log = [](std::string_view line) { std::cerr << line << std::endl; }});
+  }
+
+  // The io_context is required for all I/O; one thread is enough for this sample. It is
+  // declared first so that it outlives the handler's pending responses (which hold sessions).
+  net::io_context ioc{1};
+  liveheap::http::Handler liveheap_handler(config);
+  try {
+    const tcp::endpoint endpoint{net::ip::make_address(options.host), options.port};
+    auto server =
+        std::make_shared<listener>(ioc, endpoint, Mounts{liveheap_handler, comparison.get()});
+    const liveheap::Mode mode = tracking ? liveheap::options().mode : liveheap::Mode::off;
+    leaky::print_walkthrough(std::cout, options.host, server->port(), mode, !config.token.empty());
+    server->run();
+  } catch (const boost::system::system_error& e) {  // its what() names Asio's source line
+    std::cerr << "leaky_server: cannot serve on " << options.host << ":" << options.port << ": "
+              << e.code().message() << "\n";
+    return EXIT_FAILURE;
+  } catch (const std::exception& e) {
+    std::cerr << "leaky_server: cannot serve on " << options.host << ":" << options.port << ": "
+              << e.what() << "\n";
+    return EXIT_FAILURE;
+  }
+
+  // Stop cleanly on SIGINT and SIGTERM.
+  net::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](beast::error_code, int) { ioc.stop(); });
+  ioc.run();
+  return EXIT_SUCCESS;
+}

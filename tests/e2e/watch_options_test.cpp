@@ -1,0 +1,58 @@
+// liveheap-watch's command line, parsed without running it (src/cli/options.hpp).
+#include <gtest/gtest.h>
+
+#include "options.hpp"
+
+namespace liveheap::cli {
+namespace {
+
+TEST(WatchOptionsTest, SizesTakeBinaryUnits) {
+  EXPECT_EQ(parse_size("0"), 0);
+  EXPECT_EQ(parse_size("1048576"), 1048576);
+  EXPECT_EQ(parse_size("512KiB"), 512 * 1024);
+  EXPECT_EQ(parse_size("1.5 MiB"), 1536 * 1024);
+  EXPECT_EQ(parse_size("2g"), 2LL << 30);
+  EXPECT_EQ(parse_size("10B"), 10);
+  for (const char* bad : {"", "ten", "-1", "1TiB", "1 KB", "1e30", "MiB", "1.5.2"})
+    EXPECT_THROW(parse_size(bad), UsageError) << bad;
+}
+
+TEST(WatchOptionsTest, UrlsAreHttpWithOptionalPortAndPrefix) {
+  const Endpoint e = parse_url("http://10.0.0.7:9000/admin/memory/");
+  EXPECT_EQ(e.host, "10.0.0.7");
+  EXPECT_EQ(e.port, 9000);
+  EXPECT_EQ(e.prefix, "/admin/memory");
+  EXPECT_EQ(e.url(), "http://10.0.0.7:9000/admin/memory");
+  EXPECT_EQ(parse_url("http://localhost").port, 80);
+  EXPECT_EQ(parse_url("http://localhost").prefix, "");
+  EXPECT_EQ(parse_url("http://[::1]:8080/debug/memory").host, "::1");
+  for (const char* bad : {"https://x/", "x:80", "http://:80/", "http://h:0/", "http://h:65536/",
+                          "http://h/p?q=1"})
+    EXPECT_THROW(parse_url(bad), UsageError) << bad;
+}
+
+TEST(WatchOptionsTest, FlagsAndTheirDefaults) {
+  const char* argv[] = {"liveheap-watch", "--port", "9090", "--prefix", "/mem/", "--rounds", "3",
+                        "--interval", "0.25", "--key", "traceback", "--fail-over", "1MiB",
+                        "--include", "*server*", "--json", "--baseline"};
+  const auto options = parse_command_line(std::size(argv), argv, "from-env");
+  ASSERT_TRUE(options);
+  EXPECT_EQ(options->endpoint.url(), "http://127.0.0.1:9090/mem");
+  EXPECT_EQ(options->rounds, 3u);
+  EXPECT_EQ(options->interval.count(), 250);
+  EXPECT_EQ(options->key, "traceback");
+  EXPECT_EQ(options->fail_over, 1 << 20);
+  EXPECT_EQ(options->include, std::vector<std::string>{"*server*"});
+  EXPECT_TRUE(options->json);
+  EXPECT_TRUE(options->baseline);
+  EXPECT_EQ(options->token, "from-env");
+  EXPECT_EQ(options->limit, 10u);
+
+  const char* help[] = {"liveheap-watch", "--help"};
+  EXPECT_FALSE(parse_command_line(2, help, nullptr));
+  const char* token[] = {"liveheap-watch", "--token", "flag"};
+  EXPECT_EQ(parse_command_line(3, token, "env")->token, "flag");
+}
+
+}  // namespace
+}  // namespace liveheap::cli
