@@ -177,22 +177,18 @@ void fail(beast::error_code ec, const char* what) {
   std::cerr << what << ": " << ec.message() << "\n";
 }
 
-// What every session shares: liveheap's routes, and the optional per-request comparison.
-struct Mounts {
-  liveheap::http::Handler& liveheap;
-  liveheap::http::RequestComparison* comparison;  // null unless --compare-every
-};
 
 // Handles an HTTP server connection
 class session : public std::enable_shared_from_this<session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   http::request<http::string_body> req_;
-  Mounts mounts_;
+  liveheap::http::Handler& liveheap_;
 
  public:
   // Take ownership of the stream
-  session(tcp::socket&& socket, Mounts mounts) : stream_(std::move(socket)), mounts_(mounts) {}
+  session(tcp::socket&& socket, liveheap::http::Handler& liveheap)
+      : stream_(std::move(socket)), liveheap_(liveheap) {}
 
   // Start the asynchronous operation
   void run() {
@@ -218,12 +214,10 @@ class session : public std::enable_shared_from_this<session> {
     if (ec == http::error::end_of_stream) return do_close();
     if (ec) return fail(ec, "read");
 
-    // liveheap answers its routes on its own thread and posts the response back here.
+    // liveheap answers its routes on its own thread and posts the response back here;
+    // the requests it declines are ours (and count for --compare-every).
     auto reply = [self = shared_from_this()](auto res) { self->send_response(std::move(res)); };
-    if (mounts_.liveheap.handle_async(std::move(req_), stream_.get_executor(), reply)) return;
-
-    // Only the server's own requests count for the per-request comparison.
-    if (mounts_.comparison) mounts_.comparison->on_request();
+    if (liveheap_.handle_async(std::move(req_), stream_.get_executor(), reply)) return;
     send_response(handle_request(std::move(req_)));
   }
 
@@ -259,12 +253,12 @@ class session : public std::enable_shared_from_this<session> {
 class listener : public std::enable_shared_from_this<listener> {
   net::io_context& ioc_;
   tcp::acceptor acceptor_;
-  Mounts mounts_;
+  liveheap::http::Handler& liveheap_;
 
  public:
   // Throws boost::system::system_error when the address cannot be served.
-  listener(net::io_context& ioc, const tcp::endpoint& endpoint, Mounts mounts)
-      : ioc_(ioc), acceptor_(net::make_strand(ioc)), mounts_(mounts) {
+  listener(net::io_context& ioc, const tcp::endpoint& endpoint, liveheap::http::Handler& liveheap)
+      : ioc_(ioc), acceptor_(net::make_strand(ioc)), liveheap_(liveheap) {
     acceptor_.open(endpoint.protocol());
     acceptor_.set_option(net::socket_base::reuse_address(true));
     acceptor_.bind(endpoint);
@@ -289,7 +283,7 @@ class listener : public std::enable_shared_from_this<listener> {
       return;  // To avoid infinite loop
     }
     // Create the session and run it
-    std::make_shared<session>(std::move(socket), mounts_)->run();
+    std::make_shared<session>(std::move(socket), liveheap_)->run();
     // Accept another connection
     do_accept();
   }
@@ -365,12 +359,10 @@ int main(int argc, char* argv[]) {
   liveheap::http::Config config;
   if (const char* token = std::getenv("LIVEHEAP_TOKEN")) config.token = token;
   // --compare-every: the tracemalloc workflow of comparing with the first request, logged.
-  std::unique_ptr<liveheap::http::RequestComparison> comparison;
   if (options.compare_every > 0) {
-    comparison = std::make_unique<liveheap::http::RequestComparison>(
-        liveheap::http::ComparisonConfig{
-            .every_n = options.compare_every,
-            .log = [](std::string_view line) { std::cerr << line << std::endl; }});
+    config.compare_requests = liveheap::http::ComparisonConfig{
+        .every_n = options.compare_every,
+        .log = [](std::string_view line) { std::cerr << line << std::endl; }};
   }
 
   // The io_context is required for all I/O; one thread is enough for this sample. It is
@@ -380,7 +372,7 @@ int main(int argc, char* argv[]) {
   try {
     const tcp::endpoint endpoint{net::ip::make_address(options.host), options.port};
     auto server =
-        std::make_shared<listener>(ioc, endpoint, Mounts{liveheap_handler, comparison.get()});
+        std::make_shared<listener>(ioc, endpoint, liveheap_handler);
     const liveheap::Mode mode = tracking ? liveheap::options().mode : liveheap::Mode::off;
     leaky::print_walkthrough(std::cout, options.host, server->port(), mode, !config.token.empty());
     server->run();

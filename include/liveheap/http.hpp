@@ -36,6 +36,8 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "liveheap/request_comparison.hpp"
+
 namespace liveheap::http {
 
 using Request = boost::beast::http::request<boost::beast::http::string_body>;
@@ -45,6 +47,11 @@ struct Config {
   std::string prefix = "/debug/memory";  // where the routes live; "" for the root
   std::string token;                     // bearer token; empty = no authentication
   unsigned max_windows = 4;              // ?seconds=N requests waiting at once; more get 429
+  // Opt-in per-request comparison (request_comparison.hpp): every request the Handler
+  // declines -- the host's own -- is counted, and every N of them the heap is compared
+  // with a snapshot taken at the first and the top K growth lines are logged. The
+  // comparison runs on the thread that handed the request in.
+  std::optional<ComparisonConfig> compare_requests;
 };
 
 // Answers requests under Config::prefix and declines every other one.

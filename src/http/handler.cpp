@@ -42,7 +42,15 @@ struct Job {
 // Thread-safety: state is shared by every request; the worker is started once (call_once)
 // and its io_context is thread-safe for post.
 struct Handler::Impl {
-  explicit Impl(Config config) : state(std::move(config)) {}
+  explicit Impl(Config config) : state(std::move(config)) {
+    if (state.config.compare_requests)
+      comparison = std::make_unique<RequestComparison>(*state.config.compare_requests);
+  }
+
+  // A request that is not ours is the host's: it counts for the per-request comparison.
+  void count_host_request() noexcept {
+    if (comparison) comparison->on_request();
+  }
 
   ~Impl() {
     if (!worker.joinable()) return;
@@ -88,6 +96,7 @@ struct Handler::Impl {
 
   // Declared first, destroyed last: pending windows refer to it.
   RouteState state;
+  std::unique_ptr<RequestComparison> comparison;  // null unless Config::compare_requests
   net::io_context worker_io{1};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::once_flag worker_started;
@@ -111,7 +120,10 @@ bool Handler::accepts(const Request& req) const noexcept {
 }
 
 std::optional<Response> Handler::handle(const Request& req) {
-  if (!accepts(req)) return std::nullopt;
+  if (!accepts(req)) {
+    impl_->count_host_request();
+    return std::nullopt;
+  }
   IgnoreScope ignore;
   Outcome outcome = answer(impl_->state, req);
   if (auto* window = std::get_if<Window>(&outcome)) {
@@ -123,7 +135,10 @@ std::optional<Response> Handler::handle(const Request& req) {
 
 bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
                            std::function<void(Response)> done) {
-  if (!accepts(req)) return false;
+  if (!accepts(req)) {
+    impl_->count_host_request();
+    return false;
+  }
   IgnoreScope ignore;
   auto job = std::make_shared<Job>(Job{std::move(req), std::move(executor), std::move(done)});
   impl_->start_worker();
