@@ -12,7 +12,7 @@ JOBS=${LIVEHEAP_JOBS:-$(nproc)}
 # Debian packages each job needs (Boost 1.81: 1.74 lacks Beast's message_generator).
 BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
                 nlohmann-json3-dev libunwind-dev curl)
-TEST_PACKAGES=(libgtest-dev chromium nodejs npm)
+TEST_PACKAGES=(libgtest-dev chromium)
 BENCH_PACKAGES=(heaptrack libjemalloc2 wrk)
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -29,7 +29,10 @@ install_packages() {
 }
 
 # The browser test drives Debian's chromium through playwright-core (no browser download).
+# node and npm are looked for as commands: a machine may have them from elsewhere (e.g.
+# nodesource's nodejs, which bundles npm and conflicts with Debian's npm package).
 install_browser_test_deps() {
+  command -v node >/dev/null && command -v npm >/dev/null || install_packages nodejs npm
   if [ ! -d tests/browser/node_modules/playwright-core ]; then
     echo "== npm install (tests/browser)"
     (cd tests/browser && npm install --no-audit --no-fund --loglevel=error)
