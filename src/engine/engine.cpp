@@ -24,8 +24,19 @@ StackTable g_stacks;
 LiveTable g_live;  // exact mode: traced blocks
 LiveTable g_own;   // exact mode: blocks allocated under an ignore scope (tracker memory)
 
-std::atomic<std::int64_t> g_current{0};
-std::atomic<std::int64_t> g_peak{0};
+// Traced bytes, one counter per thread on a line of its own (an atomic add on one shared
+// counter from every allocation and free was the largest cost of exact mode with two
+// threads). Threads beyond kThreadSlots share the last slot with atomic adds.
+constexpr std::uint32_t kThreadSlots = 256;
+struct alignas(64) CurrentSlot {
+  std::atomic<std::int64_t> bytes{0};
+};
+CurrentSlot g_current[kThreadSlots + 1];
+std::atomic<std::uint32_t> g_slots_taken{0};
+alignas(64) std::atomic<std::int64_t> g_peak{0};
+// With several threads the peak is checked after each kPeakCheckBytes of a thread's growth
+// (so it may read low by less than that per thread); with one thread, at every allocation.
+constexpr std::int64_t kPeakCheckBytes = 64 * 1024;
 std::atomic<std::int64_t> g_own_bytes{0};
 std::atomic<std::int64_t> g_live_samples{0};
 std::atomic<std::uint64_t> g_dropped{0};
@@ -34,17 +45,51 @@ std::atomic<std::uint32_t> g_session{1};
 std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads this session
 Settings g_settings;  // written by start/stop only, before g_mode publishes it
 
+// This thread's slot, taken in the order threads first record something.
+std::uint32_t thread_slot() noexcept {
+  std::uint32_t& slot = t_thread.slot;
+  if (slot == 0) {
+    const std::uint32_t n = g_slots_taken.fetch_add(1, std::memory_order_relaxed);
+    slot = (n < kThreadSlots ? n : kThreadSlots) + 1;
+  }
+  return slot - 1;
+}
+
 void add_to_stack(StackId id, std::int64_t bytes, std::int64_t count) noexcept {
   if (StackRecord* r = g_stacks.record(id)) {
-    r->bytes.fetch_add(bytes, std::memory_order_relaxed);
-    r->count.fetch_add(count, std::memory_order_relaxed);
+    StackTotals& totals = r->totals[thread_slot() % kTotalSlots];
+    totals.bytes.fetch_add(bytes, std::memory_order_relaxed);
+    totals.count.fetch_add(count, std::memory_order_relaxed);
+  }
+}
+
+std::int64_t current_bytes() noexcept {
+  const std::uint32_t taken = g_slots_taken.load(std::memory_order_relaxed);
+  std::int64_t sum = g_current[kThreadSlots].bytes.load(std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < taken && i < kThreadSlots; ++i)
+    sum += g_current[i].bytes.load(std::memory_order_relaxed);
+  return sum;
+}
+
+void raise_peak(std::int64_t now) noexcept {
+  std::int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
 }
 
 void add_traced(std::int64_t bytes) noexcept {
-  const std::int64_t now = g_current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  std::int64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  const std::uint32_t slot = thread_slot();
+  std::atomic<std::int64_t>& mine = g_current[slot].bytes;
+  if (slot < kThreadSlots)  // ours alone: no read-modify-write needed
+    mine.store(mine.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  else
+    mine.fetch_add(bytes, std::memory_order_relaxed);
+  if (bytes <= 0) return;
+  std::int64_t& growth = t_thread.growth_since_peak_check;
+  growth += bytes;
+  if (growth >= kPeakCheckBytes || g_slots_taken.load(std::memory_order_relaxed) == 1) {
+    growth = 0;
+    raise_peak(current_bytes());
   }
 }
 
@@ -88,8 +133,10 @@ void zero_stack_totals() noexcept {
   const std::uint32_t n = g_stacks.size();
   for (StackId id = 1; id <= n; ++id) {
     if (StackRecord* r = g_stacks.record(id)) {
-      r->bytes.store(0, std::memory_order_relaxed);
-      r->count.store(0, std::memory_order_relaxed);
+      for (StackTotals& t : r->totals) {
+        t.bytes.store(0, std::memory_order_relaxed);
+        t.count.store(0, std::memory_order_relaxed);
+      }
     }
   }
 }
@@ -104,7 +151,7 @@ void empty_tables() noexcept {
   zero_stack_totals();
   g_own_bytes.store(0, std::memory_order_relaxed);
   g_live_samples.store(0, std::memory_order_relaxed);
-  g_current.store(0, std::memory_order_relaxed);
+  for (CurrentSlot& slot : g_current) slot.bytes.store(0, std::memory_order_relaxed);
   g_peak.store(0, std::memory_order_relaxed);
 }
 
@@ -251,12 +298,12 @@ void sample_free(void* p) noexcept {
 }
 
 Totals traced() noexcept {
-  return {g_current.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed)};
+  const std::int64_t current = current_bytes();
+  const std::int64_t peak = g_peak.load(std::memory_order_relaxed);
+  return {current, peak > current ? peak : current};
 }
 
-void reset_peak() noexcept {
-  g_peak.store(g_current.load(std::memory_order_relaxed), std::memory_order_relaxed);
-}
+void reset_peak() noexcept { g_peak.store(current_bytes(), std::memory_order_relaxed); }
 
 std::int64_t own_memory() noexcept {
   return mapped_bytes() + g_own_bytes.load(std::memory_order_relaxed) + region_overhead_bytes();
@@ -277,8 +324,11 @@ void visit_stacks(StackVisitor fn, void* ctx) noexcept {
   for (StackId id = 1; id <= n; ++id) {
     const StackRecord* r = g_stacks.record(id);
     if (r == nullptr) continue;
-    const std::int64_t count = r->count.load(std::memory_order_relaxed);
-    const std::int64_t bytes = r->bytes.load(std::memory_order_relaxed);
+    std::int64_t count = 0, bytes = 0;
+    for (const StackTotals& t : r->totals) {
+      count += t.count.load(std::memory_order_relaxed);
+      bytes += t.bytes.load(std::memory_order_relaxed);
+    }
     if (count <= 0 && bytes <= 0) continue;
     fn(ctx, r->frames, r->depth, bytes, (count + kCountUnit / 2) / kCountUnit);
   }

@@ -12,7 +12,7 @@ constexpr std::size_t kNotFound = ~std::size_t{0};
 // Home slot of a hash in a table of `capacity` slots (any capacity, not only powers of
 // two): the multiply-high range reduction, on the bits the shard choice did not use.
 std::size_t home_slot(std::uint64_t h, std::size_t capacity) noexcept {
-  const std::uint64_t bits = h << 7;  // LiveTable::kShardBits, the shard's own bits dropped
+  const std::uint64_t bits = h << 4;  // LiveTable::kSubShardBits: the shard's own bits dropped
   return static_cast<std::size_t>((static_cast<unsigned __int128>(bits) * capacity) >> 64);
 }
 
@@ -67,7 +67,7 @@ bool LiveTable::grow(Shard& shard) noexcept {
 
 bool LiveTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept {
   const std::uint64_t h = hash(ptr);
-  Shard& shard = shard_for(shards_, h);
+  Shard& shard = shard_for(shards_, ptr, h);
   SpinGuard guard(shard.lock);
   if (const std::size_t i = find(shard, ptr, h); i != kNotFound) {
     *replaced = unpack(shard.slots[i].packed);
@@ -102,7 +102,7 @@ void LiveTable::erase_at(Shard& shard, std::size_t i) noexcept {
 
 bool LiveTable::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
   const std::uint64_t h = hash(ptr);
-  Shard& shard = shard_for(shards_, h);
+  Shard& shard = shard_for(shards_, ptr, h);
   SpinGuard guard(shard.lock);
   const std::size_t i = find(shard, ptr, h);
   if (i == kNotFound) return false;
@@ -113,7 +113,7 @@ bool LiveTable::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
 
 bool LiveTable::contains(std::uintptr_t ptr) noexcept {
   const std::uint64_t h = hash(ptr);
-  Shard& shard = shard_for(shards_, h);
+  Shard& shard = shard_for(shards_, ptr, h);
   SpinGuard guard(shard.lock);
   return find(shard, ptr, h) != kNotFound;
 }

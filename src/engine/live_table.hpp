@@ -52,12 +52,19 @@ class LiveTable {
     std::size_t capacity = 0; // slots, 0 before the first insert
     std::size_t used = 0;
   };
-  static constexpr unsigned kShardBits = 7;
-  static constexpr std::size_t kShards = std::size_t{1} << kShardBits;
+  // Shards come in groups, one group per 64 MiB region of addresses: glibc gives each
+  // thread its own arena (64 MiB-aligned heaps), so threads mostly lock shards of their
+  // own group and their lock lines stay in their own core's cache. Within a group the
+  // top bits of the block's hash pick the shard.
+  static constexpr unsigned kGroupBits = 4;
+  static constexpr unsigned kSubShardBits = 4;
+  static constexpr unsigned kRegionShift = 26;
+  static constexpr std::size_t kShards = std::size_t{1} << (kGroupBits + kSubShardBits);
 
   static std::uint64_t hash(std::uintptr_t ptr) noexcept;
-  static Shard& shard_for(Shard* shards, std::uint64_t h) noexcept {
-    return shards[h >> (64 - kShardBits)];  // the top bits; home_slot uses the rest
+  static Shard& shard_for(Shard* shards, std::uintptr_t ptr, std::uint64_t h) noexcept {
+    const std::uint64_t group = ((ptr >> kRegionShift) * 0x9e3779b97f4a7c15ull) >> (64 - kGroupBits);
+    return shards[group << kSubShardBits | h >> (64 - kSubShardBits)];  // home_slot: the rest
   }
   static bool grow(Shard& shard) noexcept;
   static void erase_at(Shard& shard, std::size_t i) noexcept;

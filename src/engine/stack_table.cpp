@@ -73,8 +73,9 @@ StackRecord* StackTable::record(StackId id) const noexcept {
 }
 
 StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
+  // Cache-line aligned, so that each StackTotals slot has a line of its own.
   const std::size_t bytes =
-      (sizeof(StackRecord) + depth * sizeof(std::uintptr_t) + 15) & ~std::size_t{15};
+      (sizeof(StackRecord) + depth * sizeof(std::uintptr_t) + 63) & ~std::size_t{63};
   if (bytes > arena_left_) {
     arena_ = static_cast<char*>(map_pages(kArenaChunk));
     if (arena_ == nullptr) {

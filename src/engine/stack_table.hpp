@@ -17,10 +17,17 @@ inline constexpr StackId kNoStack = 0;
 inline constexpr unsigned kStackIdBits = 24;
 inline constexpr StackId kMaxStacks = (1u << kStackIdBits) - 1;
 
+// Live totals of one stack, one cache line each: threads allocating from the same stack
+// add to different slots, and never to the line that lookups read the key from.
+inline constexpr unsigned kTotalSlots = 4;
+struct alignas(64) StackTotals {
+  std::atomic<std::int64_t> bytes;  // live bytes (weighted in sampled mode)
+  std::atomic<std::int64_t> count;  // live blocks (in 1/kCountUnit, weighted likewise)
+};
+
 struct StackRecord {
+  StackTotals totals[kTotalSlots];  // summed by readers; see slot_for_this_thread()
   std::uint64_t hash;
-  std::atomic<std::int64_t> bytes;  // live bytes from this stack (weighted in sampled mode)
-  std::atomic<std::int64_t> count;  // live blocks from this stack (weighted likewise)
   StackId id;
   std::uint32_t depth;
   std::uintptr_t frames[];  // `depth` return addresses, most recent first

@@ -13,6 +13,8 @@ struct ThreadState {
   std::int64_t bytes_until_sample = 0;  // sampled mode: countdown to the next sample
   std::uint64_t rng = 0;          // sampled mode: xorshift state, 0 = not seeded yet
   std::uint64_t sampler_epoch = 0;      // sampled mode: reset when tracking restarts
+  std::uint32_t slot = 0;               // this thread's counter slot + 1 (0: none yet)
+  std::int64_t growth_since_peak_check = 0;
 };
 
 [[gnu::tls_model("initial-exec"), gnu::visibility("hidden")]] extern constinit thread_local ThreadState
