@@ -201,8 +201,6 @@ void stop() noexcept {
 
 void clear() noexcept { empty_tables(); }
 
-Settings settings() noexcept { return g_settings; }
-
 void on_alloc(void* p, std::size_t size) noexcept {
   if (p == nullptr) return;
   HookGuard guard;
@@ -336,6 +334,5 @@ void visit_stacks(StackVisitor fn, void* ctx) noexcept {
 
 void begin_ignore() noexcept { ++t_thread.ignore_depth; }
 void end_ignore() noexcept { --t_thread.ignore_depth; }
-bool ignoring() noexcept { return t_thread.ignore_depth > 0; }
 
 }  // namespace liveheap::engine

@@ -38,7 +38,6 @@ bool start(const Settings& settings) noexcept;
 void stop() noexcept;
 // Empties the tables and resets the peak; tracing goes on.
 void clear() noexcept;
-Settings settings() noexcept;
 
 // Exact mode, called only while mode() is exact. `p` may be null (then ignored).
 void on_alloc(void* p, std::size_t size) noexcept;
@@ -90,6 +89,5 @@ void visit_stacks(StackVisitor fn, void* ctx) noexcept;
 // Ignore scopes: allocations on this thread are not traced and count as the tracker's own.
 void begin_ignore() noexcept;
 void end_ignore() noexcept;
-bool ignoring() noexcept;
 
 }  // namespace liveheap::engine

@@ -17,7 +17,6 @@ namespace {
 
 using UnwBacktrace = int (*)(void** buffer, int size);
 std::atomic<UnwBacktrace> g_unw_backtrace{nullptr};
-std::atomic<const char*> g_unwinder{"none"};
 std::uintptr_t g_own_begin = 0;  // this object's executable segment, set by find_own_code
 std::uintptr_t g_own_end = 0;
 
@@ -60,15 +59,11 @@ void load_unwinder() noexcept {
   HookGuard guard;  // dlopen allocates: none of it is a user's allocation
   if (void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
     if (auto fn = reinterpret_cast<UnwBacktrace>(dlsym(lib, "unw_backtrace"))) {
-      g_unwinder.store("libunwind", std::memory_order_relaxed);
       g_unw_backtrace.store(fn, std::memory_order_release);
       return;
     }
   }
-  g_unwinder.store("libgcc", std::memory_order_relaxed);
 }
-
-const char* unwinder_name() noexcept { return g_unwinder.load(std::memory_order_relaxed); }
 
 bool is_own_code(std::uintptr_t address) noexcept {
   return address >= g_own_begin && address < g_own_end;

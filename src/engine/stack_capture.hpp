@@ -15,8 +15,6 @@ inline constexpr std::uint32_t kMaxFramesCapture = 128;
 // Falls back to libgcc's _Unwind_Backtrace (~10x slower) when libunwind is missing.
 // Call outside the hooks (it allocates); idempotent.
 void load_unwinder() noexcept;
-// "libunwind" or "libgcc" (or "none" before load_unwinder).
-const char* unwinder_name() noexcept;
 
 // Our own frames on top of a captured stack (hook, engine, operator new): captured, then
 // dropped. `frames` must hold max + kOwnFramesSlack entries.

@@ -112,11 +112,6 @@ class Worker {
     return std::move(request.frames);
   }
 
-  std::size_t cached() {
-    std::lock_guard lock(mutex_);
-    return cache_.size();
-  }
-
  private:
   struct Request {
     std::vector<std::uintptr_t> addresses;
@@ -187,7 +182,5 @@ void set_worker_start_hook(std::function<void()> on_worker_start) {
 std::vector<std::vector<Frame>> symbolize(std::span<const std::uintptr_t> addresses) {
   return Worker::instance().symbolize(addresses);
 }
-
-std::size_t cached_frames() { return Worker::instance().cached(); }
 
 }  // namespace liveheap::symbolize

@@ -22,7 +22,4 @@ void set_worker_start_hook(std::function<void()> on_worker_start);
 // addresses: the line looked up is the call's (address - 1).
 std::vector<std::vector<Frame>> symbolize(std::span<const std::uintptr_t> addresses);
 
-// How many distinct addresses are cached.
-std::size_t cached_frames();
-
 }  // namespace liveheap::symbolize
