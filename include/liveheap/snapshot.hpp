@@ -3,7 +3,12 @@
 // Thread-safety: immutable values once built; share them freely between threads.
 #pragma once
 
+#include <compare>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,8 +36,110 @@ struct Frame {
   friend auto operator<=>(const Frame&, const Frame&) = default;
 };
 
-// Most recent call first: traceback[0] is the innermost frame (often operator new).
-using Traceback = std::vector<Frame>;
+// A stack, most recent call first: traceback[0] is the innermost frame (often operator new).
+// An immutable value whose frames live in a table shared with the snapshot it came from
+// (as CPython's tracemalloc interns frames): a traceback is that table plus the indices of
+// its frames in it, so copying one copies a pointer and integers, never a Frame, and a
+// snapshot of 10k stacks holds each distinct frame once.
+// Thread-safety: immutable (the table too); copies may be read and destroyed on any thread.
+class Traceback {
+ public:
+  using FrameTable = std::vector<Frame>;
+  class const_iterator;
+  using iterator = const_iterator;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+  using reverse_iterator = const_reverse_iterator;
+  using value_type = Frame;
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+  using reference = const Frame&;
+  using const_reference = const Frame&;
+
+  Traceback() = default;
+  // Frames of its own, in a table of their own.
+  Traceback(std::initializer_list<Frame> frames);
+  Traceback(std::vector<Frame> frames);
+  // The frames (*table)[indices[0]], (*table)[indices[1]], ...: shares `table`.
+  // Throws std::out_of_range for an index outside the table.
+  Traceback(std::shared_ptr<const FrameTable> table, std::vector<std::uint32_t> indices);
+
+  size_type size() const noexcept { return indices_.size(); }
+  bool empty() const noexcept { return indices_.empty(); }
+  const Frame& operator[](size_type i) const noexcept { return (*table_)[indices_[i]]; }
+  const Frame& at(size_type i) const;  // throws std::out_of_range
+  const Frame& front() const noexcept { return (*this)[0]; }
+  const Frame& back() const noexcept { return (*this)[size() - 1]; }
+  const_iterator begin() const noexcept;
+  const_iterator end() const noexcept;
+  const_reverse_iterator rbegin() const noexcept;
+  const_reverse_iterator rend() const noexcept;
+
+  // Frames [first, first + count) sharing this table: a one-frame key copies no string.
+  // Throws std::out_of_range when the range is not inside this traceback.
+  Traceback slice(size_type first, size_type count) const;
+
+  // The shared table and where each frame sits in it, so that work that depends only on a
+  // frame can be done once per distinct frame (table, index), not once per traceback.
+  const std::shared_ptr<const FrameTable>& table() const noexcept { return table_; }
+  const std::vector<std::uint32_t>& indices() const noexcept { return indices_; }
+
+  // Frame by frame: equal frames from two different tables are equal.
+  friend bool operator==(const Traceback& a, const Traceback& b) noexcept;
+
+ private:
+  std::shared_ptr<const FrameTable> table_;  // null only while there are no frames
+  std::vector<std::uint32_t> indices_;
+};
+
+// Yields the frames in order, as const Frame& (a random-access iterator over the indices).
+class Traceback::const_iterator {
+ public:
+  using iterator_concept = std::random_access_iterator_tag;
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = Frame;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const Frame*;
+  using reference = const Frame&;
+
+  const_iterator() = default;
+  reference operator*() const noexcept { return frames_[*index_]; }
+  pointer operator->() const noexcept { return &frames_[*index_]; }
+  reference operator[](difference_type n) const noexcept { return frames_[index_[n]]; }
+  const_iterator& operator++() noexcept { ++index_; return *this; }
+  const_iterator operator++(int) noexcept { const_iterator old = *this; ++index_; return old; }
+  const_iterator& operator--() noexcept { --index_; return *this; }
+  const_iterator operator--(int) noexcept { const_iterator old = *this; --index_; return old; }
+  const_iterator& operator+=(difference_type n) noexcept { index_ += n; return *this; }
+  const_iterator& operator-=(difference_type n) noexcept { index_ -= n; return *this; }
+  friend const_iterator operator+(const_iterator it, difference_type n) noexcept { return it += n; }
+  friend const_iterator operator+(difference_type n, const_iterator it) noexcept { return it += n; }
+  friend const_iterator operator-(const_iterator it, difference_type n) noexcept { return it -= n; }
+  friend difference_type operator-(const_iterator a, const_iterator b) noexcept {
+    return a.index_ - b.index_;
+  }
+  friend bool operator==(const_iterator a, const_iterator b) noexcept { return a.index_ == b.index_; }
+  friend auto operator<=>(const_iterator a, const_iterator b) noexcept { return a.index_ <=> b.index_; }
+
+ private:
+  friend class Traceback;
+  const_iterator(const Frame* frames, const std::uint32_t* index) noexcept
+      : frames_(frames), index_(index) {}
+  const Frame* frames_ = nullptr;
+  const std::uint32_t* index_ = nullptr;
+};
+
+inline Traceback::const_iterator Traceback::begin() const noexcept {
+  return {table_ ? table_->data() : nullptr, indices_.data()};
+}
+inline Traceback::const_iterator Traceback::end() const noexcept {
+  return begin() + static_cast<difference_type>(indices_.size());
+}
+inline Traceback::const_reverse_iterator Traceback::rbegin() const noexcept {
+  return const_reverse_iterator(end());
+}
+inline Traceback::const_reverse_iterator Traceback::rend() const noexcept {
+  return const_reverse_iterator(begin());
+}
 
 // Everything still allocated from one stack: the unit a snapshot is made of.
 struct Trace {

@@ -102,11 +102,11 @@ Frame frame_from_json(const json& j) {
 // A statistic of the server's JSON back as a value, so that the report layer formats it.
 // Its key is the user frame the server chose, or the whole stack for key=traceback.
 StatisticDiff statistic_from_json(const json& stat, KeyType key) {
-  Traceback traceback;
+  std::vector<Frame> frames;
   if (key == KeyType::traceback && stat.contains("traceback") && stat["traceback"].is_array())
-    for (const json& frame : stat["traceback"]) traceback.push_back(frame_from_json(frame));
-  if (traceback.empty()) traceback.push_back(frame_from_json(stat));
-  return {std::move(traceback), stat.value("size", std::int64_t{0}),
+    for (const json& frame : stat["traceback"]) frames.push_back(frame_from_json(frame));
+  if (frames.empty()) frames.push_back(frame_from_json(stat));
+  return {Traceback(std::move(frames)), stat.value("size", std::int64_t{0}),
           stat.value("size_diff", std::int64_t{0}), stat.value("count", std::int64_t{0}),
           stat.value("count_diff", std::int64_t{0})};
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -56,6 +58,27 @@ void collect(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, std::
              std::int64_t count) {
   static_cast<std::vector<RawTrace>*>(ctx)->push_back(
       {std::vector<std::uintptr_t>(frames, frames + depth), bytes, count});
+}
+
+// Every frame of a snapshot, once: the frames of addresses[k] (its inline chain, innermost
+// first) are frames[first[k] .. first[k + 1]). The snapshot's tracebacks index into it.
+struct SnapshotFrames {
+  std::shared_ptr<const Traceback::FrameTable> frames;
+  std::vector<std::uint32_t> first;
+};
+
+SnapshotFrames build_frame_table(std::vector<std::vector<Frame>> by_address) {
+  std::size_t total = 0;
+  for (const std::vector<Frame>& chain : by_address) total += chain.size();
+  auto frames = std::make_shared<Traceback::FrameTable>();
+  frames->reserve(total);
+  std::vector<std::uint32_t> first{0};
+  first.reserve(by_address.size() + 1);
+  for (std::vector<Frame>& chain : by_address) {
+    std::move(chain.begin(), chain.end(), std::back_inserter(*frames));
+    first.push_back(static_cast<std::uint32_t>(frames->size()));
+  }
+  return {std::move(frames), std::move(first)};
 }
 
 std::int64_t now_ms() {
@@ -130,19 +153,19 @@ Snapshot take_snapshot() {
   for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
   std::sort(addresses.begin(), addresses.end());
   addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
-  const std::vector<std::vector<Frame>> frames = symbolize::symbolize(addresses);
+  const SnapshotFrames table = build_frame_table(symbolize::symbolize(addresses));
 
   std::vector<Trace> traces;
   traces.reserve(raw.size());
+  std::vector<std::uint32_t> indices;
   for (const RawTrace& r : raw) {
-    Trace t{{}, r.bytes, r.count};
-    t.traceback.reserve(r.frames.size());
+    indices.clear();
     for (std::uintptr_t a : r.frames) {
-      const auto it = std::lower_bound(addresses.begin(), addresses.end(), a);
-      const auto& inlined = frames[static_cast<std::size_t>(it - addresses.begin())];
-      t.traceback.insert(t.traceback.end(), inlined.begin(), inlined.end());
+      const auto k = static_cast<std::size_t>(
+          std::lower_bound(addresses.begin(), addresses.end(), a) - addresses.begin());
+      for (std::uint32_t i = table.first[k]; i < table.first[k + 1]; ++i) indices.push_back(i);
     }
-    traces.push_back(std::move(t));
+    traces.push_back({Traceback(table.frames, indices), r.bytes, r.count});
   }
   info.tracker_memory = tracker_memory();
   return Snapshot(std::move(traces), info);
