@@ -1,6 +1,7 @@
 // tracemalloc.Filter for C++ frames: a glob on the file or the function.
 #include <stdexcept>
 
+#include "frame_memo.hpp"
 #include "glob.hpp"
 #include "liveheap/snapshot.hpp"
 
@@ -17,11 +18,9 @@ bool Filter::matches(const Frame& frame) const noexcept {
 }
 
 bool Filter::matches(const Traceback& traceback) const noexcept {
-  if (traceback.empty()) return false;
-  if (!all_frames) return matches(traceback[user_frame_index(traceback)]);
-  for (const Frame& f : traceback)
-    if (matches(f)) return true;
-  return false;
+  return report::traceback_matches(
+      *this, traceback, [](const Traceback& tb) { return user_frame_index(tb); },
+      [&](std::size_t i) { return matches(traceback[i]); });
 }
 
 }  // namespace liveheap
