@@ -105,8 +105,9 @@ void uncount_replaced(const LiveBlock& old) noexcept {
 
 StackId capture_and_intern() noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
-  const std::uint32_t depth = capture_stack(frames, g_settings.max_frames);
-  const StackId stack = g_stacks.find_or_insert(frames, depth);
+  std::uint64_t hash = 0;
+  const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash);
+  const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack == kNoStack) g_dropped.fetch_add(1, std::memory_order_relaxed);
   return stack;
 }
@@ -162,8 +163,10 @@ void before_fork() noexcept {
   g_live.lock_for_fork();
   g_own.lock_for_fork();
   region_lock_for_fork();
+  frame_rules_lock_for_fork();
 }
 void after_fork() noexcept {
+  frame_rules_unlock_after_fork();
   region_unlock_after_fork();
   g_own.unlock_after_fork();
   g_live.unlock_after_fork();

@@ -1,5 +1,6 @@
 // Captures the caller's stack as raw return addresses, without allocating.
-// Thread-safety: capture_stack is safe on any thread once load_unwinder has returned.
+// Thread-safety: capture_stack is safe on any thread once load_unwinder has returned;
+// forget_frame_rules may run concurrently with it.
 #pragma once
 
 #include <cstddef>
@@ -10,9 +11,10 @@ namespace liveheap::engine {
 // The deepest stack the engine keeps (liveheap::kMaxFrames mirrors it).
 inline constexpr std::uint32_t kMaxFramesCapture = 128;
 
-// Loads libunwind privately (dlopen RTLD_LOCAL): linked normally, its exported _Unwind_*
-// would replace libgcc_s's for the whole process and make every C++ throw ~90x slower.
-// Falls back to libgcc's _Unwind_Backtrace (~10x slower) when libunwind is missing.
+// Stacks are walked with cached frame rules (frame_rules.hpp); a stack with a frame they
+// cannot step goes to libunwind, loaded privately (dlopen RTLD_LOCAL): linked normally, its
+// exported _Unwind_* would replace libgcc_s's for the whole process and make every C++
+// throw ~90x slower. Without libunwind, libgcc's _Unwind_Backtrace (~10x slower).
 // Call outside the hooks (it allocates); idempotent.
 void load_unwinder() noexcept;
 
@@ -21,8 +23,22 @@ void load_unwinder() noexcept;
 inline constexpr std::uint32_t kOwnFramesSlack = 8;
 
 // Fills `frames` with up to `max` return addresses of the caller's stack, liveheap's own
-// frames at the top removed. Returns how many were written.
-std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max) noexcept;
+// frames at the top removed, and `*hash` with their hash_frames(). Returns how many.
+std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash) noexcept;
+
+// One unwinder alone, for tests and benchmarks: false when it cannot walk this stack
+// (frame_rules met a frame without a usable rule; libunwind is not loaded).
+enum class Unwinder : std::uint8_t { frame_rules, libunwind, libgcc };
+bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t max,
+                        std::uint32_t* depth) noexcept;
+
+// Code was unloaded (dlclose): its addresses may be reused by other code, so every cached
+// frame rule is dropped.
+void forget_frame_rules() noexcept;
+std::size_t cached_frame_rules() noexcept;
+// fork(): the child must not inherit the rule cache's lock held by a vanished thread.
+void frame_rules_lock_for_fork() noexcept;
+void frame_rules_unlock_after_fork() noexcept;
 
 // True when `address` lies in this library's own code.
 bool is_own_code(std::uintptr_t address) noexcept;

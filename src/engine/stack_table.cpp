@@ -12,27 +12,12 @@ namespace {
 constexpr std::size_t kInitialIndexCapacity = 4096;
 constexpr std::size_t kArenaChunk = 1 << 20;
 
-std::uint64_t mix(std::uint64_t x) noexcept {
-  // splitmix64's finalizer: every input bit reaches every output bit.
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
-
 }  // namespace
 
 std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept {
-  // On every exact-mode allocation: a multiply-rotate per frame, one full mix at the end
-  // (a full mix per frame cost ~400 instructions per 25-frame stack).
-  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
-  for (std::uint32_t i = 0; i < depth; ++i) {
-    h = (h ^ frames[i]) * 0x100000001b3ull;
-    h = (h << 23) | (h >> 41);
-  }
-  return mix(h);
+  StackHash hash;
+  for (std::uint32_t i = 0; i < depth; ++i) hash.add(frames[i]);
+  return hash.finish(depth);
 }
 
 StackRecord* StackTable::find(const Index* index, std::uint64_t hash,
@@ -48,8 +33,8 @@ StackRecord* StackTable::find(const Index* index, std::uint64_t hash,
   }
 }
 
-StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t depth) noexcept {
-  const std::uint64_t hash = hash_frames(frames, depth);
+StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
+                                   std::uint64_t hash) noexcept {
   if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth))
     return r->id;
 

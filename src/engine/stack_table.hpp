@@ -17,6 +17,34 @@ inline constexpr StackId kNoStack = 0;
 inline constexpr unsigned kStackIdBits = 24;
 inline constexpr StackId kMaxStacks = (1u << kStackIdBits) - 1;
 
+// The hash of a stack, one frame at a time: a multiply-rotate per frame, one full mix at
+// the end (a full mix per frame cost ~400 instructions per 25-frame stack). The stack walk
+// feeds it as it goes, where its multiplies overlap the walk's loads instead of running
+// after it as a chain of their own (~45 ns per 28-frame stack).
+class StackHash {
+ public:
+  void add(std::uintptr_t frame) noexcept {
+    h_ = (h_ ^ frame) * 0x100000001b3ull;
+    h_ = (h_ << 23) | (h_ >> 41);
+  }
+  std::uint64_t finish(std::uint32_t depth) const noexcept {
+    // splitmix64's finalizer: every input bit reaches every output bit.
+    std::uint64_t x = h_ ^ depth;
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+  }
+
+ private:
+  std::uint64_t h_ = 0x9e3779b97f4a7c15ull;
+};
+
+// StackHash over `depth` frames; shared by the table and its tests.
+std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept;
+
 // Live totals of one stack, one cache line each: threads allocating from the same stack
 // add to different slots, and never to the line that lookups read the key from.
 inline constexpr unsigned kTotalSlots = 4;
@@ -36,7 +64,12 @@ struct StackRecord {
 class StackTable {
  public:
   // The id of this stack, interning it on first sight; kNoStack when out of memory or ids.
-  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth) noexcept;
+  // `hash` must be hash_frames(frames, depth).
+  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
+                         std::uint64_t hash) noexcept;
+  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth) noexcept {
+    return find_or_insert(frames, depth, hash_frames(frames, depth));
+  }
   // nullptr for kNoStack or an id not yet published.
   StackRecord* record(StackId id) const noexcept;
   // Ids run from 1 to size().
@@ -69,8 +102,5 @@ class StackTable {
   char* arena_ = nullptr;
   std::size_t arena_left_ = 0;
 };
-
-// FNV-style mix over the frames; shared by the table and its tests.
-std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept;
 
 }  // namespace liveheap::engine

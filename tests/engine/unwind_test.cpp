@@ -1,0 +1,236 @@
+// The stack walk with cached frame rules against libunwind and libgcc: the same frames,
+// to the address, for every shape of stack; and the rule cache against a model.
+#include <dlfcn.h>
+#include <signal.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine.hpp"
+#include "frame_rule_cache.hpp"
+#include "frame_rules.hpp"
+#include "stack_capture.hpp"
+#include "unwind_shapes.hpp"
+
+namespace liveheap::engine::test {
+namespace {
+
+class Unwind : public testing::Test {
+ protected:
+  void SetUp() override { load_unwinder(); }  // libunwind, and our own code's range
+};
+
+// The rule walk must have walked (not handed over) and agree with both other unwinders.
+void expect_same_stacks(const Captured& c, const char* what) {
+  SCOPED_TRACE(what);
+  ASSERT_TRUE(c.frame_rules_walked);
+  ASSERT_FALSE(c.libunwind.empty()) << "libunwind did not walk";
+  ASSERT_GE(c.frame_rules.size(), 3u);
+  EXPECT_EQ(c.frame_rules, c.libunwind);
+  EXPECT_EQ(c.frame_rules, c.libgcc);
+}
+
+TEST_F(Unwind, EveryFrameShapeAloneMatchesLibunwindAndLibgcc) {
+  for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
+    const auto shape = static_cast<Shape>(s);
+    expect_same_stacks(capture_through({shape, shape, shape}), ("shape " + std::to_string(s)).c_str());
+  }
+}
+
+TEST_F(Unwind, RandomMixturesOfShapesMatch) {
+  std::mt19937 rng(2026);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<Shape> shapes(1 + rng() % 40);
+    for (Shape& s : shapes) s = static_cast<Shape>(rng() % static_cast<unsigned>(Shape::kCount));
+    expect_same_stacks(capture_through(shapes), ("trial " + std::to_string(trial)).c_str());
+  }
+}
+
+TEST_F(Unwind, RepeatedStacksStillMatchOnceRulesAreCached) {
+  // The second and later walks read per-thread and shared caches, not the CFI.
+  const std::vector<Shape> a{Shape::plain, Shape::alloca_frame, Shape::unoptimized, Shape::plain};
+  const std::vector<Shape> b{Shape::realigned, Shape::qsort_callback, Shape::plain};
+  for (int i = 0; i < 50; ++i) {
+    expect_same_stacks(capture_through(i % 2 ? a : b), "alternating");
+    expect_same_stacks(capture_through(i % 3 ? b : a), "alternating, shifted");
+  }
+}
+
+TEST_F(Unwind, MaxFramesKeepsTheInnermostFrames) {
+  const std::vector<Shape> deep(60, Shape::plain);
+  const Captured full = capture_through(deep, 128);
+  expect_same_stacks(full, "full");
+  for (std::uint32_t max : {1u, 5u, 32u}) {
+    const Captured cut = capture_through(deep, max);
+    ASSERT_EQ(cut.frame_rules.size(), max);
+    // Same call chain, so the same return addresses up to the cut.
+    EXPECT_TRUE(std::equal(cut.frame_rules.begin(), cut.frame_rules.end(), full.frame_rules.begin()));
+    EXPECT_EQ(cut.frame_rules, cut.libunwind);
+  }
+}
+
+TEST_F(Unwind, ThreadStacksEndWhereLibunwindsEnd) {
+  std::vector<Captured> results(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < results.size(); ++t)
+    threads.emplace_back([&results, t] {
+      for (int i = 0; i < 20; ++i)
+        results[t] = capture_through({Shape::plain, Shape::std_function, Shape::alloca_frame});
+    });
+  for (std::thread& t : threads) t.join();
+  for (const Captured& c : results) expect_same_stacks(c, "thread");
+}
+
+// A signal frame has no rule of the simple form: the walk hands over to libunwind, and
+// capture_stack's answer is libunwind's.
+Captured g_in_handler;
+std::uintptr_t g_capture_stack_frames[kMaxFramesCapture];
+std::uint32_t g_capture_stack_depth;
+void capture_in_handler(int) {
+  g_in_handler = capture_all();
+  std::uint64_t hash = 0;
+  g_capture_stack_depth = capture_stack(g_capture_stack_frames, 128, &hash);
+}
+
+TEST_F(Unwind, SignalFramesGoToLibunwind) {
+  const std::uint64_t fallbacks_before = fallback_walks();
+  struct sigaction action {}, old {};
+  action.sa_handler = capture_in_handler;
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_FALSE(g_in_handler.frame_rules_walked);
+  EXPECT_EQ(fallback_walks(), fallbacks_before + 1);  // counted, for /stats
+  ASSERT_GE(g_in_handler.libunwind.size(), 3u);
+  // The handler called capture_all (one frame more) and capture_stack from other lines:
+  // below their innermost frames the stacks are the same, to the handler's caller.
+  ASSERT_EQ(g_capture_stack_depth + 1, g_in_handler.libunwind.size());
+  EXPECT_TRUE(std::equal(g_in_handler.libunwind.begin() + 2, g_in_handler.libunwind.end(),
+                         g_capture_stack_frames + 1));
+}
+
+// Code unloaded and other code loaded (perhaps at the same addresses): no stale rule.
+void capture_from_module(void* out) { *static_cast<Captured*>(out) = capture_all(); }
+
+Captured call_module(const char* path, void** handle) {
+  *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  Captured c;
+  if (*handle == nullptr) {
+    ADD_FAILURE() << dlerror();
+    return c;
+  }
+  using ModuleCall = void (*)(void (*)(void*), void*, int);
+  auto call = reinterpret_cast<ModuleCall>(dlsym(*handle, "module_call"));
+  if (call == nullptr) {
+    ADD_FAILURE() << "no module_call in " << path;
+    return c;
+  }
+  call(capture_from_module, &c, 6);
+  return c;
+}
+
+TEST_F(Unwind, DlcloseForgetsRulesAndOtherCodeAtTheSameAddressesUnwinds) {
+  for (int round = 0; round < 3; ++round) {
+    for (const char* path : {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B}) {
+      void* handle = nullptr;
+      expect_same_stacks(call_module(path, &handle), path);
+      EXPECT_GT(cached_frame_rules(), 0u);
+      ASSERT_EQ(dlclose(handle), 0);
+      EXPECT_EQ(cached_frame_rules(), 0u) << "dlclose must drop every cached rule";
+    }
+  }
+}
+
+TEST(FrameRules, AFunctionsEntryHasTheCallsCfa) {
+  // At a function's first instruction only the call has touched the stack.
+  const auto entry = reinterpret_cast<std::uintptr_t>(&capture_through);
+  const FrameRule rule = find_frame_rule(entry);
+  EXPECT_EQ(rule.kind, FrameRule::Kind::step);
+  EXPECT_FALSE(rule.cfa_from_rbp);
+  EXPECT_EQ(rule.cfa_offset, 8);
+  EXPECT_EQ(rule.rbp_slot, 0);
+}
+
+TEST(FrameRules, AddressesWithoutCodeAreUnsupported) {
+  static int data = 0;
+  EXPECT_EQ(find_frame_rule(reinterpret_cast<std::uintptr_t>(&data)).kind, FrameRule::Kind::unsupported);
+  EXPECT_EQ(find_frame_rule(0x10).kind, FrameRule::Kind::unsupported);
+}
+
+TEST(FrameRules, PackRoundTrips) {
+  for (const FrameRule r : {FrameRule{FrameRule::Kind::step, false, 0, 8},
+                            FrameRule{FrameRule::Kind::step, true, -16, 16},
+                            FrameRule{FrameRule::Kind::step, false, -32768, 2147483647},
+                            FrameRule{FrameRule::Kind::outermost, false, 0, 0},
+                            FrameRule{FrameRule::Kind::unsupported, true, 32767, -5}}) {
+    EXPECT_EQ(FrameRule::unpack(r.pack()), r);
+    EXPECT_NE(r.pack(), 0u);  // 0 means "no rule" in the caches
+  }
+}
+
+FrameRule rule_for(std::uintptr_t key, std::uint32_t salt) {
+  // Distinct per key (and per salt), so a rule read for the wrong key is detectable.
+  return {FrameRule::Kind::step, (key & 1) != 0, static_cast<std::int16_t>(-8 * (salt % 100 + 1)),
+          static_cast<std::int32_t>(key & 0x7fffffff)};
+}
+
+TEST(FrameRuleCache, MatchesAModelThroughGrowthAndClear) {
+  static FrameRuleCache cache;
+  std::mt19937_64 rng(7);
+  std::vector<std::uintptr_t> keys;
+  for (int i = 0; i < 20000; ++i) keys.push_back(0x7f0000000000ull + (rng() % 50000000));
+  for (std::uintptr_t k : keys) cache.insert(k, rule_for(k, 0), cache.generation());
+  EXPECT_GT(cache.size(), 19000u);  // a few keys repeat
+  for (std::uintptr_t k : keys) {
+    const std::uint64_t bits = FrameRuleCache::lookup(cache.view(), k);
+    ASSERT_NE(bits, 0u);
+    EXPECT_EQ(FrameRule::unpack(bits), rule_for(k, 0));
+  }
+  EXPECT_EQ(FrameRuleCache::lookup(cache.view(), 0x1234), 0u);
+  // A rule computed before a clear (an older generation) is not cached after it.
+  const std::uint32_t before = cache.generation();
+  cache.clear();
+  EXPECT_EQ(cache.size(), 0u);
+  cache.insert(keys[0], rule_for(keys[0], 0), before);
+  EXPECT_EQ(FrameRuleCache::lookup(cache.view(), keys[0]), 0u);
+  for (std::uintptr_t k : keys) EXPECT_EQ(FrameRuleCache::lookup(cache.view(), k), 0u);
+}
+
+TEST(FrameRuleCache, ReadersNeverSeeAnotherKeysRuleWhileClearedAndRefilled) {
+  static FrameRuleCache cache;
+  constexpr std::uintptr_t kKeys = 2000;
+  std::atomic<bool> done{false};
+  std::atomic<long> wrong{0}, hits{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r)
+    readers.emplace_back([&] {
+      while (!done.load(std::memory_order_relaxed))
+        for (std::uintptr_t k = 1; k <= kKeys; ++k) {
+          const std::uint64_t bits = FrameRuleCache::lookup(cache.view(), k * 64);
+          if (bits == 0) continue;
+          hits.fetch_add(1, std::memory_order_relaxed);
+          if (static_cast<std::uintptr_t>(FrameRule::unpack(bits).cfa_offset) != ((k * 64) & 0x7fffffff))
+            wrong.fetch_add(1, std::memory_order_relaxed);
+        }
+    });
+  // Each round fills the slots in another order, so slots change keys between rounds.
+  std::mt19937 rng(3);
+  std::vector<std::uintptr_t> order(kKeys);
+  for (std::uintptr_t k = 0; k < kKeys; ++k) order[k] = (k + 1) * 64;
+  for (int round = 0; round < 300; ++round) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::uintptr_t k : order) cache.insert(k, rule_for(k, static_cast<std::uint32_t>(round)), cache.generation());
+    cache.clear();
+  }
+  done = true;
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(hits.load(), 0);  // the readers did read filled slots
+}
+
+}  // namespace
+}  // namespace liveheap::engine::test
