@@ -51,6 +51,9 @@ struct EngineStats {
   std::uint64_t stacks = 0;       // distinct stacks interned
   std::uint64_t live_blocks = 0;  // traced blocks (samples, in sampled mode) alive now
   std::uint64_t dropped = 0;      // records the engine could not keep (tables full)
+  // Stack walks handed to libunwind since start-up: frames without a simple unwind rule
+  // (signal handlers, code without CFI); each such walk costs about twice a normal one.
+  std::uint64_t fallback_walks = 0;
 };
 EngineStats engine_stats() noexcept;
 

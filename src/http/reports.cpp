@@ -115,6 +115,7 @@ Response stats_report(const ReplyTo& to) {
          {"stacks", engine.stacks},
          {"live_blocks", engine.live_blocks},
          {"dropped", engine.dropped},
+         {"fallback_walks", engine.fallback_walks},
          {"rss", process.rss},
          {"peak_rss", process.peak_rss},
          {"mallinfo",
@@ -129,7 +130,8 @@ Response stats_report(const ReplyTo& to) {
   text += "\ntraced: current=" + size(traced.current) + ", peak=" + size(traced.peak) +
           "\ntracker memory: " + size(own) + "\nstacks=" + std::to_string(engine.stacks) +
           ", live_blocks=" + std::to_string(engine.live_blocks) +
-          ", dropped=" + std::to_string(engine.dropped) + "\nrss=" + size(process.rss) +
+          ", dropped=" + std::to_string(engine.dropped) +
+          ", fallback_walks=" + std::to_string(engine.fallback_walks) + "\nrss=" + size(process.rss) +
           ", peak_rss=" + size(process.peak_rss) + "\nmallinfo2: arena=" + size(heap.arena) +
           ", hblkhd=" + size(heap.hblkhd) + ", uordblks=" + size(heap.uordblks) +
           ", fordblks=" + size(heap.fordblks) + ", keepcost=" + size(heap.keepcost) + "\n";

@@ -129,7 +129,8 @@ void reset_peak() noexcept { engine::reset_peak(); }
 std::int64_t tracker_memory() noexcept { return engine::own_memory(); }
 
 EngineStats engine_stats() noexcept {
-  return {engine::stack_count(), engine::live_blocks(), engine::dropped()};
+  return {engine::stack_count(), engine::live_blocks(), engine::dropped(),
+          engine::fallback_walks()};
 }
 
 Snapshot take_snapshot() {

@@ -62,7 +62,7 @@ TEST_F(RoutesTest, StatsInTextAndJson) {
     EXPECT_EQ(stats["tracing"], true);
     EXPECT_EQ(stats["sample_interval"], 0);
     for (const char* field : {"max_frames", "tracker_memory", "stacks", "live_blocks", "dropped",
-                              "rss", "peak_rss"})
+                              "fallback_walks", "rss", "peak_rss"})
       EXPECT_TRUE(stats.at(field).is_number()) << field;
     EXPECT_GT(stats["traced"]["current"].get<long>(), 0);
     EXPECT_GE(stats["traced"]["peak"], stats["traced"]["current"]);
