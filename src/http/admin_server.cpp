@@ -1,7 +1,12 @@
 // The standalone admin server: a Boost.Beast HTTP server on its own thread and port that
 // serves a Handler's routes, for programs that are not Beast servers (and preload mode).
 // Structured as Beast's example/http/server/async: fail, session, listener.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -127,7 +132,12 @@ class Listener : public std::enable_shared_from_this<Listener> {
   Listener(net::io_context& ioc, const tcp::endpoint& endpoint, Handler& handler)
       : ioc_(ioc), acceptor_(ioc), backoff_(ioc), handler_(handler),
         slots_(std::make_shared<const bool>()) {
-    acceptor_.open(endpoint.protocol());
+    // Close-on-exec, which Asio does not set: a program that execs (a wrapper script's
+    // shell, pyenv's shims) would hand the listening socket to the new image, where no
+    // thread serves it: clients would hang, and the new image's own server could not bind.
+    const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0) throw boost::system::system_error(errno, boost::system::system_category(), "socket");
+    acceptor_.assign(endpoint.protocol(), fd);
     acceptor_.set_option(net::socket_base::reuse_address(true));
     acceptor_.bind(endpoint);
     acceptor_.listen(net::socket_base::max_listen_connections);
@@ -154,6 +164,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
         if (!wait_ec) self->do_accept();
       });
     }
+    // Accepted sockets too (Asio's accept() takes no flags): not a child's to keep.
+    ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
     if (slots_.use_count() <= kMaxSessions)
       std::make_shared<Session>(std::move(socket), handler_, slots_)->run();
     do_accept();

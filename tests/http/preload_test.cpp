@@ -108,5 +108,26 @@ TEST_F(PreloadTest, LookingAtTheHeapDoesNotGrowIt) {
   EXPECT_EQ(report["total"]["count_diff"], 0) << report.dump(1);
 }
 
+// A wrapper that execs the program (pyenv's shims, `env`, a shell's `exec`) loads the
+// preload library first and starts an admin server; exec must close its listening socket,
+// or the program inherits a socket no thread serves (clients hang) and cannot bind its own.
+TEST(PreloadWrapper, TheProgramAWrapperExecsServesThePort) {
+  const std::uint16_t port = free_port();
+  ChildProcess program({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_EXACT_TRUTH + " --phases"},
+                       {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
+                        "LIVEHEAP_TOKEN="});
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  const Reply stats = get(port, "/debug/memory/stats?format=json");
+  ASSERT_EQ(stats.status, 200) << "no answer on the port: the wrapper's socket leaked into the program";
+  EXPECT_EQ(stats.json()["mode"], "exact");
+  // The program, not the wrapper, answers: its traced heap follows its allocations.
+  ASSERT_EQ(post(port, "/debug/memory/baseline").status, 200);
+  program.write_line("go");
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "ALLOCATED");
+  const auto diff = get(port, "/debug/memory/diff?format=json").json();
+  EXPECT_GT(diff["total"]["size_diff"].get<long>(), 0) << diff.dump(1);
+}
+
 }  // namespace
 }  // namespace http_test
