@@ -27,21 +27,27 @@ struct FrameRule {
   std::int16_t rbp_slot = 0;
   std::int32_t cfa_offset = 0;
 
-  // One word, so a cache slot publishes a rule with a single store; laid out so that the
-  // walk reads each field with one instruction (cfa_offset in the low half).
+  // One word, so a cache slot publishes a rule with a single store; laid out so that each
+  // field is read from the word with one instruction (cfa_offset in the low half).
   std::uint64_t pack() const noexcept {
     return static_cast<std::uint64_t>(static_cast<std::uint32_t>(cfa_offset)) |
            static_cast<std::uint64_t>(static_cast<std::uint16_t>(rbp_slot)) << 32 |
            static_cast<std::uint64_t>(cfa_from_rbp) << 48 |
            static_cast<std::uint64_t>(kind) << 56;
   }
+  // The fields of a packed rule, read in place. The stack walk's hot loop uses these rather
+  // than unpack(): a FrameRule's bool goes through a byte register, two more cycles per
+  // frame on the walk's dependency chain (28 frames: 93 -> 117 ns).
+  static Kind kind_of(std::uint64_t bits) noexcept { return static_cast<Kind>(bits >> 56); }
+  static bool cfa_from_rbp_of(std::uint64_t bits) noexcept { return (bits >> 48 & 1) != 0; }
+  static std::int16_t rbp_slot_of(std::uint64_t bits) noexcept {
+    return static_cast<std::int16_t>(bits >> 32);
+  }
+  static std::int32_t cfa_offset_of(std::uint64_t bits) noexcept {
+    return static_cast<std::int32_t>(bits);
+  }
   static FrameRule unpack(std::uint64_t bits) noexcept {
-    FrameRule r;
-    r.kind = static_cast<Kind>(bits >> 56);
-    r.cfa_from_rbp = (bits >> 48 & 1) != 0;
-    r.rbp_slot = static_cast<std::int16_t>(bits >> 32);
-    r.cfa_offset = static_cast<std::int32_t>(bits);
-    return r;
+    return {kind_of(bits), cfa_from_rbp_of(bits), rbp_slot_of(bits), cfa_offset_of(bits)};
   }
   friend bool operator==(const FrameRule&, const FrameRule&) = default;
 };

@@ -97,11 +97,10 @@ RecentRules& recent_rules() noexcept {
 // addresses past liveheap's own frames (so no copy drops them afterwards) and hashing them;
 // kNeedsOtherUnwinder when a frame has no usable rule. The hot loop is one chain of
 // dependent loads per frame (return address, rule, next return address): it reads the
-// packed rule's fields in place (see FrameRule::pack) and keeps other work off that chain.
+// packed rule's fields in place (FrameRule::kind_of & co.) and keeps other work off that
+// chain.
 std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
                                     StackHash* hash) noexcept {
-  constexpr std::uint64_t kStep = static_cast<std::uint64_t>(FrameRule::Kind::step);
-  constexpr std::uint64_t kOutermost = static_cast<std::uint64_t>(FrameRule::Kind::outermost);
   std::uintptr_t pc, sp, bp;
   // The three registers together, at one instruction: the CFI row of that pc matches.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
@@ -113,21 +112,22 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
   bool in_own_frames = true;
   while (n < want) {
     RecentRules::Slot& slot = recent.at(sp);
-    std::uint64_t rule = slot.rule;
+    std::uint64_t bits = slot.rule;
     if (__builtin_expect(slot.key != key, 0)) {
-      rule = shared_rule(rules, key);
-      slot = {key, rule};
+      bits = shared_rule(rules, key);
+      slot = {key, bits};
     }
-    if (__builtin_expect(rule >> 56 != kStep, 0)) {
-      if (rule >> 56 == kOutermost) break;
+    const FrameRule::Kind kind = FrameRule::kind_of(bits);
+    if (__builtin_expect(kind != FrameRule::Kind::step, 0)) {
+      if (kind == FrameRule::Kind::outermost) break;
       return kNeedsOtherUnwinder;
     }
-    const std::uintptr_t base = (rule >> 48 & 1) != 0 ? bp : sp;
-    const std::uintptr_t cfa = base + static_cast<std::intptr_t>(static_cast<std::int32_t>(rule));
+    const std::uintptr_t base = FrameRule::cfa_from_rbp_of(bits) ? bp : sp;
+    const std::uintptr_t cfa = base + FrameRule::cfa_offset_of(bits);
     if (cfa - sp - 1 >= kMaxFrameBytes) break;  // also cfa <= sp
-    const auto rbp_slot = static_cast<std::int16_t>(rule >> 32);
     const std::uintptr_t return_address = *reinterpret_cast<const std::uintptr_t*>(cfa - 8);
-    if (rbp_slot != 0) bp = *reinterpret_cast<const std::uintptr_t*>(cfa + rbp_slot);
+    if (const std::int16_t rbp_slot = FrameRule::rbp_slot_of(bits); rbp_slot != 0)
+      bp = *reinterpret_cast<const std::uintptr_t*>(cfa + rbp_slot);
     sp = cfa;
     if (return_address == 0) break;
     key = return_address - 1;  // the call instruction's row

@@ -37,7 +37,7 @@ class GroupIndex {
   Traceback take_key(std::size_t group) { return std::move(keys_[group]); }
 
  private:
-  struct StackHash {
+  struct FrameNumbersHash {
     std::size_t operator()(const std::vector<std::uint32_t>& frames) const noexcept;
   };
 
@@ -54,7 +54,7 @@ class GroupIndex {
   FrameMemo<std::uint32_t> of_frame_;
   std::unordered_map<std::string, std::uint32_t> group_ids_;
   std::unordered_map<std::string, std::uint32_t> frame_ids_;  // traceback key only
-  std::unordered_map<std::vector<std::uint32_t>, std::uint32_t, StackHash> stacks_;
+  std::unordered_map<std::vector<std::uint32_t>, std::uint32_t, FrameNumbersHash> stacks_;
   std::vector<std::uint32_t> stack_;  // scratch for group_of_stack
   std::vector<Traceback> keys_;       // by group number
   std::vector<std::uint64_t> last_counted_;  // cumulative: the trace that last counted in a group
