@@ -28,7 +28,8 @@ function save(key, value) {
 }
 
 export class Api {
-  // onUnauthorized(refused): called on a 401; `refused` is true when a token was sent.
+  // onUnauthorized(refused): called on a 401 to the current token (or to none, while none
+  // is set); `refused` is true when a token was sent.
   constructor(base, { onUnauthorized = () => {} } = {}) {
     this.base = base;
     this.onUnauthorized = onUnauthorized;
@@ -64,7 +65,10 @@ export class Api {
     try { body = text ? JSON.parse(text) : null; } catch { /* handled below */ }
 
     if (response.status === 401) {
-      this.onUnauthorized(Boolean(token));
+      // Only a 401 to the token held now says anything about it: a request sent before the
+      // user entered a token (the refresh loop's, in flight meanwhile) would ask again and
+      // hide the answer to the token just entered.
+      if (token === this.token) this.onUnauthorized(Boolean(token));
       throw new ApiError(token ? 'The server refused the access token.' : 'The server needs an access token.', 401);
     }
     if (!response.ok) {
