@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "liveheap/snapshot.hpp"
@@ -56,6 +57,10 @@ struct EngineStats {
   std::uint64_t fallback_walks = 0;
 };
 EngineStats engine_stats() noexcept;
+
+// The file of the allocator that serves malloc in this process: the one liveheap forwards
+// to (glibc's libc.so.6, libjemalloc.so.2, ...), or the one in effect instead of liveheap's.
+std::string allocator_file();
 
 // The traced heap now, symbolized (tracemalloc.take_snapshot). Throws std::runtime_error
 // when tracing is off.

@@ -179,13 +179,6 @@ void after_fork() noexcept {
 
 }  // namespace
 
-bool hooks_installed() noexcept {
-  load_unwinder();  // also finds our own code's address range
-  // Our malloc is in effect when the process-wide "malloc" resolves into our own code.
-  void* resolved = dlsym(RTLD_DEFAULT, "malloc");
-  return resolved != nullptr && is_own_code(reinterpret_cast<std::uintptr_t>(resolved));
-}
-
 bool start(const Settings& settings) noexcept {
   load_unwinder();
   g_mode.store(Mode::off, std::memory_order_seq_cst);

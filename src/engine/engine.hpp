@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "next_allocator.hpp"
 #include "sample_region.hpp"
 #include "thread_state.hpp"
 
@@ -26,9 +27,6 @@ struct Settings {
 [[gnu::visibility("hidden")]] extern std::atomic<Mode> g_mode;
 inline Mode mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
 inline bool active() noexcept { return mode() != Mode::off; }
-
-// True when calls to malloc in this process reach this library's malloc.
-bool hooks_installed() noexcept;
 
 // Begins a tracing session with empty tables (loads the unwinder first, so call it
 // outside the hooks). Settings must already be valid. False when sampled mode cannot

@@ -1,29 +1,20 @@
 // The interposed allocation functions: malloc & co. and every operator new/delete.
-// Each forwards to glibc's __libc_* entry points; by mode, the engine records every block
-// (exact) or one block per ~R bytes (sampled, served from the sample region).
+// Each forwards to the allocator that follows liveheap in symbol order (next_allocator.hpp:
+// glibc, jemalloc, tcmalloc, mimalloc); by mode, the engine records every block (exact) or
+// one block per ~R bytes (sampled, served from the sample region).
 // Runs before main and on every thread: no allocation and no locks here.
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <dlfcn.h>
 #include <new>
 
 #include "engine.hpp"
 
-extern "C" {
-void* __libc_malloc(std::size_t size);
-void* __libc_calloc(std::size_t n, std::size_t size);
-void* __libc_realloc(void* p, std::size_t size);
-void __libc_free(void* p);
-void* __libc_memalign(std::size_t alignment, std::size_t size);
-void* __libc_valloc(std::size_t size);
-void* __libc_pvalloc(std::size_t size);
-}
-
 namespace {
 
 namespace engine = liveheap::engine;
+using engine::g_next;
 using engine::Mode;
 
 #define LIVEHEAP_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -31,35 +22,26 @@ using engine::Mode;
 
 constexpr std::size_t kPage = 4096;
 
-// One allocation through the current mode; `glibc` makes the block the usual way.
-template <typename Glibc>
-inline void* allocate(std::size_t size, std::size_t alignment, Glibc&& glibc) noexcept {
-  const Mode mode = engine::mode();
-  if (LIVEHEAP_LIKELY(mode == Mode::off)) return glibc();
-  if (mode == Mode::sampled) {
-    if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return glibc();
-    if (void* p = engine::sample_allocate(size, alignment)) return p;
-    return glibc();
-  }
-  void* p = glibc();
-  engine::on_alloc(p, size);
-  return p;
-}
-
-// glibc does not export its malloc_usable_size under a __libc_ name; find the next one.
-using UsableSize = std::size_t (*)(void*);
-std::size_t glibc_usable_size(void* p) noexcept {
-  static std::atomic<UsableSize> fn{nullptr};
-  UsableSize f = fn.load(std::memory_order_acquire);
-  if (f == nullptr) {
-    f = reinterpret_cast<UsableSize>(dlsym(RTLD_NEXT, "malloc_usable_size"));
-    fn.store(f, std::memory_order_release);
-  }
-  return f == nullptr ? 0 : f(p);
-}
-
 bool power_of_two(std::size_t alignment) noexcept {
   return alignment != 0 && (alignment & (alignment - 1)) == 0;
+}
+
+// One allocation through the current mode; `next` makes the block the usual way.
+// `alignment` is what a sample needs (0: malloc's); a block whose alignment the region
+// cannot give as the allocator would (not a power of two) is never sampled.
+template <typename Next>
+inline void* allocate(std::size_t size, std::size_t alignment, Next&& next) noexcept {
+  const Mode mode = engine::mode();
+  if (LIVEHEAP_LIKELY(mode == Mode::off)) return next();
+  if (mode == Mode::sampled) {
+    if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return next();
+    if (alignment == 0 || power_of_two(alignment))
+      if (void* p = engine::sample_allocate(size, alignment)) return p;
+    return next();
+  }
+  void* p = next();
+  engine::on_alloc(p, size);
+  return p;
 }
 
 // realloc of a sampled block: a new block through the mode, the bytes copied over.
@@ -68,7 +50,7 @@ void* realloc_sampled(void* p, std::size_t size) noexcept {
     engine::sample_free(p);
     return nullptr;
   }
-  void* q = allocate(size, 0, [&] { return __libc_malloc(size); });
+  void* q = allocate(size, 0, [&] { return g_next.malloc(size); });
   if (q == nullptr) return nullptr;
   const std::size_t old_size = engine::region_header(p)->size;
   std::memcpy(q, p, old_size < size ? old_size : size);
@@ -76,22 +58,25 @@ void* realloc_sampled(void* p, std::size_t size) noexcept {
   return q;
 }
 
-// realloc of a glibc block in sampled mode: it moves into the region when sampled.
+// realloc of the allocator's block in sampled mode: it moves into the region when sampled
+// (only when the allocator can say how many bytes to copy).
 void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
-  if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size)) || size == 0)
-    return __libc_realloc(p, size);
+  if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size)) || size == 0 ||
+      g_next.malloc_usable_size == nullptr)
+    return g_next.realloc(p, size);
   void* q = engine::sample_allocate(size, 0);
-  if (q == nullptr) return __libc_realloc(p, size);
-  const std::size_t old_size = glibc_usable_size(p);
+  if (q == nullptr) return g_next.realloc(p, size);
+  const std::size_t old_size = g_next.malloc_usable_size(p);
   std::memcpy(q, p, old_size < size ? old_size : size);
-  __libc_free(p);
+  g_next.free(p);
   return q;
 }
 
-// realloc in exact mode: the old block is forgotten before glibc can reuse its address.
+// realloc in exact mode: the old block is forgotten before the allocator can reuse its
+// address.
 void* realloc_exact(void* p, std::size_t size) noexcept {
   const engine::Forgotten old = engine::forget(p);
-  void* q = __libc_realloc(p, size);
+  void* q = g_next.realloc(p, size);
   if (q == nullptr) {
     if (size != 0) engine::restore(p, old);  // p is still allocated and unchanged
     return nullptr;
@@ -107,16 +92,16 @@ void* realloc_exact(void* p, std::size_t size) noexcept {
     if (handler == nullptr) throw std::bad_alloc();
     handler();
     void* p = alignment == 0
-                  ? allocate(size, 0, [&] { return __libc_malloc(size); })
-                  : allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
+                  ? allocate(size, 0, [&] { return g_next.malloc(size); })
+                  : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
     if (p != nullptr) return p;
   }
 }
 
 inline void* new_impl(std::size_t size, std::size_t alignment) {
   void* p = alignment == 0
-                ? allocate(size, 0, [&] { return __libc_malloc(size); })
-                : allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
+                ? allocate(size, 0, [&] { return g_next.malloc(size); })
+                : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
   if (LIVEHEAP_LIKELY(p != nullptr)) return p;
   return new_retry(size, alignment);
 }
@@ -134,15 +119,15 @@ void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
 extern "C" {
 
 void* malloc(std::size_t size) {
-  return allocate(size, 0, [&] { return __libc_malloc(size); });
+  return allocate(size, 0, [&] { return g_next.malloc(size); });
 }
 
 void free(void* p) {
   if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p))) return engine::sample_free(p);
-  if (LIVEHEAP_LIKELY(engine::mode() != Mode::exact) || p == nullptr) return __libc_free(p);
-  // Forgotten before glibc has it: once freed its address may go to another thread.
+  if (LIVEHEAP_LIKELY(engine::mode() != Mode::exact) || p == nullptr) return g_next.free(p);
+  // Forgotten before the allocator has it: once freed its address may go to another thread.
   engine::on_free(p);
-  __libc_free(p);
+  g_next.free(p);
 }
 
 void* calloc(std::size_t n, std::size_t size) {
@@ -152,13 +137,13 @@ void* calloc(std::size_t n, std::size_t size) {
     return nullptr;
   }
   // Sampled blocks come from pages the kernel zeroed (fresh, or dropped on release).
-  return allocate(bytes, 0, [&] { return __libc_calloc(n, size); });
+  return allocate(bytes, 0, [&] { return g_next.calloc(n, size); });
 }
 
 void* realloc(void* p, std::size_t size) {
   if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p))) return realloc_sampled(p, size);
   const Mode mode = engine::mode();
-  if (LIVEHEAP_LIKELY(mode == Mode::off)) return __libc_realloc(p, size);
+  if (LIVEHEAP_LIKELY(mode == Mode::off)) return g_next.realloc(p, size);
   if (p == nullptr) return malloc(size);
   if (mode == Mode::sampled) return realloc_maybe_sampled(p, size);
   return realloc_exact(p, size);
@@ -175,39 +160,41 @@ void* reallocarray(void* p, std::size_t n, std::size_t size) {
 
 int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
   if (!power_of_two(alignment) || alignment % sizeof(void*) != 0) return EINVAL;
-  void* p = allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
-  if (p == nullptr) return ENOMEM;
+  int error = 0;
+  void* p = allocate(size, alignment, [&]() -> void* {
+    void* q = nullptr;
+    error = g_next.posix_memalign(&q, alignment, size);
+    return error == 0 ? q : nullptr;
+  });
+  if (p == nullptr) return error != 0 ? error : ENOMEM;
   *out = p;
   return 0;
 }
 
+// What the allocator accepts (glibc 2.36 takes any alignment and rounds it up; jemalloc
+// refuses a non-power of two) is its own call: such alignments are never sampled.
 void* aligned_alloc(std::size_t alignment, std::size_t size) {
-  if (!power_of_two(alignment)) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  return allocate(size, alignment, [&] { return __libc_memalign(alignment, size); });
+  return allocate(size, alignment < 16 ? 16 : alignment,
+                  [&] { return g_next.aligned_alloc(alignment, size); });
 }
 
 void* memalign(std::size_t alignment, std::size_t size) {
-  // glibc rounds a non-power-of-two alignment up; the region needs a power of two too.
-  std::size_t a = alignment < 16 ? 16 : alignment;
-  if (!power_of_two(a)) a = std::size_t{1} << (64 - __builtin_clzl(a));
-  return allocate(size, a, [&] { return __libc_memalign(alignment, size); });
+  return allocate(size, alignment < 16 ? 16 : alignment,
+                  [&] { return g_next.memalign(alignment, size); });
 }
 
 void* valloc(std::size_t size) {
-  return allocate(size, kPage, [&] { return __libc_valloc(size); });
+  return allocate(size, kPage, [&] { return g_next.valloc(size); });
 }
 
 void* pvalloc(std::size_t size) {
-  return allocate(size, kPage, [&] { return __libc_pvalloc(size); });
+  return allocate(size, kPage, [&] { return g_next.pvalloc(size); });
 }
 
 std::size_t malloc_usable_size(void* p) {
   if (p == nullptr) return 0;
   if (engine::in_sample_region(p)) return engine::region_usable_size(p);
-  return glibc_usable_size(p);
+  return g_next.malloc_usable_size == nullptr ? 0 : g_next.malloc_usable_size(p);
 }
 
 }  // extern "C"

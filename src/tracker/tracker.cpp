@@ -2,6 +2,8 @@
 // symbolized snapshots (copy the engine's totals first, symbolize after, outside any lock).
 #include "liveheap/tracker.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iterator>
@@ -127,6 +129,16 @@ TracedMemory traced_memory() noexcept {
 void reset_peak() noexcept { engine::reset_peak(); }
 
 std::int64_t tracker_memory() noexcept { return engine::own_memory(); }
+
+std::string allocator_file() {
+  // Asked once: which object defines malloc first does not change while the process runs.
+  static const bool installed = engine::hooks_installed();
+  if (installed) return engine::next_allocator_file();
+  Dl_info info{};
+  void* in_effect = dlsym(RTLD_DEFAULT, "malloc");
+  if (in_effect == nullptr || dladdr(in_effect, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
 
 EngineStats engine_stats() noexcept {
   return {engine::stack_count(), engine::live_blocks(), engine::dropped(),
