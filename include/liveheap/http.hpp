@@ -3,13 +3,15 @@
 //
 // Routes, under Config::prefix (default /debug/memory); reads are GET, changes are POST:
 //   GET  /             the dashboard (a plain index of the routes without it)
-//   GET  /stats        tracing state, traced and tracker memory, RSS, mallinfo2
+//   GET  /stats        tracing state, traced and tracker memory, RSS, mallinfo2, the
+//                      allocator underneath (glibc, jemalloc, tcmalloc, mimalloc) and its figures
 //   POST /baseline     remember the heap now;  GET /baseline  when, and its totals
 //   GET  /diff         the heap now against the baseline
 //   GET  /top          statistics of the heap now
 //   GET  /tracebacks   the biggest stacks, whole, most recent call first
 //   POST /start /stop /clear /reset-peak   control tracing (they answer /stats)
-//   POST /trim         malloc_trim(0), with RSS before and after
+//   POST /trim         the allocator gives free memory back (malloc_trim(0), jemalloc's purge,
+//                      tcmalloc's ReleaseFreeMemory, mi_collect), with RSS before and after
 //   GET  /static/<name>  the dashboard's files
 // Query parameters (a route rejects those it does not take, naming them):
 //   format=text|json    default from Accept (application/json -> JSON, else text)

@@ -42,6 +42,4 @@ MallocInfo read_malloc_info() noexcept {
   return {info.arena, info.hblkhd, info.uordblks, info.fordblks, info.keepcost};
 }
 
-bool trim_heap() noexcept { return ::malloc_trim(0) != 0; }
-
 }  // namespace liveheap::http

@@ -23,8 +23,4 @@ struct MallocInfo {
 };
 MallocInfo read_malloc_info() noexcept;
 
-// malloc_trim(0): hands free memory in glibc's arenas back to the kernel. True when some
-// memory was released.
-bool trim_heap() noexcept;
-
 }  // namespace liveheap::http

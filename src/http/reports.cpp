@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "allocator.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/tracker.hpp"
 
@@ -103,7 +104,10 @@ Response stats_report(const ReplyTo& to) {
   const EngineStats engine = engine_stats();
   const ProcessMemory process = read_process_memory();
   const MallocInfo heap = read_malloc_info();
+  const AllocatorInfo allocator = read_allocator();
   if (to.format == Format::json) {
+    json allocator_json = {{"name", allocator.name}, {"file", allocator.file}};
+    for (const auto& [name, bytes] : allocator.figures) allocator_json[name] = bytes;
     return make_json(
         to, Status::ok,
         {{"mode", to_string(mode)},
@@ -120,7 +124,8 @@ Response stats_report(const ReplyTo& to) {
          {"peak_rss", process.peak_rss},
          {"mallinfo",
           {{"arena", heap.arena}, {"hblkhd", heap.hblkhd}, {"uordblks", heap.uordblks},
-           {"fordblks", heap.fordblks}, {"keepcost", heap.keepcost}}}});
+           {"fordblks", heap.fordblks}, {"keepcost", heap.keepcost}}},
+         {"allocator", std::move(allocator_json)}});
   }
   const auto size = [](auto bytes) { return format_size(static_cast<double>(bytes), false); };
   std::string text = "tracing: " + std::string(tracing ? "on" : "off") +
@@ -132,9 +137,15 @@ Response stats_report(const ReplyTo& to) {
           ", live_blocks=" + std::to_string(engine.live_blocks) +
           ", dropped=" + std::to_string(engine.dropped) +
           ", fallback_walks=" + std::to_string(engine.fallback_walks) + "\nrss=" + size(process.rss) +
-          ", peak_rss=" + size(process.peak_rss) + "\nmallinfo2: arena=" + size(heap.arena) +
-          ", hblkhd=" + size(heap.hblkhd) + ", uordblks=" + size(heap.uordblks) +
-          ", fordblks=" + size(heap.fordblks) + ", keepcost=" + size(heap.keepcost) + "\n";
+          ", peak_rss=" + size(process.peak_rss);
+  if (allocator.name == "glibc" || allocator.name == "unknown")  // else glibc's arena is unused
+    text += "\nmallinfo2: arena=" + size(heap.arena) + ", hblkhd=" + size(heap.hblkhd) +
+            ", uordblks=" + size(heap.uordblks) + ", fordblks=" + size(heap.fordblks) +
+            ", keepcost=" + size(heap.keepcost);
+  text += "\nallocator: " + allocator.name;
+  for (std::size_t i = 0; i < allocator.figures.size(); ++i)
+    text += (i == 0 ? ": " : ", ") + allocator.figures[i].first + "=" + size(allocator.figures[i].second);
+  text += "\n";
   return make_text(to, Status::ok, std::move(text));
 }
 
@@ -202,13 +213,18 @@ Response baseline_report(const ReplyTo& to, const Snapshot& baseline) {
 }
 
 Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
-                     bool released) {
+                     const std::string& done) {
   if (to.format == Format::json)
     return make_json(to, Status::ok,
-                     {{"released", released}, {"rss_before", before.rss}, {"rss_after", after.rss}});
+                     // glibc says whether it released memory; for the others, RSS does.
+                     {{"released", done.starts_with("malloc_trim") ? done.ends_with("released memory")
+                                                                   : after.rss < before.rss},
+                      {"allocator", read_allocator().name},
+                      {"action", done},
+                      {"rss_before", before.rss},
+                      {"rss_after", after.rss}});
   return make_text(to, Status::ok,
-                   "malloc_trim(0) " + std::string(released ? "released memory" : "released nothing") +
-                       ": rss " + format_size(static_cast<double>(before.rss), false) + " -> " +
+                   done + ": rss " + format_size(static_cast<double>(before.rss), false) + " -> " +
                        format_size(static_cast<double>(after.rss), false));
 }
 

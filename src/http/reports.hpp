@@ -29,6 +29,6 @@ Response baseline_report(const ReplyTo& to, const Snapshot& baseline);
 
 // POST /trim: what malloc_trim gave back.
 Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
-                     bool released);
+                     const std::string& done);
 
 }  // namespace liveheap::http

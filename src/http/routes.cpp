@@ -5,6 +5,7 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 
+#include "allocator.hpp"
 #include "auth.hpp"
 #include "embedded_assets.hpp"
 #include "liveheap/tracker.hpp"
@@ -166,8 +167,8 @@ Outcome reset_traced_peak(RouteState&, const ReplyTo& to, const Query&) {
 
 Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
   const ProcessMemory before = read_process_memory();
-  const bool released = trim_heap();
-  return trim_report(to, before, read_process_memory(), released);
+  const std::string done = release_free_memory();
+  return trim_report(to, before, read_process_memory(), done);
 }
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
@@ -175,7 +176,7 @@ Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
 constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters;
 const Route kRoutes[] = {
     {"/", Verb::get, kFormat, route_index, "the dashboard, or this index"},
-    {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, mallinfo2"},
+    {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, the allocator and its figures"},
     {"/baseline", Verb::get, kFormat, get_baseline, "when the baseline was taken, and its totals"},
     {"/baseline", Verb::post, kFormat, post_baseline, "remember the heap now as the baseline"},
     {"/diff", Verb::get, kReport | kSeconds, diff, "the heap now against the baseline"},
@@ -185,7 +186,7 @@ const Route kRoutes[] = {
     {"/stop", Verb::post, kFormat, stop_tracing, "stop tracing and forget the traces"},
     {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
     {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak to now"},
-    {"/trim", Verb::post, kFormat, trim, "malloc_trim(0), with RSS before and after"},
+    {"/trim", Verb::post, kFormat, trim, "the allocator gives free memory back (malloc_trim(0) on glibc), with RSS before and after"},
 };
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query) {

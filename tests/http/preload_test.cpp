@@ -2,39 +2,15 @@
 // known bytes at known lines; liveheap_preload's admin server, started by LIVEHEAP_ADDR,
 // must report exactly that through POST /baseline + GET /diff?format=json.
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "child_process.hpp"
 #include "client.hpp"
 #include "gtest/gtest.h"
+#include "truth_sites.hpp"
 
 namespace http_test {
 namespace {
-
-struct Site {
-  std::string file;
-  int line = 0;
-  long bytes = 0;
-  long count = 0;
-};
-
-// "SITE <file>:<line> <bytes> <count>"
-Site parse_site(const std::string& text) {
-  std::istringstream in(text.substr(5));
-  std::string where;
-  Site site;
-  in >> where >> site.bytes >> site.count;
-  const auto colon = where.rfind(':');
-  site.file = where.substr(0, colon);
-  site.line = std::stoi(where.substr(colon + 1));
-  return site;
-}
-
-bool same_file(const std::string& reported, const std::string& truth) {
-  const std::string base = truth.substr(truth.rfind('/') + 1);
-  return reported == truth || reported.ends_with("/" + base) || reported == base;
-}
 
 class PreloadTest : public ::testing::Test {
  protected:
@@ -76,9 +52,7 @@ TEST_F(PreloadTest, DiffReportsTheExactTruth) {
   const auto report = reply.json();
   EXPECT_EQ(report["mode"], "exact");
   for (const Site& site : sites) {
-    nlohmann::json found = nullptr;
-    for (const auto& stat : report["stats"])
-      if (stat["line"] == site.line && same_file(stat["file"], site.file)) found = stat;
+    const nlohmann::json found = find_site(report, site);
     if (site.bytes == 0) {  // allocated and freed again: no growth, if listed at all
       if (!found.is_null()) {
         EXPECT_EQ(found["size_diff"], 0) << site.line;

@@ -1,0 +1,140 @@
+// Names the allocator that serves malloc and asks it, through its own API, for its figures
+// and to give memory back. Its functions are looked up in the object that serves malloc, so
+// a jemalloc linked into one library never answers for glibc's heap, and the reverse.
+#include "allocator.hpp"
+
+#include <dlfcn.h>
+#include <malloc.h>
+
+#include <cstring>
+
+#include "liveheap/tracker.hpp"
+
+namespace liveheap::http {
+namespace {
+
+// dlopen handle of the allocator's object (never closed: it serves this process's malloc).
+struct Allocator {
+  std::string name = "unknown";
+  std::string file;
+  void* handle = nullptr;
+
+  template <typename Fn>
+  Fn symbol(const char* name) const noexcept {
+    return handle == nullptr ? nullptr : reinterpret_cast<Fn>(dlsym(handle, name));
+  }
+};
+
+using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+using TcProperty = int (*)(const char*, std::size_t*);
+using TcRelease = void (*)();
+using MiProcessInfo = void (*)(std::size_t*, std::size_t*, std::size_t*, std::size_t*,
+                               std::size_t*, std::size_t*, std::size_t*, std::size_t*);
+using MiCollect = void (*)(bool);
+
+Allocator find_allocator() noexcept {
+  Allocator a;
+  a.file = allocator_file();
+  a.handle = a.file.empty() ? nullptr : dlopen(a.file.c_str(), RTLD_NOLOAD | RTLD_LAZY);
+  if (a.handle == nullptr) a.handle = dlopen(nullptr, RTLD_LAZY);  // linked into the program
+  if (a.symbol<Mallctl>("mallctl") != nullptr) a.name = "jemalloc";
+  else if (a.symbol<TcProperty>("MallocExtension_GetNumericProperty") != nullptr) a.name = "tcmalloc";
+  else if (a.symbol<MiProcessInfo>("mi_process_info") != nullptr) a.name = "mimalloc";
+  else if (a.file.find("/libc.so") != std::string::npos || a.file.starts_with("libc.so")) a.name = "glibc";
+  return a;
+}
+
+const Allocator& allocator() noexcept {
+  static const Allocator a = find_allocator();
+  return a;
+}
+
+void jemalloc_figures(const Allocator& a, AllocatorInfo& info) {
+  const auto mallctl = a.symbol<Mallctl>("mallctl");
+  std::uint64_t epoch = 1;
+  std::size_t epoch_size = sizeof epoch;
+  mallctl("epoch", &epoch, &epoch_size, &epoch, epoch_size);  // refresh the statistics
+  for (const char* name : {"allocated", "active", "resident", "retained", "mapped", "metadata"}) {
+    std::size_t value = 0;
+    std::size_t size = sizeof value;
+    const std::string key = std::string("stats.") + name;
+    if (mallctl(key.c_str(), &value, &size, nullptr, 0) == 0)
+      info.figures.emplace_back(name, static_cast<std::int64_t>(value));
+  }
+}
+
+void tcmalloc_figures(const Allocator& a, AllocatorInfo& info) {
+  const auto property = a.symbol<TcProperty>("MallocExtension_GetNumericProperty");
+  const std::pair<const char*, const char*> names[] = {
+      {"current_allocated_bytes", "generic.current_allocated_bytes"},
+      {"heap_size", "generic.heap_size"},
+      {"pageheap_free_bytes", "tcmalloc.pageheap_free_bytes"},
+      {"pageheap_unmapped_bytes", "tcmalloc.pageheap_unmapped_bytes"}};
+  for (const auto& [name, key] : names) {
+    std::size_t value = 0;
+    if (property(key, &value) != 0) info.figures.emplace_back(name, static_cast<std::int64_t>(value));
+  }
+}
+
+void mimalloc_figures(const Allocator& a, AllocatorInfo& info) {
+  std::size_t elapsed = 0, user = 0, system = 0, rss = 0, peak_rss = 0, commit = 0,
+              peak_commit = 0, faults = 0;
+  a.symbol<MiProcessInfo>("mi_process_info")(&elapsed, &user, &system, &rss, &peak_rss, &commit,
+                                              &peak_commit, &faults);
+  info.figures = {{"current_rss", static_cast<std::int64_t>(rss)},
+                  {"peak_rss", static_cast<std::int64_t>(peak_rss)},
+                  {"current_commit", static_cast<std::int64_t>(commit)},
+                  {"peak_commit", static_cast<std::int64_t>(peak_commit)}};
+}
+
+void glibc_figures(AllocatorInfo& info) {
+  const struct mallinfo2 m = ::mallinfo2();
+  info.figures = {{"arena", static_cast<std::int64_t>(m.arena)},
+                  {"hblkhd", static_cast<std::int64_t>(m.hblkhd)},
+                  {"uordblks", static_cast<std::int64_t>(m.uordblks)},
+                  {"fordblks", static_cast<std::int64_t>(m.fordblks)},
+                  {"keepcost", static_cast<std::int64_t>(m.keepcost)}};
+}
+
+}  // namespace
+
+AllocatorInfo read_allocator() noexcept {
+  try {
+    const Allocator& a = allocator();
+    AllocatorInfo info{a.name, a.file, {}};
+    if (a.name == "jemalloc") jemalloc_figures(a, info);
+    else if (a.name == "tcmalloc") tcmalloc_figures(a, info);
+    else if (a.name == "mimalloc") mimalloc_figures(a, info);
+    else if (a.name == "glibc") glibc_figures(info);
+    return info;
+  } catch (...) {  // out of memory while naming figures: say what is known
+    return {};
+  }
+}
+
+std::string release_free_memory() {
+  const Allocator& a = allocator();
+  if (a.name == "jemalloc") {
+    // MALLCTL_ARENAS_ALL is 4096: "arena.4096.purge" purges every arena.
+    const bool ok = a.symbol<Mallctl>("mallctl")("arena.4096.purge", nullptr, nullptr, nullptr, 0) == 0;
+    return ok ? "jemalloc: purged every arena" : "jemalloc: purge refused";
+  }
+  if (a.name == "tcmalloc") {
+    if (auto release = a.symbol<TcRelease>("MallocExtension_ReleaseFreeMemory")) {
+      release();
+      return "tcmalloc: ReleaseFreeMemory()";
+    }
+    return "tcmalloc: no ReleaseFreeMemory";
+  }
+  if (a.name == "mimalloc") {
+    if (auto collect = a.symbol<MiCollect>("mi_collect")) {
+      collect(true);
+      return "mimalloc: mi_collect(true)";
+    }
+    return "mimalloc: no mi_collect";
+  }
+  // glibc, and the fallback for an allocator we do not know.
+  return std::string("malloc_trim(0) ") + (::malloc_trim(0) != 0 ? "released memory" : "released nothing");
+}
+
+}  // namespace liveheap::http

@@ -1,0 +1,28 @@
+// The allocator underneath liveheap (glibc, jemalloc, tcmalloc, mimalloc) and its own view
+// of memory: what it serves, what it holds, what it could give back. It is asked through
+// its own API, found by symbol in the object that serves malloc.
+// Thread-safety: functions of the process; call them under an IgnoreScope.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace liveheap::http {
+
+struct AllocatorInfo {
+  std::string name;  // "glibc", "jemalloc", "tcmalloc", "mimalloc", or "unknown"
+  std::string file;  // the object that serves malloc
+  // That allocator's own figures, in bytes, in its own names (e.g. jemalloc's "allocated",
+  // "active", "resident", "retained", "mapped").
+  std::vector<std::pair<std::string, std::int64_t>> figures;
+};
+AllocatorInfo read_allocator() noexcept;
+
+// Asks the allocator to hand free memory back to the kernel: malloc_trim(0) for glibc,
+// a purge of every arena for jemalloc, ReleaseFreeMemory for tcmalloc, mi_collect(true)
+// for mimalloc. Returns what was asked, e.g. "malloc_trim(0) released memory".
+std::string release_free_memory();
+
+}  // namespace liveheap::http
