@@ -132,7 +132,9 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.ok(frames.some((f) => /\bmain\b/.test(f)), 'the stack reaches main');
     assert.ok(frames.some((f) => f.trim().endsWith('leak_target')), `the module is named: ${frames.join(' | ')}`);
     assert.equal(await detail.locator('.frame.mark').count() >= 1, true, 'the callsite frame is highlighted');
-    await page.waitForTimeout(1200);  // a few refreshes: the open traceback must stay open
+    // Two more refreshes (each adds a point to the row's sparkline): the traceback stays open.
+    const points = (await rowOf(page, LINES.grow)).sparkPoints;
+    await until('two more refreshes', async () => (await rowOf(page, LINES.grow)).sparkPoints >= Math.min(points + 2, 240));
     assert.equal(await detail.count(), 1);
     await shot(page, '03-traceback');
     await page.locator('tr.site', { hasText: `leak_target.cpp:${LINES.grow}` }).click();
