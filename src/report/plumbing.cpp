@@ -56,7 +56,9 @@ std::string_view base_name(std::string_view path) {
 }
 
 // The user's own plumbing (set_plumbing), swapped whole so readers never see half a list.
-std::atomic<std::shared_ptr<const std::vector<Filter>>> g_user_plumbing;
+// constinit: the preload library sets it from a constructor that may run before any
+// dynamic initializer of this file.
+constinit std::atomic<std::shared_ptr<const std::vector<Filter>>> g_user_plumbing;
 
 bool is_user_plumbing(const Frame& frame) noexcept {
   const std::shared_ptr<const std::vector<Filter>> filters = g_user_plumbing.load();
