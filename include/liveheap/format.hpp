@@ -1,5 +1,6 @@
 // Text (tracemalloc's format, byte for byte) and JSON renderings of report values.
-// Thread-safety: pure functions.
+// Thread-safety: pure functions; format_traceback reads source files through one
+// process-wide cache, which takes a lock.
 #pragma once
 
 #include <cstddef>
