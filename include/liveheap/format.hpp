@@ -1,9 +1,12 @@
 // Text (tracemalloc's format, byte for byte) and JSON renderings of report values.
-// Thread-safety: pure functions.
+// Thread-safety: pure functions; format_traceback reads source files through one
+// process-wide cache, which takes a lock.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,8 +26,25 @@ std::string format_key(const Traceback& key, KeyType key_type);
 std::string format_statistic(const Statistic& stat, KeyType key_type);
 // "file:line: size=38.5 MiB (+25.6 MiB), count=6 (+4), average=6.4 MiB".
 std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type);
-// One "  File \"file\", line N, in function" block per frame, most recent call first.
-std::vector<std::string> format_traceback(const Traceback& traceback);
+// A C++ function's name for display, shortened as pprof does: template arguments become
+// "<…>"; parameters, return type, ABI tags and "[clone …]" go. "void ns::op<A, B>::f(int)
+// const" -> "ns::op<…>::f". Names that are not C++ ("main", "lib.so+0x10") stay as they are.
+std::string short_function(std::string_view function);
+
+// How format_traceback() lays a stack out.
+struct TracebackStyle {
+  bool source = true;             // the source line under its frame, when the file is readable
+  bool fold = true;               // runs of library frames as one "… N frames in …" line
+  std::size_t max_columns = 200;  // longer names and source lines are cut in the middle
+};
+
+// The stack as text, most recent call first: per frame
+//   "  File \"file\", line N, in short_function" (tracemalloc's line plus the function), then
+//   "    source line" (stripped, as linecache gives it) when the file can be read;
+// runs of two or more library frames (plumbing, Boost and std headers, system libraries)
+// become "  … N frames in boost::asio, std …".
+std::vector<std::string> format_traceback(const Traceback& traceback,
+                                          const TracebackStyle& style = {});
 
 // JSON with the same fields as numbers (see README "JSON").
 nlohmann::json to_json(const Frame& frame);

@@ -158,6 +158,11 @@ KeyType parse_key_type(std::string_view text);
 // operator new, std::allocator and container internals, liveheap itself. The `line`,
 // `file` and `function` keys describe the first frame for which this is false.
 bool is_plumbing(const Frame& frame) noexcept;
+// Adds the user's own allocators and pools to is_plumbing(), replacing any earlier list:
+// each glob is a Filter spec (Filter::parse), "GLOB" on the file or "function:GLOB" on the
+// function, where a function glob may match the name as shown (short_function) or in full.
+// Throws std::invalid_argument for a malformed glob, leaving the list as it was.
+void set_plumbing(const std::vector<std::string>& globs);
 // Index of the first non-plumbing frame; 0 if every frame is plumbing (or none exist).
 std::size_t user_frame_index(const Traceback& traceback) noexcept;
 
@@ -191,6 +196,9 @@ struct Filter {
 
   // Throws std::invalid_argument for a malformed glob (e.g. an unclosed '[').
   Filter(bool inclusive, std::string pattern, Field field = Field::file, bool all_frames = false);
+  // "GLOB" filters on the file, "function:GLOB" on the function (the routes' include= and
+  // exclude= syntax). Throws std::invalid_argument for an empty or malformed glob.
+  static Filter parse(bool inclusive, std::string_view spec);
   bool matches(const Frame& frame) const noexcept;
   bool matches(const Traceback& traceback) const noexcept;
 };

@@ -17,15 +17,21 @@ struct Options {
   unsigned max_frames = 32;                 // 1..kMaxFrames return addresses kept per stack
   std::uint64_t sample_interval = 524288;   // mean bytes between samples (sampled mode)
   std::uint64_t sample_seed = 0;            // sampled mode: 0 = unpredictable; else repeatable
+  // The program's own allocators and pools, reported as plumbing so that key=line names
+  // their callers: "GLOB" on a frame's file, "function:GLOB" on its function (see
+  // set_plumbing). Empty: only the built-in list (malloc, operator new, std::, ...).
+  std::vector<std::string> plumbing;
 };
 inline constexpr unsigned kMaxFrames = 128;
 
 // Options from the environment: LIVEHEAP_MODE=off|exact|sampled (unset: `default_mode`),
-// LIVEHEAP_FRAMES=1..kMaxFrames, LIVEHEAP_SAMPLE_INTERVAL=bytes. std::nullopt for "off".
+// LIVEHEAP_FRAMES=1..kMaxFrames, LIVEHEAP_SAMPLE_INTERVAL=bytes, LIVEHEAP_PLUMBING=comma-
+// separated plumbing globs ("function:arena_*,*/obmalloc.c"). std::nullopt for "off".
 // Throws std::invalid_argument naming the variable and its bad value.
 std::optional<Options> options_from_environment(Mode default_mode);
 
-// Begins tracing (clearing any previous traces), as tracemalloc.start(). Throws
+// Begins tracing (clearing any previous traces), as tracemalloc.start(), and makes
+// options.plumbing the user's plumbing list (set_plumbing). Throws
 // std::invalid_argument for bad options, std::runtime_error when the allocation hooks
 // are not in effect (liveheap's malloc lost to another allocator's).
 void start(const Options& options = {});

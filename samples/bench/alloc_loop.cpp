@@ -5,7 +5,8 @@
 //   alloc_loop [--threads N] [--pairs M] [--depth D]
 //
 // Each thread descends D non-inlined frames (default 18: with thread start-up, the loop
-// and the call site, malloc is called 25 frames deep, the depth of DESIGN.md's costs), then
+// and the call site, malloc is called 25 frames deep, the depth of the performance
+// targets in docs/ARCHITECTURE.md), then
 // replaces blocks of 16-512 B in small rings from 4 call sites, half malloc/free and half
 // operator new/delete (liveheap hooks both). One replacement (an allocation and a free)
 // is a "pair".

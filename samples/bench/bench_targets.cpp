@@ -1,5 +1,5 @@
 // The overhead benchmark's tools, targets and tables (see bench_targets.hpp). The targets
-// are DESIGN.md's "Performance targets", in one place.
+// are docs/ARCHITECTURE.md's performance targets, in one place.
 #include "bench_targets.hpp"
 
 #include <unistd.h>

@@ -1,5 +1,6 @@
 // The overhead benchmark's vocabulary: which trackers it compares (and how each is switched
-// on), the measurements of interleaved rounds, DESIGN.md's targets, and the printed tables.
+// on), the measurements of interleaved rounds, the targets (docs/ARCHITECTURE.md), and the
+// printed tables.
 // Thread-safety: plain values; the driver is single-threaded.
 #pragma once
 

@@ -1,7 +1,8 @@
 // The overhead benchmark (issue 4): runs the same untracked programs bare and under each
 // tracker, interleaved over rounds on this machine, and prints one table of medians with
-// ratios to "no liveheap" from the same rounds, against DESIGN.md's targets. Then runs
-// report_bench (liveheap linked, exact mode) for snapshot, report and memory costs.
+// ratios to "no liveheap" from the same rounds, against the targets of
+// docs/ARCHITECTURE.md. Then runs report_bench (liveheap linked, exact mode) for snapshot,
+// report and memory costs.
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]

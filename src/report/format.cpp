@@ -1,9 +1,14 @@
 // Text in tracemalloc's format, byte for byte (Lib/tracemalloc.py: _format_size,
-// Statistic.__str__, StatisticDiff.__str__).
+// Statistic.__str__, StatisticDiff.__str__, Traceback.format's "  File" lines), with C++
+// names shortened and library frames folded so that a stack reads like a Python one.
 #include "liveheap/format.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "plumbing.hpp"
+#include "source_lines.hpp"
 
 namespace liveheap {
 namespace {
@@ -26,6 +31,69 @@ const Frame& key_frame(const Traceback& key, KeyType key_type) {
 std::string average_suffix(std::int64_t size, std::int64_t count) {
   if (count == 0) return {};
   return ", average=" + format_size(static_cast<double>(size) / static_cast<double>(count), false);
+}
+
+constexpr std::size_t kMinFold = 2;  // a single library frame is shown as it is
+constexpr std::size_t kMaxLibraries = 3;  // named in a fold line; the rest are counted
+constexpr std::string_view kEllipsis = "\u2026";
+
+// Columns a UTF-8 string takes (code points; every character here is one column wide).
+std::size_t columns(std::string_view text) {
+  std::size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// Byte offset of code point `k` of `text`.
+std::size_t offset_of(std::string_view text, std::size_t k) {
+  std::size_t i = 0;
+  for (; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && k-- == 0) break;
+  return i;
+}
+
+// `text` within `max` columns: its head and tail around "…" when longer.
+std::string fit(std::string text, std::size_t max) {
+  const std::size_t have = columns(text);
+  if (have <= max || max < 2) return text;
+  const std::size_t head = (max - 1) / 2;
+  const std::size_t tail = max - 1 - head;
+  return text.substr(0, offset_of(text, head)) + std::string(kEllipsis) +
+         text.substr(offset_of(text, have - tail));
+}
+
+// "  File \"file\", line N, in f"; without a file, its module. The function takes what room
+// the location leaves, and at least 40 columns.
+std::string frame_line(const Frame& f, std::size_t max_columns) {
+  std::string line = f.file.empty() ? "  File \"" + f.module + "\""
+                                    : "  File \"" + f.file + "\", line " + std::to_string(f.line);
+  if (f.function.empty()) return line;
+  line += ", in ";
+  const std::size_t used = columns(line);
+  const std::size_t room = max_columns > used + 40 ? max_columns - used : 40;
+  return line + fit(short_function(f.function), room);
+}
+
+// How many library frames start at `first`.
+std::size_t library_run(const Traceback& traceback, std::size_t first) {
+  std::size_t end = first;
+  while (end < traceback.size() && report::is_library_frame(traceback[end])) ++end;
+  return end - first;
+}
+
+// "  … 14 frames in boost::asio, boost::beast …": the libraries in order of appearance.
+std::string fold_line(const Traceback& traceback, std::size_t first, std::size_t count) {
+  std::vector<std::string> names;
+  for (std::size_t i = first; i < first + count; ++i) {
+    std::string name = report::library_name(traceback[i]);
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+  }
+  std::string line = "  " + std::string(kEllipsis) + " " + std::to_string(count) + " frames in ";
+  for (std::size_t i = 0; i < names.size() && i < kMaxLibraries; ++i)
+    line += (i == 0 ? "" : ", ") + names[i];
+  if (names.size() > kMaxLibraries)
+    line += " (+" + std::to_string(names.size() - kMaxLibraries) + " more)";
+  return line + " " + std::string(kEllipsis);
 }
 
 }  // namespace
@@ -70,14 +138,21 @@ std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type) {
          ")" + average_suffix(stat.size, stat.count);
 }
 
-std::vector<std::string> format_traceback(const Traceback& traceback) {
-  // tracemalloc's Traceback.format() lines, most recent call first; a frame without
-  // debug info names its module and offset instead of a file.
+std::vector<std::string> format_traceback(const Traceback& traceback,
+                                          const TracebackStyle& style) {
   std::vector<std::string> lines;
-  for (const Frame& f : traceback) {
-    std::string line = f.file.empty() ? "  File \"" + f.module + "\"" : "  File \"" + f.file + "\", line " + std::to_string(f.line);
-    if (!f.function.empty()) line += ", in " + f.function;
-    lines.push_back(std::move(line));
+  for (std::size_t i = 0; i < traceback.size();) {
+    const std::size_t run = style.fold ? library_run(traceback, i) : 0;
+    if (run >= kMinFold) {
+      lines.push_back(fold_line(traceback, i, run));
+      i += run;
+      continue;
+    }
+    const Frame& f = traceback[i++];
+    lines.push_back(frame_line(f, style.max_columns));
+    if (!style.source) continue;
+    const std::string source = report::source_lines().line(f.file, f.line);
+    if (!source.empty()) lines.push_back(fit("    " + source, style.max_columns));
   }
   return lines;
 }

@@ -1,8 +1,15 @@
-// Which frames are allocation plumbing: the `line` key names the first frame that is not.
+// Which frames are allocation plumbing (the `line` key names the first frame that is not),
+// and which are library frames (text tracebacks fold runs of them into one line).
+#include "plumbing.hpp"
+
 #include <array>
+#include <atomic>
+#include <memory>
+#include <stdexcept>
 #include <string_view>
 
-#include "liveheap/snapshot.hpp"
+#include "glob.hpp"
+#include "liveheap/format.hpp"
 
 namespace liveheap {
 namespace {
@@ -48,7 +55,72 @@ std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// The user's own plumbing (set_plumbing), swapped whole so readers never see half a list.
+// constinit: the preload library sets it from a constructor that may run before any
+// dynamic initializer of this file.
+constinit std::atomic<std::shared_ptr<const std::vector<Filter>>> g_user_plumbing;
+
+bool is_user_plumbing(const Frame& frame) noexcept {
+  const std::shared_ptr<const std::vector<Filter>> filters = g_user_plumbing.load();
+  if (!filters) return false;
+  for (const Filter& filter : *filters) {
+    if (filter.matches(frame)) return true;
+    // A function glob may name the function as shown, without parameters or return type.
+    if (filter.field == Filter::Field::function) {
+      try {
+        if (report::glob_match(filter.pattern, short_function(frame.function))) return true;
+      } catch (...) {  // out of memory: the frame counts as the user's
+      }
+    }
+  }
+  return false;
+}
+
+bool in_system_headers(std::string_view file) {
+  return file.starts_with("/usr/include/") || file.starts_with("/usr/local/include/");
+}
+
+bool in_system_library(std::string_view module) {
+  return module.starts_with("/usr/lib") || module.starts_with("/lib");
+}
+
+// "boost/asio/detail/x.hpp" -> "boost::asio"; "c++/12/bits/x.h" -> "std"; else "".
+std::string library_of_header(std::string_view file) {
+  constexpr std::string_view kInclude = "/include/";
+  const std::size_t at = file.find(kInclude);
+  if (at == std::string_view::npos) return {};
+  const std::string_view rest = file.substr(at + kInclude.size());
+  if (rest.starts_with("c++/")) return "std";
+  const std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return {};
+  const std::string_view top = rest.substr(0, slash);
+  const std::string_view below = rest.substr(slash + 1);
+  const std::size_t next = below.find('/');
+  if (top == "boost" && next != std::string_view::npos)
+    return "boost::" + std::string(below.substr(0, next));
+  return std::string(top);
+}
+
+// "boost::asio::detail::f" -> "boost::asio", "std::vector<…>::f" -> "std"; "" without "::".
+std::string library_of_name(std::string_view name) {
+  const std::size_t first = name.find("::");
+  if (first == std::string_view::npos || first == 0) return {};
+  const std::string_view top = name.substr(0, first);
+  if (top == "boost") {
+    const std::size_t second = name.find("::", first + 2);
+    if (second != std::string_view::npos) return std::string(name.substr(0, second));
+  }
+  return std::string(top);
+}
+
 }  // namespace
+
+void set_plumbing(const std::vector<std::string>& globs) {
+  auto filters = std::make_shared<std::vector<Filter>>();
+  for (const std::string& glob : globs) filters->push_back(Filter::parse(true, glob));
+  if (filters->empty()) filters.reset();
+  g_user_plumbing.store(std::move(filters));
+}
 
 bool is_plumbing(const Frame& frame) noexcept {
   const std::string_view module = base_name(frame.module);
@@ -56,7 +128,8 @@ bool is_plumbing(const Frame& frame) noexcept {
       module.starts_with("libstdc++.so"))
     return true;
   if (frame.file.starts_with("/usr/include/c++/")) return true;
-  return is_allocator_function(frame.function) || in_plumbing_namespace(frame.function);
+  return is_allocator_function(frame.function) || in_plumbing_namespace(frame.function) ||
+         is_user_plumbing(frame);
 }
 
 std::size_t user_frame_index(const Traceback& traceback) noexcept {
@@ -65,4 +138,20 @@ std::size_t user_frame_index(const Traceback& traceback) noexcept {
   return 0;
 }
 
+namespace report {
+
+bool is_library_frame(const Frame& frame) noexcept {
+  return is_plumbing(frame) || in_system_headers(frame.file) ||
+         (frame.file.empty() && in_system_library(frame.module));
+}
+
+std::string library_name(const Frame& frame) {
+  if (std::string name = library_of_header(frame.file); !name.empty()) return name;
+  const std::string shown = short_function(frame.function);
+  if (std::string name = library_of_name(shown); !name.empty()) return name;
+  if (!frame.module.empty()) return std::string(base_name(frame.module));
+  return shown.empty() ? "?" : shown;
+}
+
+}  // namespace report
 }  // namespace liveheap

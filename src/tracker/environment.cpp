@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "liveheap/tracker.hpp"
 
@@ -20,6 +21,28 @@ std::uint64_t parse_number(const char* name, std::string_view text, std::uint64_
                                 "' is not a whole number from " + std::to_string(min) + " to " +
                                 std::to_string(max));
   return value;
+}
+
+// "a, function:b*" -> {"a", "function:b*"}: each item a Filter spec, none empty.
+std::vector<std::string> parse_plumbing(std::string_view text) {
+  std::vector<std::string> globs;
+  for (std::size_t start = 0; start <= text.size();) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    try {
+      Filter::parse(true, item);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("LIVEHEAP_PLUMBING='" + std::string(text) + "': " + e.what() +
+                                  " (expected comma-separated globs, e.g. "
+                                  "function:arena_*,*/obmalloc.c)");
+    }
+    globs.emplace_back(item);
+    start = end + 1;
+  }
+  return globs;
 }
 
 }  // namespace
@@ -41,6 +64,8 @@ std::optional<Options> options_from_environment(Mode default_mode) {
   if (const char* interval = std::getenv("LIVEHEAP_SAMPLE_INTERVAL"))
     options.sample_interval =
         parse_number("LIVEHEAP_SAMPLE_INTERVAL", interval, 1, std::uint64_t{1} << 40);
+  if (const char* plumbing = std::getenv("LIVEHEAP_PLUMBING"))
+    options.plumbing = parse_plumbing(plumbing);
   if (options.mode == Mode::off) return std::nullopt;
   return options;
 }

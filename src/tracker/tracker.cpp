@@ -92,6 +92,7 @@ std::int64_t now_ms() {
 
 void start(const Options& options) {
   validate(options);
+  set_plumbing(options.plumbing);  // throws for a bad glob, before anything changes
   if (!engine::hooks_installed())
     throw std::runtime_error(
         "liveheap's malloc is not in effect in this process (another allocator was linked "

@@ -123,10 +123,18 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     const frames = await detail.locator('.frame').allInnerTexts();
     const own = frames.find((f) => f.includes(`leak_target.cpp:${LINES.grow}`));
     assert.ok(own && own.includes('leak_request_buffer'), `a frame names the leak: ${frames.join(' | ')}`);
+    // Short names (as pprof shortens them), the full one on hover.
+    const ownName = detail.locator('.frame', { hasText: `leak_target.cpp:${LINES.grow}` }).first().locator('.fn');
+    assert.equal(await ownName.innerText(), 'leak_request_buffer');
+    assert.equal(await ownName.getAttribute('title'), 'leak_request_buffer()');
+    const names = await detail.locator('.frame .fn').allInnerTexts();
+    assert.ok(names.every((n) => !/\(.*(unsigned|const|\*)/.test(n)), `no parameter lists: ${names.join(' | ')}`);
     assert.ok(frames.some((f) => /\bmain\b/.test(f)), 'the stack reaches main');
     assert.ok(frames.some((f) => f.trim().endsWith('leak_target')), `the module is named: ${frames.join(' | ')}`);
     assert.equal(await detail.locator('.frame.mark').count() >= 1, true, 'the callsite frame is highlighted');
-    await page.waitForTimeout(1200);  // a few refreshes: the open traceback must stay open
+    // Two more refreshes (each adds a point to the row's sparkline): the traceback stays open.
+    const points = (await rowOf(page, LINES.grow)).sparkPoints;
+    await until('two more refreshes', async () => (await rowOf(page, LINES.grow)).sparkPoints >= Math.min(points + 2, 240));
     assert.equal(await detail.count(), 1);
     await shot(page, '03-traceback');
     await page.locator('tr.site', { hasText: `leak_target.cpp:${LINES.grow}` }).click();

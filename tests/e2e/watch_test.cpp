@@ -41,6 +41,24 @@ TEST(WatchTest, FailOverFailsOnALeakyRoute) {
       << run.output;
 }
 
+TEST(WatchTest, KeyTracebackPrintsReadableStacks) {
+  LeakyServer server;
+  server.post("/debug/memory/baseline");
+  for (int i = 0; i < 3; ++i) server.story("/figure");
+  const WatchRun run = run_watch({"--url", server.url(), "--rounds", "1", "--interval", "0",
+                                  "--key", "traceback", "--limit", "1"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // Rebuilt from the server's JSON (full names) and laid out as /tracebacks lays it out:
+  // short names, Boost.Asio's frames folded, every line within 200 columns.
+  const std::string site = "leak_stories.cpp\", line " + std::to_string(marked_line("site: figure")) +
+                           ", in leaky::(anonymous namespace)::Figure::Figure\n";
+  EXPECT_NE(run.output.find(site), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find(", in leaky::render_figure\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find(" frames in boost::asio"), std::string::npos) << run.output;
+  std::istringstream lines(run.output);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 200u) << line;
+}
+
 TEST(WatchTest, JsonLinesOnePerRound) {
   LeakyServer server;
   const WatchRun run = run_watch({"--url", server.url(), "--baseline", "--rounds", "3",

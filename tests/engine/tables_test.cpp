@@ -52,7 +52,8 @@ TEST(LiveTable, MatchesAModelThroughGrowthAndBackwardShiftDeletion) {
   }
   EXPECT_EQ(table.size(), model.size());
   for (const auto& [ptr, block] : model) ASSERT_TRUE(table.contains(ptr));
-  // 16-byte entries kept between 0.6 and 0.75 load: under DESIGN's 32 bytes per block.
+  // 16-byte entries kept between 0.6 and 0.75 load: under the 32 bytes per block of
+  // docs/ARCHITECTURE.md.
   EXPECT_LE(static_cast<double>(table.memory_bytes()) / static_cast<double>(model.size()), 32.0);
 
   std::uint64_t visited_bytes = 0, expected_bytes = 0;

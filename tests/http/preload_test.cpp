@@ -103,5 +103,59 @@ TEST(PreloadWrapper, TheProgramAWrapperExecsServesThePort) {
   EXPECT_GT(diff["total"]["size_diff"].get<long>(), 0) << diff.dump(1);
 }
 
+// LIVEHEAP_PLUMBING: the program's own arena counts as plumbing, so key=line names the
+// arena's callers; without it, the arena's one malloc line takes everything.
+std::vector<Site> run_arena(ChildProcess& program, std::uint16_t port, nlohmann::json& diff) {
+  EXPECT_EQ(program.read_line(20000).value_or("EOF"), "READY");
+  EXPECT_EQ(post(port, "/debug/memory/baseline").status, 200);
+  program.write_line("go");
+  std::vector<Site> sites;
+  while (const auto line = program.read_line(20000)) {
+    if (!line->starts_with("SITE ")) break;
+    sites.push_back(parse_site(*line));
+  }
+  diff = get(port, "/debug/memory/diff?format=json&key=line&limit=1000").json();
+  return sites;
+}
+
+TEST(PreloadPlumbing, ANamedArenaPointsKeyLineAtItsCallers) {
+  for (const bool named : {false, true}) {
+    const std::uint16_t port = free_port();
+    std::vector<std::string> env{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
+                                 "LIVEHEAP_MODE=exact", "LIVEHEAP_TOKEN="};
+    // Matches the name as shown ("(anonymous namespace)::arena_allocate"), not the full one.
+    if (named) env.push_back("LIVEHEAP_PLUMBING=*/no_such_dir/*, function:*arena_allocate");
+    ChildProcess program({LIVEHEAP_ARENA_PROGRAM}, env);
+    nlohmann::json diff;
+    const std::vector<Site> sites = run_arena(program, port, diff);
+    ASSERT_EQ(sites.size(), 3u);
+    const Site& small = sites[0];
+    const Site& big = sites[1];
+    const Site& arena = sites[2];
+    if (named) {
+      for (const Site* site : {&small, &big}) {
+        const nlohmann::json stat = find_site(diff, *site);
+        ASSERT_FALSE(stat.is_null()) << site->line << "\n" << diff.dump(1);
+        EXPECT_EQ(stat["size_diff"], site->bytes) << site->line;
+        EXPECT_EQ(stat["count_diff"], site->count) << site->line;
+      }
+      EXPECT_TRUE(find_site(diff, arena).is_null()) << diff.dump(1);
+      const std::string text = get(port, "/debug/memory/diff?key=line&limit=2").body;
+      EXPECT_NE(text.find(":" + std::to_string(big.line) +
+                          ": size=293 KiB (+293 KiB), count=3 (+3), average=97.7 KiB\n"),
+                std::string::npos) << text;
+    } else {
+      const nlohmann::json stat = find_site(diff, arena);
+      ASSERT_FALSE(stat.is_null()) << diff.dump(1);
+      EXPECT_EQ(stat["size_diff"], arena.bytes);
+      EXPECT_EQ(stat["count_diff"], arena.count);
+      EXPECT_TRUE(find_site(diff, small).is_null());
+      EXPECT_TRUE(find_site(diff, big).is_null());
+    }
+    EXPECT_EQ(program.wait(10000), 0);
+  }
+}
+
 }  // namespace
 }  // namespace http_test

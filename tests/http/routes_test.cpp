@@ -1,6 +1,8 @@
 // Every route end to end over a real socket, in text and JSON, and its error paths.
 #include <chrono>
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include "embedded_assets.hpp"
@@ -193,8 +195,25 @@ TEST_F(RoutesTest, TracebacksAreWholeAndSymbolized) {
   ASSERT_FALSE(report["stats"].empty());
   const auto& frames = report["stats"][0]["traceback"];
   ASSERT_GT(frames.size(), 1u);
-  for (const char* field : {"function", "file", "line", "module", "address"})
+  for (const char* field : {"function", "short_function", "file", "line", "module", "address"})
     EXPECT_TRUE(frames[0].contains(field)) << field;
+  std::string known_file;  // as the symbolizer names it: absolute, or relative to the build
+  for (const auto& frame : frames)
+    if (frame["function"].get<std::string>().find(kKnownFunction) != std::string::npos) {
+      EXPECT_EQ(frame["short_function"], std::string("http_test::(anonymous namespace)::") + kKnownFunction);
+      known_file = frame["file"].get<std::string>();
+    }
+  ASSERT_FALSE(known_file.empty()) << json.body;
+
+  // The readable text: short names, the source line under the frame, every line in 200 columns.
+  const std::string frame_line = "  File \"" + known_file + "\", line " + std::to_string(kKnownLine) +
+                                 ", in http_test::(anonymous namespace)::" + kKnownFunction + "\n";
+  EXPECT_NE(text.body.find(frame_line), std::string::npos) << text.body;
+  if (std::ifstream(known_file).good())  // the test runs where the build put relative paths
+    EXPECT_NE(text.body.find(frame_line + "    blocks[static_cast<std::size_t>(i)] = std::malloc(size);\n"),
+              std::string::npos) << text.body;
+  std::istringstream lines(text.body);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 200u) << line;
 }
 
 TEST_F(RoutesTest, WindowDiffsOverSeconds) {

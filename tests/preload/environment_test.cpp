@@ -1,5 +1,7 @@
 // The preload library under real programs: LIVEHEAP_* values, good and bad. A bad value
 // is reported once on stderr and the program runs on, untracked.
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <string>
@@ -16,7 +18,11 @@ struct ProcessResult {
 
 // Runs `program` with LD_PRELOAD=the preload library and `env` prepended; captures output.
 ProcessResult run_preloaded(const std::string& env, const std::string& program) {
-  const std::string err_file = testing::TempDir() + "liveheap_env_err.txt";
+  // One file per test process and test: ctest runs these tests in parallel.
+  const std::string err_file = testing::TempDir() + "liveheap_env_err_" +
+                               std::to_string(::getpid()) + "_" +
+                               testing::UnitTest::GetInstance()->current_test_info()->name() +
+                               ".txt";
   const std::string command = "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " " + program +
                               " 2>" + err_file;
   ProcessResult run;
@@ -29,6 +35,7 @@ ProcessResult run_preloaded(const std::string& env, const std::string& program) 
     while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), f)) run.err.append(buffer.data(), n);
     std::fclose(f);
   }
+  std::remove(err_file.c_str());
   return run;
 }
 
@@ -43,7 +50,9 @@ TEST(PreloadEnvironment, BadValuesAreReportedOnceAndTheProgramRunsOn) {
                        "LIVEHEAP_FRAMES=0",        "LIVEHEAP_FRAMES=129",
                        "LIVEHEAP_FRAMES=12abc",    "LIVEHEAP_FRAMES=-1",
                        "LIVEHEAP_SAMPLE_INTERVAL=0", "LIVEHEAP_SAMPLE_INTERVAL=99999999999999999999",
-                       "LIVEHEAP_ADDR=host:port",  "LIVEHEAP_ADDR=127.0.0.1:70000"};
+                       "LIVEHEAP_ADDR=host:port",  "LIVEHEAP_ADDR=127.0.0.1:70000",
+                       "LIVEHEAP_PLUMBING=function:[oops", "LIVEHEAP_PLUMBING=a,,b",
+                       "LIVEHEAP_PLUMBING=", "LIVEHEAP_PLUMBING=function:"};
   for (const char* env : bad) {
     const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
     EXPECT_EQ(run.status, 0) << env;

@@ -26,7 +26,7 @@ const signClass = (n) => (n > 0 ? 'up' : n < 0 ? 'down' : 'zero');
 // What the first line of a row says for each key type, and what the second adds.
 function describe(stat, keyType) {
   const where = stat.file ? `${basename(stat.file)}${stat.line ? `:${stat.line}` : ''}` : '';
-  const fn = stat.function || '';
+  const fn = shortName(stat);
   switch (keyType) {
     case 'function': return [fn || stat.key, stat.file || stat.module || ''];
     case 'file': return [basename(stat.key) || stat.key, stat.key];
@@ -35,13 +35,20 @@ function describe(stat, keyType) {
   }
 }
 
-// frames: [{function, file, line, module}], innermost first; `mark` picks the callsite's own.
+// A function as the server shortens it for display (template arguments and parameters
+// elided, as pprof does); older servers send only the full name.
+const shortName = (f) => f.short_function || f.function || '';
+
+// frames: [{function, short_function, file, line, module}], innermost first; `mark` picks
+// the callsite's own. Names are short; the full one shows on hover.
 function renderFrames(frames, mark) {
   const list = el('ol', 'frames');
   list.start = 0;
   frames.forEach((f) => {
     const item = el('li', mark(f) ? 'frame mark' : 'frame');
-    item.append(el('span', 'fn', f.function || '??'));
+    const fn = el('span', 'fn', shortName(f) || '??');
+    fn.title = f.function || '';
+    item.append(fn);
     item.append(el('span', 'loc', f.file ? `${f.file}:${f.line ?? 0}` : '(no debug info)'));
     const mod = el('span', 'mod', basename(f.module));
     mod.title = f.module || '';
