@@ -8,6 +8,8 @@
 #include <charconv>
 #include <string_view>
 
+#include "liveheap/tracker.hpp"
+
 namespace liveheap::http {
 namespace {
 
@@ -42,6 +44,9 @@ MallocInfo read_malloc_info() noexcept {
   return {info.arena, info.hblkhd, info.uordblks, info.fordblks, info.keepcost};
 }
 
-bool trim_heap() noexcept { return ::malloc_trim(0) != 0; }
+bool trim_heap() noexcept {
+  const bool glibc = ::malloc_trim(0) != 0;
+  return liveheap::trim_tracker_memory() > 0 || glibc;  // both, always
+}
 
 }  // namespace liveheap::http

@@ -23,8 +23,9 @@ struct MallocInfo {
 };
 MallocInfo read_malloc_info() noexcept;
 
-// malloc_trim(0): hands free memory in glibc's arenas back to the kernel. True when some
-// memory was released.
+// malloc_trim(0): hands free memory in glibc's arenas back to the kernel, and so do the
+// freed sampled runs liveheap keeps for reuse (trim_tracker_memory). True when some memory
+// was released.
 bool trim_heap() noexcept;
 
 }  // namespace liveheap::http

@@ -128,9 +128,12 @@ void reset_peak() noexcept { engine::reset_peak(); }
 
 std::int64_t tracker_memory() noexcept { return engine::own_memory(); }
 
+std::int64_t trim_tracker_memory() noexcept { return engine::region_trim(); }
+
 EngineStats engine_stats() noexcept {
-  return {engine::stack_count(), engine::live_blocks(), engine::dropped(),
-          engine::fallback_walks()};
+  return {engine::stack_count(),        engine::live_blocks(),
+          engine::dropped(),            engine::fallback_walks(),
+          engine::region_kept_bytes(),  engine::region_madvise_calls()};
 }
 
 Snapshot take_snapshot() {
