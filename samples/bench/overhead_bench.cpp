@@ -150,7 +150,7 @@ struct LargeRun {
 };
 
 std::optional<LargeRun> measure_large(const bench::Tool& tool) {
-  const std::vector<std::string> argv = {LIVEHEAP_BENCH_LARGE, "--rounds", "15"};
+  const std::vector<std::string> argv = {LIVEHEAP_BENCH_LARGE, "--rounds", "40"};
   const bench::Outcome outcome = bench::run(argv, tool.env, 600s);
   if (!outcome.ok()) {
     note_failure("large_blocks under " + tool.name, argv, tool.env, outcome);

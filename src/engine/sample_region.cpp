@@ -57,6 +57,7 @@ struct Taken {
 // Guarded by g_lock (the atomics are read without it).
 SpinLock g_lock;
 std::uintptr_t g_bump = 0;          // next never-used page (atomic loads: free() checks it)
+std::uintptr_t g_bump_high = 0;     // the highest g_bump yet: side-table pages up to it stay
 FreeRun* g_nodes = nullptr;         // one per page of the region
 std::uint32_t* g_end_tags = nullptr;  // per page: pages of the free run ending there, or 0
 FreeRun* g_kept_bins[kBins] = {};
@@ -176,6 +177,8 @@ Taken take_run(std::uint64_t pages) noexcept {
   const std::uintptr_t run = bump();
   if (run == 0 || run + bytes > g_region_base + g_region_span) return {};
   set_bump(run + bytes);
+  if (run + bytes > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED))
+    __atomic_store_n(&g_bump_high, run + bytes, __ATOMIC_RELAXED);
   return {run, 0};
 }
 
@@ -361,8 +364,9 @@ std::int64_t region_trim() noexcept { return shrink_to(0); }
 bool is_sampled_block(const void* p) noexcept { return in_sample_region(p); }
 
 std::int64_t region_overhead_bytes() noexcept {
-  // The side tables: at most 68 B per page of the used range.
-  const std::uint64_t used_pages = g_region_span == 0 ? 0 : page_of(bump());
+  // The side tables: at most 68 B per page of the range ever used.
+  const std::uintptr_t high = __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED);
+  const std::uint64_t used_pages = high == 0 ? 0 : page_of(high);
   const auto side = static_cast<std::int64_t>(used_pages * (sizeof(FreeRun) + sizeof(std::uint32_t)));
   return g_overhead.load(std::memory_order_relaxed) + g_kept.load(std::memory_order_relaxed) + side;
 }
