@@ -53,6 +53,9 @@ void reset_peak() noexcept;
 // Bytes the tracker itself holds: its tables plus what its own threads and reports
 // allocated (tracemalloc.get_tracemalloc_memory). Never part of any trace.
 std::int64_t tracker_memory() noexcept;
+// Gives the freed sampled blocks' pages that sampled mode keeps for reuse (part of
+// tracker_memory()) back to the kernel now; the bytes given back. POST /trim calls it.
+std::int64_t trim_tracker_memory() noexcept;
 
 struct EngineStats {
   std::uint64_t stacks = 0;       // distinct stacks interned
@@ -61,6 +64,10 @@ struct EngineStats {
   // Stack walks handed to libunwind since start-up: frames without a simple unwind rule
   // (signal handlers, code without CFI); each such walk costs about twice a normal one.
   std::uint64_t fallback_walks = 0;
+  // Sampled mode's region: bytes of freed runs kept resident for reuse now, and madvise
+  // calls made to give pages back since start-up.
+  std::int64_t region_kept_bytes = 0;
+  std::uint64_t region_madvise_calls = 0;
 };
 EngineStats engine_stats() noexcept;
 

@@ -6,7 +6,7 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,report] [--judge cpu|wall]
+//                  [--only loop,server,large,report] [--judge cpu|wall]
 //                  [--heaptrack-lib PATH] [--jemalloc-lib PATH]
 #include <signal.h>
 #include <sys/utsname.h>
@@ -38,7 +38,7 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop", "server", "report"};
+  std::set<std::string> only = {"loop", "server", "large", "report"};
   std::string heaptrack_lib;
   std::string jemalloc_lib;
   bench::Clock judged_by = bench::Clock::cpu;
@@ -143,6 +143,74 @@ std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Setting
   return bench::Cost{stopped.cpu_seconds * 1e9 / requests, 1e9 / *per_second};
 }
 
+// The large short-lived blocks row (issue 11): one large_blocks run per tool and round.
+struct LargeRun {
+  double cpu_ns_per_round = 0;
+  double faults_per_vector = 0;
+  double madvise_per_vector = 0;
+};
+
+std::optional<LargeRun> measure_large(const bench::Tool& tool) {
+  const std::vector<std::string> argv = {LIVEHEAP_BENCH_LARGE, "--rounds", "40"};
+  const bench::Outcome outcome = bench::run(argv, tool.env, 600s);
+  if (!outcome.ok()) {
+    note_failure("large_blocks under " + tool.name, argv, tool.env, outcome);
+    return std::nullopt;
+  }
+  note_unexpected_lines(tool, outcome.output, {"_per_round=", "_per_vector="});
+  const auto cpu = find_value(outcome.output, "cpu_ns_per_round=");
+  const auto faults = find_value(outcome.output, "minflt_per_vector=");
+  const auto madvises = find_value(outcome.output, "madvise_per_vector=");
+  if (!cpu || !faults || !madvises) return std::nullopt;
+  return LargeRun{*cpu, *faults, *madvises};
+}
+
+// Interleaved rounds of no liveheap and each liveheap mode; ratios pair each run with the
+// untracked run of the same round; medians over rounds.
+void run_large_row(const std::vector<bench::Tool>& tools, int rounds) {
+  std::vector<const bench::Tool*> used;
+  for (const bench::Tool& t : tools)
+    if (t.missing.empty() && (t.id == ToolId::none || t.id == ToolId::off ||
+                              t.id == ToolId::sampled || t.id == ToolId::exact))
+      used.push_back(&t);
+  std::map<ToolId, std::vector<LargeRun>> runs;
+  std::map<ToolId, std::vector<double>> ratios;
+  for (int round = 0; round < rounds; ++round) {
+    std::fprintf(stderr, "large blocks round %d/%d...\n", round + 1, rounds);
+    std::map<ToolId, LargeRun> this_round;
+    for (std::size_t k = 0; k < used.size(); ++k) {
+      const bench::Tool& tool = *used[(k + static_cast<std::size_t>(round)) % used.size()];
+      if (const auto run = measure_large(tool)) this_round[tool.id] = *run;
+    }
+    for (const auto& [id, run] : this_round) {
+      runs[id].push_back(run);
+      if (this_round.count(ToolId::none) && this_round[ToolId::none].cpu_ns_per_round > 0)
+        ratios[id].push_back(run.cpu_ns_per_round / this_round[ToolId::none].cpu_ns_per_round);
+    }
+  }
+  std::printf("\nlarge short-lived blocks: large_blocks, rounds of 40 std::vector<char> of "
+              "64 KiB..16 MiB (log-uniform, fixed seed), each built, filled, dropped\n");
+  std::printf("%-18s %13s %7s %14s %16s  %s\n", "mode", "cpu/round", "ratio", "faults/vector",
+              "madvise/vector", "target");
+  for (const bench::Tool* tool : used) {
+    const auto& r = runs[tool->id];
+    if (r.empty()) {
+      std::printf("%-18s FAILED (see notes)\n", tool->name.c_str());
+      continue;
+    }
+    const auto med = [&](double LargeRun::*field) {
+      std::vector<double> v;
+      for (const LargeRun& run : r) v.push_back(run.*field);
+      return bench::median(v);
+    };
+    const double ratio = bench::median(ratios[tool->id]);
+    const char* target = tool->id == ToolId::sampled ? "<= 1.03x" : tool->id == ToolId::exact ? "~1.04x" : "";
+    std::printf("%-18s %10.2f ms %6.2fx %14.2f %16.2f  %s\n", tool->name.c_str(),
+                med(&LargeRun::cpu_ns_per_round) / 1e6, ratio, med(&LargeRun::faults_per_vector),
+                med(&LargeRun::madvise_per_vector), target);
+  }
+}
+
 // The in-process section: median of each key over `processes` fresh runs (cold is cold
 // only once per process).
 std::map<std::string, double> measure_reports(int processes) {
@@ -185,7 +253,7 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,report] [--judge cpu|wall]\n"
+                  "                      [--only loop,server,large,report] [--judge cpu|wall]\n"
                   "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
     }
@@ -270,6 +338,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!workloads.empty()) bench::print_overhead_table(workloads, tools, m, s.judged_by);
+  if (s.only.count("large")) run_large_row(tools, s.rounds);
 
   if (s.only.count("report")) {
     std::fprintf(stderr, "report_bench...\n");

@@ -193,6 +193,7 @@ void stop() noexcept {
   g_mode.store(Mode::off, std::memory_order_seq_cst);
   g_settings.mode = Mode::off;
   empty_tables();
+  region_trim();
 }
 
 void clear() noexcept { empty_tables(); }
@@ -236,7 +237,7 @@ void restore(void* p, const Forgotten& f) noexcept {
   }
 }
 
-void* sample_allocate(std::size_t size, std::size_t alignment) noexcept {
+void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexcept {
   ThreadState& t = t_thread;
   const std::uint32_t session = g_session.load(std::memory_order_acquire);
   if (t.sampler_epoch != session) {
@@ -253,7 +254,7 @@ void* sample_allocate(std::size_t size, std::size_t alignment) noexcept {
   t.bytes_until_sample = next_sample_countdown(&t.rng, g_settings.sample_interval);
   if (size == 0 || t.in_hook || t.ignore_depth > 0) return nullptr;
   HookGuard guard;
-  void* p = region_allocate(size, alignment);
+  void* p = region_allocate(size, alignment, zero);
   if (p == nullptr) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
@@ -280,15 +281,14 @@ void* sample_allocate(std::size_t size, std::size_t alignment) noexcept {
 }
 
 void sample_free(void* p) noexcept {
-  SampleHeader* h = region_header(p);
-  if (h->magic == 0) return;  // a double free: its pages were already given back
+  SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
   if (h->session != 0 && h->session == g_session.load(std::memory_order_acquire)) {
     add_to_stack(h->stack, -h->weighted_bytes, -h->weighted_count);
     add_traced(-h->weighted_bytes);
     g_live_samples.fetch_sub(1, std::memory_order_relaxed);
   }
-  h->magic = 0;
-  region_release(p);
+  // Kept for reuse while sampling; after a stop nothing will reuse it soon.
+  region_release(p, mode() == Mode::sampled);
 }
 
 Totals traced() noexcept {

@@ -58,9 +58,11 @@ inline bool sample_point_crossed(std::size_t size) noexcept {
   return t_thread.bytes_until_sample <= 0;
 }
 // The slow path: a sampled block from the sample region, or nullptr when this allocation
-// is not to be sampled after all (the caller allocates from glibc).
-void* sample_allocate(std::size_t size, std::size_t alignment) noexcept;
-// Frees a block of the sample region, whatever the mode (samples outlive sessions).
+// is not to be sampled after all (the caller allocates from glibc). `zero`: the block must
+// read as zero (calloc); malloc & co. pass false and may get a reused run as it was left.
+void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexcept;
+// Frees a block of the sample region, whatever the mode (samples outlive sessions); a
+// double free or a pointer that is no sampled block aborts with a message, as glibc does.
 void sample_free(void* p) noexcept;
 
 struct Totals {

@@ -28,15 +28,16 @@ bool power_of_two(std::size_t alignment) noexcept {
 
 // One allocation through the current mode; `next` makes the block the usual way.
 // `alignment` is what a sample needs (0: malloc's); a block whose alignment the region
-// cannot give as the allocator would (not a power of two) is never sampled.
+// cannot give as the allocator would (not a power of two) is never sampled. Only calloc
+// needs a sample's reused pages `zero`ed.
 template <typename Next>
-inline void* allocate(std::size_t size, std::size_t alignment, Next&& next) noexcept {
+inline void* allocate(std::size_t size, std::size_t alignment, Next&& next, bool zero = false) noexcept {
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return next();
   if (mode == Mode::sampled) {
     if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return next();
     if (alignment == 0 || power_of_two(alignment))
-      if (void* p = engine::sample_allocate(size, alignment)) return p;
+      if (void* p = engine::sample_allocate(size, alignment, zero)) return p;
     return next();
   }
   void* p = next();
@@ -64,7 +65,7 @@ void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
   if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size)) || size == 0 ||
       g_next.malloc_usable_size == nullptr)
     return g_next.realloc(p, size);
-  void* q = engine::sample_allocate(size, 0);
+  void* q = engine::sample_allocate(size, 0, false);
   if (q == nullptr) return g_next.realloc(p, size);
   const std::size_t old_size = g_next.malloc_usable_size(p);
   std::memcpy(q, p, old_size < size ? old_size : size);
@@ -137,7 +138,7 @@ void* calloc(std::size_t n, std::size_t size) {
     return nullptr;
   }
   // Sampled blocks come from pages the kernel zeroed (fresh, or dropped on release).
-  return allocate(bytes, 0, [&] { return g_next.calloc(n, size); });
+  return allocate(bytes, 0, [&] { return g_next.calloc(n, size); }, true);
 }
 
 void* realloc(void* p, std::size_t size) {

@@ -1,8 +1,13 @@
-// A page-run allocator over one reserved range, for sampled blocks only.
+// A page-run allocator over one reserved range, for sampled blocks only: best fit over
+// size bins; freed runs kept resident (and coalesced) within a budget, so that a large
+// block freed and allocated again costs no madvise and no page faults; runs given back to
+// the kernel coalesced and, at the end of the used range, returned to it.
 #include "sample_region.hpp"
 
 #include <atomic>
+#include <cstdlib>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "spin_lock.hpp"
 
@@ -15,56 +20,231 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 constexpr std::uint64_t kMagic = 0x6c69766568656170ull;  // "liveheap"
+constexpr std::uint32_t kLive = 0x4556494c;              // "LIVE"
+constexpr std::uint32_t kFreed = 0x45455246;             // "FREE"
 constexpr std::size_t kHeaderBytes = 64;
-constexpr std::size_t kSmallRuns = 64;  // runs up to this many pages get exact free lists
-// Runs up to this size are zeroed in place on release and kept; larger ones go back to the
-// kernel. madvise plus the page fault on reuse cost ~30 ns per malloc/free pair at the
-// default interval (the benchmark measured sampled mode at 2.2x glibc with it on every run).
-constexpr std::size_t kKeepPages = 8;
+static_assert(sizeof(SampleHeader) == kHeaderBytes);
+constexpr int kExactBins = 64;  // runs up to this many pages: one bin per size
+constexpr int kBins = kExactBins + 1 + 40;  // larger: one bin per power of two
+// Freed runs kept resident: at most the larger of these two. 64 MiB holds a few of the
+// largest buffers a server builds per request (images, compressed or serialized responses
+// of tens of MiB), and is what glibc leaves untrimmed at the top of its own heap at most
+// (its trim threshold grows to 64 MiB); a quarter of the live runs' bytes lets a program
+// with a large sampled heap keep more while what is kept stays a bounded share of it.
+constexpr std::int64_t kKeepFloor = std::int64_t{64} << 20;
+constexpr std::int64_t kKeepShareOfLive = 4;
+// Runs given back per lock hold: madvise runs with the lock released.
+constexpr int kBatch = 16;
 
+// A free run, in a side table indexed by its first page: a given-back run is not touched
+// at all (it stays non-resident and reads zero), and a kept one keeps the freed block's
+// header readable, so that freeing it again is reported as a double free.
 struct FreeRun {
-  FreeRun* next;
+  FreeRun* next;   // in its bin
+  FreeRun* prev;
+  FreeRun* newer;  // kept runs, oldest first: past the budget the oldest goes back
+  FreeRun* older;
+  std::uint64_t pages;  // 0: no free run starts at this page
+  std::uint64_t dirty;  // bytes from the run's start that may be non-zero; past them, zero
+  bool kept;            // resident and counted in g_kept; else given back (all zero)
+};
+
+struct Taken {
+  std::uintptr_t run = 0;
+  std::uint64_t dirty = 0;
+};
+
+// Guarded by g_lock (the atomics are read without it).
+SpinLock g_lock;
+std::uintptr_t g_bump = 0;          // next never-used page (atomic loads: free() checks it)
+std::uintptr_t g_bump_high = 0;     // the highest g_bump yet: side-table pages up to it stay
+FreeRun* g_nodes = nullptr;         // one per page of the region
+std::uint32_t* g_end_tags = nullptr;  // per page: pages of the free run ending there, or 0
+FreeRun* g_kept_bins[kBins] = {};
+FreeRun* g_given_bins[kBins] = {};
+FreeRun* g_oldest = nullptr;
+FreeRun* g_newest = nullptr;
+std::int64_t g_live_run_bytes = 0;
+std::atomic<std::int64_t> g_overhead{0};  // header + rounding bytes of live runs
+std::atomic<std::int64_t> g_kept{0};      // bytes of kept free runs
+std::atomic<std::uint64_t> g_madvise_calls{0};
+
+std::uintptr_t bump() noexcept { return __atomic_load_n(&g_bump, __ATOMIC_RELAXED); }
+void set_bump(std::uintptr_t value) noexcept { __atomic_store_n(&g_bump, value, __ATOMIC_RELAXED); }
+
+std::uint64_t page_of(std::uintptr_t addr) noexcept { return (addr - g_region_base) / kPage; }
+std::uintptr_t start_of(const FreeRun* r) noexcept {
+  return g_region_base + static_cast<std::uintptr_t>(r - g_nodes) * kPage;
+}
+
+int bin_of(std::uint64_t pages) noexcept {
+  if (pages <= kExactBins) return static_cast<int>(pages);
+  return kExactBins + 1 + (63 - __builtin_clzll(pages)) - 6;  // 65.. pages: log2 >= 6
+}
+
+std::int64_t budget() noexcept {
+  const std::int64_t share = g_live_run_bytes / kKeepShareOfLive;
+  return share > kKeepFloor ? share : kKeepFloor;
+}
+
+void insert(std::uintptr_t start, std::uint64_t pages, std::uint64_t dirty, bool kept) noexcept {
+  FreeRun* r = &g_nodes[page_of(start)];
+  FreeRun** bin = &(kept ? g_kept_bins : g_given_bins)[bin_of(pages)];
+  *r = FreeRun{*bin, nullptr, nullptr, nullptr, pages, dirty, kept};
+  if (*bin != nullptr) (*bin)->prev = r;
+  *bin = r;
+  g_end_tags[page_of(start) + pages - 1] = static_cast<std::uint32_t>(pages);
+  if (!kept) return;
+  r->older = g_newest;
+  (g_newest != nullptr ? g_newest->newer : g_oldest) = r;
+  g_newest = r;
+  g_kept.fetch_add(static_cast<std::int64_t>(pages * kPage), std::memory_order_relaxed);
+}
+
+void remove(FreeRun* r) noexcept {
+  FreeRun** bin = &(r->kept ? g_kept_bins : g_given_bins)[bin_of(r->pages)];
+  (r->prev != nullptr ? r->prev->next : *bin) = r->next;
+  if (r->next != nullptr) r->next->prev = r->prev;
+  g_end_tags[static_cast<std::uint64_t>(r - g_nodes) + r->pages - 1] = 0;
+  if (r->kept) {
+    (r->older != nullptr ? r->older->newer : g_oldest) = r->newer;
+    (r->newer != nullptr ? r->newer->older : g_newest) = r->older;
+    g_kept.fetch_sub(static_cast<std::int64_t>(r->pages * kPage), std::memory_order_relaxed);
+  }
+  r->pages = 0;
+}
+
+// Kept runs merge up to half the budget: a merged run past the budget would go back
+// whole. Given-back runs merge without limit (they cost nothing).
+bool mergeable(bool kept, std::uint64_t pages) noexcept {
+  return !kept || static_cast<std::int64_t>(pages * kPage) <= budget() / 2;
+}
+
+// Adds a free run, merged with free neighbours of the same kind (a merged run's dirty
+// bytes stay a prefix: everything up to the right part's dirty end). A given-back run at
+// the end of the used range returns to it.
+void add_free(std::uintptr_t start, std::uint64_t pages, std::uint64_t dirty, bool kept) noexcept {
+  const std::uint64_t first = page_of(start);
+  if (first > 0 && g_end_tags[first - 1] != 0) {
+    FreeRun* left = &g_nodes[first - g_end_tags[first - 1]];
+    if (left->kept == kept && mergeable(kept, pages + left->pages)) {
+      const std::uint64_t left_bytes = left->pages * kPage;
+      dirty = dirty > 0 ? left_bytes + dirty : left->dirty;
+      start -= left_bytes;
+      pages += left->pages;
+      remove(left);
+    }
+  }
+  const std::uintptr_t end = start + pages * kPage;
+  if (end < bump()) {
+    FreeRun* right = &g_nodes[page_of(end)];
+    if (right->pages != 0 && right->kept == kept && mergeable(kept, pages + right->pages)) {
+      if (right->dirty > 0) dirty = pages * kPage + right->dirty;
+      pages += right->pages;
+      remove(right);
+    }
+  }
+  if (!kept && start + pages * kPage == bump()) return set_bump(start);
+  insert(start, pages, dirty, kept);
+}
+
+FreeRun* best_fit(FreeRun* const* bins, std::uint64_t pages) noexcept {
+  for (int b = bin_of(pages); b < kBins; ++b) {
+    FreeRun* best = nullptr;
+    for (FreeRun* r = bins[b]; r != nullptr; r = r->next) {
+      if (r->pages < pages || (best != nullptr && r->pages >= best->pages)) continue;
+      best = r;
+      if (r->pages == pages) break;
+    }
+    if (best != nullptr) return best;
+  }
+  return nullptr;
+}
+
+// A kept run first (no page faults), then a given-back one, then fresh pages.
+Taken take_run(std::uint64_t pages) noexcept {
+  FreeRun* r = best_fit(g_kept_bins, pages);
+  if (r == nullptr) r = best_fit(g_given_bins, pages);
+  const std::uint64_t bytes = pages * kPage;
+  if (r != nullptr) {
+    const Taken taken{start_of(r), r->dirty < bytes ? r->dirty : bytes};
+    const std::uint64_t total = r->pages, dirty = r->dirty;
+    const bool kept = r->kept;
+    remove(r);
+    if (total > pages) insert(taken.run + bytes, total - pages, dirty > bytes ? dirty - bytes : 0, kept);
+    return taken;
+  }
+  const std::uintptr_t run = bump();
+  if (run == 0 || run + bytes > g_region_base + g_region_span) return {};
+  set_bump(run + bytes);
+  if (run + bytes > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED))
+    __atomic_store_n(&g_bump_high, run + bytes, __ATOMIC_RELAXED);
+  return {run, 0};
+}
+
+struct Victim {
+  std::uintptr_t start;
   std::uint64_t pages;
 };
 
-// Guarded by g_lock.
-SpinLock g_lock;
-std::uintptr_t g_bump = 0;                // next never-used page
-FreeRun* g_small_free[kSmallRuns + 1] = {};  // by exact page count
-FreeRun* g_large_free = nullptr;          // first fit, split on use
-std::atomic<std::int64_t> g_overhead{0};  // header + rounding bytes of live runs
-
-std::uintptr_t take_run(std::uint64_t pages) noexcept {
-  if (pages <= kSmallRuns && g_small_free[pages] != nullptr) {
-    FreeRun* run = g_small_free[pages];
-    g_small_free[pages] = run->next;
-    return reinterpret_cast<std::uintptr_t>(run);
+// Takes up to kBatch of the oldest kept runs out of the lists (into limbo: no neighbour
+// merges with them) while more than `limit` bytes are kept.
+int take_victims(Victim* out, std::int64_t limit) noexcept {
+  int n = 0;
+  while (n < kBatch && g_oldest != nullptr && g_kept.load(std::memory_order_relaxed) > limit) {
+    FreeRun* r = g_oldest;
+    out[n++] = {start_of(r), r->pages};
+    remove(r);
   }
-  for (FreeRun** link = &g_large_free; *link != nullptr; link = &(*link)->next) {
-    FreeRun* run = *link;
-    if (run->pages < pages) continue;
-    *link = run->next;
-    if (run->pages > pages) {  // give the tail back
-      auto* tail = reinterpret_cast<FreeRun*>(reinterpret_cast<std::uintptr_t>(run) + pages * kPage);
-      tail->pages = run->pages - pages;
-      FreeRun** list = tail->pages <= kSmallRuns ? &g_small_free[tail->pages] : &g_large_free;
-      tail->next = *list;
-      *list = tail;
-    }
-    return reinterpret_cast<std::uintptr_t>(run);
-  }
-  if (g_bump + pages * kPage > g_region_base + g_region_span || g_bump == 0) return 0;
-  const std::uintptr_t run = g_bump;
-  g_bump += pages * kPage;
-  return run;
+  return n;
 }
 
-void give_back(std::uintptr_t run, std::uint64_t pages) noexcept {
-  auto* free_run = reinterpret_cast<FreeRun*>(run);
-  free_run->pages = pages;
-  FreeRun** list = pages <= kSmallRuns ? &g_small_free[pages] : &g_large_free;
-  free_run->next = *list;
-  *list = free_run;
+// With the lock released: the pages go back, then the runs join the given-back lists.
+std::int64_t give_back(const Victim* victims, int n) noexcept {
+  std::int64_t bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    madvise(reinterpret_cast<void*>(victims[i].start), victims[i].pages * kPage, MADV_DONTNEED);
+    g_madvise_calls.fetch_add(1, std::memory_order_relaxed);
+    bytes += static_cast<std::int64_t>(victims[i].pages * kPage);
+  }
+  SpinGuard guard(g_lock);
+  for (int i = 0; i < n; ++i) add_free(victims[i].start, victims[i].pages, 0, false);
+  return bytes;
+}
+
+// Gives back the oldest kept runs until at most `limit` bytes are kept.
+std::int64_t shrink_to(std::int64_t limit) noexcept {
+  std::int64_t bytes = 0;
+  for (;;) {
+    Victim victims[kBatch];
+    int n;
+    {
+      SpinGuard guard(g_lock);
+      n = take_victims(victims, limit);
+    }
+    if (n == 0) return bytes;
+    bytes += give_back(victims, n);
+  }
+}
+
+[[noreturn]] void die(const char* what, const void* p) noexcept {
+  char line[128];
+  std::size_t n = 0;
+  for (const char* s = "liveheap: free(): "; *s != '\0'; ++s) line[n++] = *s;
+  for (const char* s = what; *s != '\0' && n < 80; ++s) line[n++] = *s;
+  line[n++] = '0';
+  line[n++] = 'x';
+  const auto v = reinterpret_cast<std::uintptr_t>(p);
+  for (int shift = 60; shift >= 0; shift -= 4) line[n++] = "0123456789abcdef"[(v >> shift) & 15];
+  line[n++] = '\n';
+  [[maybe_unused]] const ssize_t written = write(2, line, n);
+  abort();
+}
+
+void* map_noreserve(std::size_t bytes) noexcept {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
 }
 
 }  // namespace
@@ -72,20 +252,29 @@ void give_back(std::uintptr_t run, std::uint64_t pages) noexcept {
 bool reserve_sample_region() noexcept {
   if (g_region_span != 0) return true;
   // Address space only (MAP_NORESERVE, untouched pages cost nothing); try smaller ranges
-  // where overcommit is strict.
+  // where overcommit is strict. The side tables take 68 B per page of the range.
   for (std::uint64_t span = std::uint64_t{64} << 30; span >= (std::uint64_t{256} << 20); span /= 4) {
-    void* p = mmap(nullptr, span, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) continue;
-    g_bump = reinterpret_cast<std::uintptr_t>(p);
-    g_region_base = g_bump;
+    const std::uint64_t pages = span / kPage;
+    void* region = map_noreserve(span);
+    void* nodes = map_noreserve(pages * sizeof(FreeRun));
+    void* tags = map_noreserve(pages * sizeof(std::uint32_t));
+    if (region == nullptr || nodes == nullptr || tags == nullptr) {
+      if (region != nullptr) munmap(region, span);
+      if (nodes != nullptr) munmap(nodes, pages * sizeof(FreeRun));
+      if (tags != nullptr) munmap(tags, pages * sizeof(std::uint32_t));
+      continue;
+    }
+    g_nodes = static_cast<FreeRun*>(nodes);
+    g_end_tags = static_cast<std::uint32_t*>(tags);
+    g_region_base = reinterpret_cast<std::uintptr_t>(region);
+    set_bump(g_region_base);
     __atomic_store_n(&g_region_span, span, __ATOMIC_RELEASE);
     return true;
   }
   return false;
 }
 
-void* region_allocate(std::size_t size, std::size_t alignment) noexcept {
+void* region_allocate(std::size_t size, std::size_t alignment, bool zero) noexcept {
   if (alignment < 16) alignment = 16;
   if (g_region_span == 0 || size > (g_region_span >> 1) || alignment > (g_region_span >> 4))
     return nullptr;
@@ -95,15 +284,23 @@ void* region_allocate(std::size_t size, std::size_t alignment) noexcept {
                           : alignment <= kPage     ? alignment
                                                    : alignment + kPage;
   const std::uint64_t pages = (lead + size + kPage - 1) / kPage;
-  std::uintptr_t run;
+  Taken taken;
   {
     SpinGuard guard(g_lock);
-    run = take_run(pages);
+    taken = take_run(pages);
+    if (taken.run != 0) g_live_run_bytes += static_cast<std::int64_t>(pages * kPage);
   }
-  if (run == 0) return nullptr;
-  std::uintptr_t block = (run + lead) & ~(alignment - 1);
-  auto* header = reinterpret_cast<SampleHeader*>((block - 1) & ~(kPage - 1));
-  *header = SampleHeader{kMagic, run, pages, size, 0, 0, 0, 0};
+  if (taken.run == 0) return nullptr;
+  const std::uintptr_t block = (taken.run + lead) & ~(alignment - 1);
+  if (zero && taken.dirty > 0) {
+    // Only what an earlier block may have written: a reused run costs a memset of its
+    // dirty part, a fresh or given-back one nothing.
+    const std::uint64_t needed = block + size - taken.run;
+    __builtin_memset(reinterpret_cast<void*>(taken.run), 0, taken.dirty < needed ? taken.dirty : needed);
+  }
+  const std::uintptr_t at = (block - 1) & ~(kPage - 1);
+  *reinterpret_cast<SampleHeader*>(at) = SampleHeader{
+      kMagic ^ at, taken.run, static_cast<std::uint32_t>(pages), kLive, size, taken.dirty, 0, 0, 0, 0};
   g_overhead.fetch_add(static_cast<std::int64_t>(pages * kPage - size), std::memory_order_relaxed);
   return reinterpret_cast<void*>(block);
 }
@@ -112,27 +309,70 @@ SampleHeader* region_header(const void* p) noexcept {
   return reinterpret_cast<SampleHeader*>((reinterpret_cast<std::uintptr_t>(p) - 1) & ~(kPage - 1));
 }
 
-std::size_t region_usable_size(const void* p) noexcept {
-  const SampleHeader* h = region_header(p);
-  return h->run + h->run_pages * kPage - reinterpret_cast<std::uintptr_t>(p);
+SampleHeader* region_live_header(const void* p) noexcept {
+  const auto block = reinterpret_cast<std::uintptr_t>(p);
+  const auto at = reinterpret_cast<std::uintptr_t>(region_header(p));
+  const std::uintptr_t used_end = bump();
+  if (at < g_region_base || at >= used_end || block - at < kHeaderBytes) die("invalid pointer ", p);
+  SampleHeader* h = region_header(p);
+  if (h->magic != (kMagic ^ at)) die("invalid pointer ", p);
+  if (h->state == kFreed) die("double free of sampled block ", p);
+  const std::uintptr_t run_end = h->run + std::uint64_t{h->run_pages} * kPage;
+  if (h->state != kLive || h->run % kPage != 0 || h->run < g_region_base || h->run > at ||
+      run_end > used_end || block + h->size > run_end)
+    die("invalid pointer ", p);
+  return h;
 }
 
-void region_release(void* p) noexcept {
-  const SampleHeader* h = region_header(p);
+std::size_t region_usable_size(const void* p) noexcept {
+  SampleHeader* h = region_header(p);
+  h->dirty = std::uint64_t{h->run_pages} * kPage;  // the caller may write all of it
+  return h->run + h->dirty - reinterpret_cast<std::uintptr_t>(p);
+}
+
+void region_release(void* p, bool keep) noexcept {
+  SampleHeader* h = region_live_header(p);
   const std::uintptr_t run = h->run;
   const std::uint64_t pages = h->run_pages;
-  g_overhead.fetch_sub(static_cast<std::int64_t>(pages * kPage - h->size), std::memory_order_relaxed);
-  // Either way the run reads as zero when reused (calloc relies on it), and a stale header
-  // inside it can never be mistaken for a live one.
-  if (pages <= kKeepPages) __builtin_memset(reinterpret_cast<void*>(run), 0, pages * kPage);
-  else madvise(reinterpret_cast<void*>(run), pages * kPage, MADV_DONTNEED);
-  SpinGuard guard(g_lock);
-  give_back(run, pages);
+  const std::uint64_t bytes = pages * kPage;
+  const std::uint64_t used = reinterpret_cast<std::uintptr_t>(p) + h->size - run;
+  const std::uint64_t dirty = h->dirty > used ? h->dirty : used;
+  g_overhead.fetch_sub(static_cast<std::int64_t>(bytes - h->size), std::memory_order_relaxed);
+  Victim victims[kBatch];
+  int n = 0;
+  std::int64_t limit;
+  {
+    SpinGuard guard(g_lock);
+    if (h->state != kLive) die("double free of sampled block ", p);  // a racing free
+    h->state = kFreed;
+    g_live_run_bytes -= static_cast<std::int64_t>(bytes);
+    limit = budget();
+    if (keep && static_cast<std::int64_t>(bytes) <= limit) {
+      add_free(run, pages, dirty, true);
+      n = take_victims(victims, limit);
+    } else {
+      victims[n++] = {run, pages};  // out of the lists already: it was live
+    }
+  }
+  if (n == 0) return;
+  give_back(victims, n);
+  if (n == kBatch) shrink_to(limit);
 }
+
+std::int64_t region_trim() noexcept { return shrink_to(0); }
 
 bool is_sampled_block(const void* p) noexcept { return in_sample_region(p); }
 
-std::int64_t region_overhead_bytes() noexcept { return g_overhead.load(std::memory_order_relaxed); }
+std::int64_t region_overhead_bytes() noexcept {
+  // The side tables: at most 68 B per page of the range ever used.
+  const std::uintptr_t high = __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED);
+  const std::uint64_t used_pages = high == 0 ? 0 : page_of(high);
+  const auto side = static_cast<std::int64_t>(used_pages * (sizeof(FreeRun) + sizeof(std::uint32_t)));
+  return g_overhead.load(std::memory_order_relaxed) + g_kept.load(std::memory_order_relaxed) + side;
+}
+
+std::int64_t region_kept_bytes() noexcept { return g_kept.load(std::memory_order_relaxed); }
+std::uint64_t region_madvise_calls() noexcept { return g_madvise_calls.load(std::memory_order_relaxed); }
 
 void region_lock_for_fork() noexcept { g_lock.lock(); }
 void region_unlock_after_fork() noexcept { g_lock.unlock(); }

@@ -1,8 +1,11 @@
 // Where sampled blocks live: one reserved range of address space, so that free() knows a
 // sampled block by a single range compare (no hash lookup, no shared cache line), and a
 // header in front of each block carries its stack and weight.
-// Thread-safety: contains() is lock-free (the range is fixed once reserved); allocate and
-// release take the region's SpinLock (sampled allocations are rare: ~1 per 512 KiB).
+// Freed runs stay resident for reuse up to a budget (a large block freed and allocated
+// again costs no page faults) and go back to the kernel past it, on trim and on stop.
+// Thread-safety: contains() is lock-free (the range is fixed once reserved); allocate,
+// release and trim take the region's SpinLock (sampled allocations are rare: ~1 per
+// 512 KiB), and never call madvise while holding it.
 #pragma once
 
 #include <cstddef>
@@ -11,10 +14,12 @@
 namespace liveheap::engine {
 
 struct SampleHeader {
-  std::uint64_t magic;
+  std::uint64_t magic;      // kMagic mixed with the header's own address: a copy is no header
   std::uintptr_t run;       // first byte of the page run holding the block
-  std::uint64_t run_pages;
+  std::uint32_t run_pages;
+  std::uint32_t state;      // live or freed: a second free of the block is caught
   std::uint64_t size;       // requested bytes
+  std::uint64_t dirty;      // bytes from `run` that may be non-zero apart from the block's own
   std::int64_t weighted_bytes;
   std::int64_t weighted_count;  // in 1/kCountUnit blocks
   std::uint32_t stack;
@@ -35,16 +40,29 @@ bool is_sampled_block(const void* p) noexcept;
 // Reserves the range (64 GiB of address space, no memory; smaller when refused). Idempotent.
 bool reserve_sample_region() noexcept;
 
-// A block of `size` bytes aligned to `alignment` (0 or a power of two) with a zeroed
-// header; nullptr when the region is full (the caller falls back to glibc, unsampled).
-void* region_allocate(std::size_t size, std::size_t alignment) noexcept;
+// A block of `size` bytes aligned to `alignment` (0 or a power of two) with a filled-in
+// header (stack, weight and session zero); nullptr when the region is full (the caller
+// falls back to glibc, unsampled). Its bytes read as zero when `zero` (calloc); otherwise
+// they may hold what a freed block left there, as glibc's malloc does.
+void* region_allocate(std::size_t size, std::size_t alignment, bool zero = true) noexcept;
 SampleHeader* region_header(const void* p) noexcept;
+// The header of a live block of the region, or a one-line message on stderr and abort()
+// when p is not one: its header is out of the region or not a header (an invalid pointer),
+// or its block was freed already (a double free), as glibc's free does.
+SampleHeader* region_live_header(const void* p) noexcept;
 // Bytes from p to the end of its run: what malloc_usable_size reports.
 std::size_t region_usable_size(const void* p) noexcept;
-// Returns the block's pages to the kernel and its run to the free lists.
-void region_release(void* p) noexcept;
-// Pages held by the region now (live runs), for the tracker's own-memory figure.
+// Returns the block's run to the free lists (checked as region_live_header does). `keep`:
+// its pages stay resident for reuse within the budget; otherwise they go back now.
+void region_release(void* p, bool keep = true) noexcept;
+// Gives every kept free run's pages back to the kernel; the bytes given back.
+std::int64_t region_trim() noexcept;
+// Bytes held by the region now beyond the blocks' own: headers and rounding of live runs,
+// kept free runs, the first page of each given-back free run (its list node).
 std::int64_t region_overhead_bytes() noexcept;
+// Bytes of freed runs kept resident now, and madvise calls made since start-up.
+std::int64_t region_kept_bytes() noexcept;
+std::uint64_t region_madvise_calls() noexcept;
 
 void region_lock_for_fork() noexcept;
 void region_unlock_after_fork() noexcept;

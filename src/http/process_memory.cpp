@@ -8,6 +8,7 @@
 #include <charconv>
 #include <string_view>
 
+
 namespace liveheap::http {
 namespace {
 

@@ -213,7 +213,7 @@ Response baseline_report(const ReplyTo& to, const Snapshot& baseline) {
 }
 
 Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
-                     const std::string& done) {
+                     const std::string& done, std::int64_t tracker_released) {
   if (to.format == Format::json)
     return make_json(to, Status::ok,
                      // glibc says whether it released memory; for the others, RSS does.
@@ -221,11 +221,16 @@ Response trim_report(const ReplyTo& to, const ProcessMemory& before, const Proce
                                                                    : after.rss < before.rss},
                       {"allocator", read_allocator().name},
                       {"action", done},
+                      {"tracker_released", tracker_released},
                       {"rss_before", before.rss},
                       {"rss_after", after.rss}});
   return make_text(to, Status::ok,
                    done + ": rss " + format_size(static_cast<double>(before.rss), false) + " -> " +
-                       format_size(static_cast<double>(after.rss), false));
+                       format_size(static_cast<double>(after.rss), false) +
+                       (tracker_released > 0 ? "; liveheap gave back " +
+                                                   format_size(static_cast<double>(tracker_released), false) +
+                                                   " of freed samples"
+                                             : ""));
 }
 
 }  // namespace liveheap::http

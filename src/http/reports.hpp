@@ -27,8 +27,9 @@ Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& 
 // GET and POST /baseline: when it was taken and its totals.
 Response baseline_report(const ReplyTo& to, const Snapshot& baseline);
 
-// POST /trim: what malloc_trim gave back.
+// POST /trim: what the allocator was asked (`done`), RSS before and after, and the bytes of
+// freed sampled blocks liveheap itself gave back.
 Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
-                     const std::string& done);
+                     const std::string& done, std::int64_t tracker_released);
 
 }  // namespace liveheap::http

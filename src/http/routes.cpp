@@ -168,7 +168,8 @@ Outcome reset_traced_peak(RouteState&, const ReplyTo& to, const Query&) {
 Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
   const ProcessMemory before = read_process_memory();
   const std::string done = release_free_memory();
-  return trim_report(to, before, read_process_memory(), done);
+  const std::int64_t tracker_released = trim_tracker_memory();  // sampled runs kept for reuse
+  return trim_report(to, before, read_process_memory(), done, tracker_released);
 }
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);

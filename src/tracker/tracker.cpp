@@ -141,9 +141,12 @@ std::string allocator_file() {
   return info.dli_fname;
 }
 
+std::int64_t trim_tracker_memory() noexcept { return engine::region_trim(); }
+
 EngineStats engine_stats() noexcept {
-  return {engine::stack_count(), engine::live_blocks(), engine::dropped(),
-          engine::fallback_walks()};
+  return {engine::stack_count(),        engine::live_blocks(),
+          engine::dropped(),            engine::fallback_walks(),
+          engine::region_kept_bytes(),  engine::region_madvise_calls()};
 }
 
 Snapshot take_snapshot() {

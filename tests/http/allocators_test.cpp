@@ -48,6 +48,8 @@ struct Stack {
   std::string mode;
 };
 
+void PrintTo(const Stack& stack, std::ostream* out) { *out << stack.allocator.name << " " << stack.mode; }
+
 std::string stack_name(const testing::TestParamInfo<Stack>& info) {
   return info.param.allocator.name + "_" + info.param.mode;
 }

@@ -183,4 +183,21 @@ TEST(Sampled, SamplesOutliveTheirSession) {
   liveheap::stop();
 }
 
+TEST(Sampled, AFreedLargeSampleIsKeptAsTrackerMemoryUntilTrimmed) {
+  liveheap::start({Mode::sampled, 16, 64 * 1024, 19});
+  void* p = std::malloc(8 << 20);
+  ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
+  liveheap::trim_tracker_memory();  // nothing kept from before
+  std::free(p);
+  const std::int64_t run = (64 + (8 << 20) + 4095) / 4096 * 4096;  // header + block, in pages
+  EXPECT_EQ(liveheap::engine_stats().region_kept_bytes, run);
+  const std::int64_t held = liveheap::tracker_memory();
+  const std::uint64_t madvises = liveheap::engine_stats().region_madvise_calls;
+  EXPECT_EQ(liveheap::trim_tracker_memory(), run);
+  EXPECT_EQ(liveheap::tracker_memory(), held - run);
+  EXPECT_EQ(liveheap::engine_stats().region_kept_bytes, 0);
+  EXPECT_EQ(liveheap::engine_stats().region_madvise_calls, madvises + 1);
+  liveheap::stop();
+}
+
 }  // namespace

@@ -1,0 +1,116 @@
+// The sample region: freed runs reused without madvise, zero only where asked, kept bytes
+// bounded by the budget and given back by trim; a forged or twice-freed block aborts.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sample_region.hpp"
+
+namespace liveheap::engine {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+// A block of n bytes takes its pages plus the 64-byte header, rounded up to pages.
+constexpr std::int64_t run_bytes(std::size_t n) { return static_cast<std::int64_t>((64 + n + 4095) / 4096 * 4096); }
+
+class Region : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(reserve_sample_region());
+    region_trim();  // no kept run left by an earlier test
+    ASSERT_EQ(region_kept_bytes(), 0);
+  }
+};
+
+TEST_F(Region, AFreedRunIsReusedAsItWasWithoutMadvise) {
+  auto* p = static_cast<unsigned char*>(region_allocate(3 * kMiB, 0, false));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 0xab, 3 * kMiB);
+  const std::uint64_t calls = region_madvise_calls();
+  region_release(p);
+  EXPECT_EQ(region_kept_bytes(), run_bytes(3 * kMiB));
+  auto* q = static_cast<unsigned char*>(region_allocate(3 * kMiB, 0, false));
+  EXPECT_EQ(q, p);  // best fit: the same run, still resident
+  EXPECT_EQ(q[0], 0xab);  // malloc's block is not zeroed (as glibc's is not)
+  EXPECT_EQ(q[3 * kMiB - 1], 0xab);
+  EXPECT_EQ(region_kept_bytes(), 0);
+  EXPECT_EQ(region_madvise_calls(), calls);
+  region_release(q);
+}
+
+TEST_F(Region, ZeroedBlocksReadZeroAfterDirtyRunsAreSplitAndReused) {
+  auto* big = static_cast<unsigned char*>(region_allocate(4 * kMiB, 0, false));
+  std::memset(big, 0xff, 4 * kMiB);
+  region_release(big);
+  // Both halves of the dirty run, each asked for zero: the second comes from the remainder.
+  for (int i = 0; i < 2; ++i) {
+    auto* z = static_cast<unsigned char*>(region_allocate(kMiB + 4096 * i, 0, true));
+    ASSERT_NE(z, nullptr);
+    for (std::size_t b = 0; b < kMiB; b += 509) ASSERT_EQ(z[b], 0) << i << " " << b;
+    std::memset(z, 0xee, kMiB);
+    region_release(z);
+  }
+  // Bytes written past the request up to malloc_usable_size are zeroed on reuse too.
+  auto* small = static_cast<unsigned char*>(region_allocate(100, 0, false));
+  const std::size_t usable = region_usable_size(small);
+  EXPECT_EQ(usable, 4096u - 64u);
+  std::memset(small, 0x5a, usable);
+  region_release(small);
+  auto* again = static_cast<unsigned char*>(region_allocate(4000, 0, true));
+  for (std::size_t b = 0; b < 4000; ++b) ASSERT_EQ(again[b], 0) << b;
+  region_release(again);
+}
+
+TEST_F(Region, KeptBytesStayWithinTheBudgetAndTrimGivesThemAllBack) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 40; ++i) blocks.push_back(region_allocate(4 * kMiB, 0, false));
+  const std::uint64_t calls = region_madvise_calls();
+  for (void* p : blocks) region_release(p);
+  const std::int64_t kept = region_kept_bytes();
+  EXPECT_LE(kept, std::int64_t{64} << 20);  // the floor: nothing else is live
+  EXPECT_GE(kept, std::int64_t{32} << 20);  // runs merge up to half of it
+  EXPECT_GT(region_madvise_calls(), calls);  // the oldest went back
+  EXPECT_EQ(region_trim(), kept);
+  EXPECT_EQ(region_kept_bytes(), 0);
+  EXPECT_EQ(region_trim(), 0);
+}
+
+TEST_F(Region, ARunNotKeptGoesBackAtOnce) {
+  void* p = region_allocate(2 * kMiB, 0, false);
+  const std::uint64_t calls = region_madvise_calls();
+  region_release(p, false);
+  EXPECT_EQ(region_madvise_calls(), calls + 1);
+  EXPECT_EQ(region_kept_bytes(), 0);
+}
+
+using RegionDeathTest = Region;
+
+TEST_F(RegionDeathTest, ADoubleFreeAborts) {
+  void* p = region_allocate(kMiB, 0, false);
+  region_release(p);
+  EXPECT_DEATH(region_release(p), "^liveheap: free\\(\\): double free of sampled block 0x[0-9a-f]+\n");
+}
+
+TEST_F(RegionDeathTest, AForgedHeaderDoesNotFreeAnotherBlock) {
+  // A copy of a live block's header in front of a pointer into another block's data: it
+  // names the live block's run, so trusting it would free (and zero) that block's pages.
+  auto* victim = static_cast<unsigned char*>(region_allocate(kMiB, 0, false));
+  std::memset(victim, 0x77, kMiB);
+  auto* host = static_cast<unsigned char*>(region_allocate(3 * 4096, 0, false));
+  unsigned char* forged_header = host + 4096 - 64;  // the start of host's second page
+  std::memcpy(forged_header, region_header(victim), sizeof(SampleHeader));
+  EXPECT_DEATH(region_release(forged_header + 64), "^liveheap: free\\(\\): invalid pointer 0x");
+  // Past the used range, or too close to a page start to have a header: refused unread.
+  auto* unused = host + (std::size_t{1} << 30);
+  ASSERT_TRUE(is_sampled_block(unused));
+  EXPECT_DEATH(region_release(unused), "invalid pointer");
+  EXPECT_DEATH(region_release(host + 4096 - 56), "invalid pointer");
+  EXPECT_EQ(victim[kMiB / 2], 0x77);
+  region_release(host);
+  region_release(victim);
+}
+
+}  // namespace
+}  // namespace liveheap::engine
