@@ -22,7 +22,9 @@
 // Requests are answered under liveheap::IgnoreScope: looking never shows up as growth.
 // Every failure is a 4xx (5xx only for liveheap's own faults) with a one-line reason,
 // as {"error": "..."} in JSON. With Config::token set, every route except the dashboard's
-// files (which hold no data) requires "Authorization: Bearer <token>".
+// files (which hold no data) requires "Authorization: Bearer <token>". What a browser could
+// be tricked into sending is refused with a 403 first: a POST from another origin (Origin,
+// Sec-Fetch-Site) and, without a token, a Host that is not this machine's (DNS rebinding).
 #pragma once
 
 #include <chrono>
@@ -31,6 +33,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/beast/http/message.hpp>
@@ -46,6 +50,11 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 struct Config {
   std::string prefix = "/debug/memory";  // where the routes live; "" for the root
   std::string token;                     // bearer token; empty = no authentication
+  // Without a token, only requests whose Host is a loopback name (localhost, 127.0.0.0/8,
+  // [::1]), the admin server's bound address or one of these names ("name" or
+  // "name:port") are served: a page that rebinds its own name to 127.0.0.1 reads nothing.
+  // With a token, any Host is. (LIVEHEAP_ALLOWED_HOSTS, comma-separated, in preload mode.)
+  std::vector<std::string> allowed_hosts;
   unsigned max_windows = 4;              // ?seconds=N requests waiting at once; more get 429
   // Opt-in per-request comparison (request_comparison.hpp): every request the Handler
   // declines -- the host's own -- is counted, and every N of them the heap is compared
@@ -53,6 +62,10 @@ struct Config {
   // comparison runs on the thread that handed the request in.
   std::optional<ComparisonConfig> compare_requests;
 };
+
+// LIVEHEAP_ALLOWED_HOSTS's syntax: "a.example, b.example:8080" -> {"a.example",
+// "b.example:8080"} (spaces and empty items dropped).
+std::vector<std::string> parse_allowed_hosts(std::string_view list);
 
 // Answers requests under Config::prefix and declines every other one.
 // Thread-safety: handle and handle_async may be called from any number of threads at once;

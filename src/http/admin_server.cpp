@@ -227,6 +227,8 @@ struct AdminServer::Impl {
 
 AdminServer::AdminServer(Config config, const std::string& host, std::uint16_t port) {
   IgnoreScope ignore;
+  // The bound address is a Host a browser may use for us; an IPv6 one is written "[addr]".
+  config.allowed_hosts.push_back(host.find(':') == std::string::npos ? host : "[" + host + "]");
   impl_ = std::make_unique<Impl>(std::move(config), host, port);
 }
 

@@ -53,6 +53,8 @@ void start_admin_server() {
     const Address address = parse_address(addr);
     liveheap::http::Config config;
     if (const char* token = std::getenv("LIVEHEAP_TOKEN")) config.token = token;
+    if (const char* hosts = std::getenv("LIVEHEAP_ALLOWED_HOSTS"))
+      config.allowed_hosts = liveheap::http::parse_allowed_hosts(hosts);
     if (const char* prefix = std::getenv("LIVEHEAP_PREFIX")) config.prefix = prefix;
     // Lives as long as the process: a static destructor could run while threads still
     // allocate, so it is deliberately never destroyed.
