@@ -104,6 +104,25 @@ TEST_F(TokenHostTest, WithATokenAnyHostIsServed) {
   EXPECT_TRUE(is_tracing());
 }
 
+TEST_F(BrowserTest, NoPageMayFrameTheDashboardOrInjectIntoIt) {
+  for (const char* target : {"/debug/memory/", "/debug/memory/static/app.js", "/debug/memory/stats",
+                             "/debug/memory/top?format=json", "/debug/memory/nope"}) {
+    const Reply reply = get(port(), target);
+    EXPECT_EQ(reply.header("x-frame-options"), "DENY") << target;
+    EXPECT_EQ(reply.header("x-content-type-options"), "nosniff") << target;
+    EXPECT_EQ(reply.header("content-security-policy"),
+              "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'")
+        << target;
+  }
+  // The policy allows no inline script or style: the page must not rely on any.
+  const std::string page = get(port(), "/debug/memory/").body;
+  ASSERT_NE(page.find("<script type=\"module\" src=\"static/app.js\"></script>"), std::string::npos);
+  EXPECT_EQ(page.find("<script>"), std::string::npos);
+  EXPECT_EQ(page.find("<style"), std::string::npos);
+  EXPECT_EQ(page.find(" style="), std::string::npos);
+  EXPECT_EQ(page.find(" onclick="), std::string::npos);
+}
+
 TEST(RequestPolicy, AllowedHostsList) {
   EXPECT_EQ(parse_allowed_hosts(" a.example, b.example:8080,,[fd00::1] ,"),
             (std::vector<std::string>{"a.example", "b.example:8080", "[fd00::1]"}));
