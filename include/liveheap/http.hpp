@@ -55,6 +55,10 @@ struct Config {
   // "name:port") are served: a page that rebinds its own name to 127.0.0.1 reads nothing.
   // With a token, any Host is. (LIVEHEAP_ALLOWED_HOSTS, comma-separated, in preload mode.)
   std::vector<std::string> allowed_hosts;
+  // The admin server refuses to listen on an address that is not loopback (0.0.0.0, a
+  // LAN address) without a token, unless this says so (LIVEHEAP_ALLOW_OPEN=1): then
+  // anyone who can reach the port may read the heap and stop tracing.
+  bool allow_open_without_token = false;
   unsigned max_windows = 4;              // ?seconds=N requests waiting at once; more get 429
   // Opt-in per-request comparison (request_comparison.hpp): every request the Handler
   // declines -- the host's own -- is counted, and every N of them the heap is compared
@@ -62,6 +66,14 @@ struct Config {
   // comparison runs on the thread that handed the request in.
   std::optional<ComparisonConfig> compare_requests;
 };
+
+// LIVEHEAP_ADDR's syntax: "port", ":port", "host:port", "[v6addr]:port" (e.g. [::1]:6060);
+// the host defaults to 127.0.0.1. Throws std::invalid_argument naming LIVEHEAP_ADDR.
+struct ListenAddress {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+};
+ListenAddress parse_listen_address(std::string_view text);
 
 // LIVEHEAP_ALLOWED_HOSTS's syntax: "a.example, b.example:8080" -> {"a.example",
 // "b.example:8080"} (spaces and empty items dropped).
@@ -121,7 +133,9 @@ class Handler {
 class AdminServer {
  public:
   // Binds host:port (port 0 picks a free one; host "127.0.0.1" keeps it to this machine)
-  // and starts serving. Throws std::runtime_error naming the address on any failure.
+  // and starts serving. Throws std::runtime_error naming the address on any failure, and
+  // for an address that is not loopback when there is no token and no
+  // Config::allow_open_without_token.
   AdminServer(Config config, const std::string& host, std::uint16_t port);
   ~AdminServer();  // stops serving and joins its threads
   AdminServer(const AdminServer&) = delete;

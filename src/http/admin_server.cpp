@@ -20,6 +20,7 @@
 
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
+#include "listen_address.hpp"
 #include "reply.hpp"
 
 namespace liveheap::http {
@@ -193,7 +194,9 @@ tcp::endpoint resolve(const std::string& host, std::uint16_t port) {
 struct AdminServer::Impl {
   Impl(Config config, const std::string& host, std::uint16_t port) : handler(std::move(config)) {
     try {
-      listener = std::make_shared<Listener>(ioc, resolve(host, port), handler);
+      const tcp::endpoint endpoint = resolve(host, port);
+      check_listen_policy(handler.config(), endpoint.address(), host, port);
+      listener = std::make_shared<Listener>(ioc, endpoint, handler);
     } catch (const boost::system::system_error& e) {
       throw std::runtime_error("cannot serve on " + host + ":" + std::to_string(port) + ": " +
                                e.code().message());
@@ -228,7 +231,7 @@ struct AdminServer::Impl {
 AdminServer::AdminServer(Config config, const std::string& host, std::uint16_t port) {
   IgnoreScope ignore;
   // The bound address is a Host a browser may use for us; an IPv6 one is written "[addr]".
-  config.allowed_hosts.push_back(host.find(':') == std::string::npos ? host : "[" + host + "]");
+  config.allowed_hosts.push_back(host_header_name(host));
   impl_ = std::make_unique<Impl>(std::move(config), host, port);
 }
 

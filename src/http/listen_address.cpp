@@ -2,6 +2,7 @@
 #include "listen_address.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <stdexcept>
 
 namespace liveheap::http {

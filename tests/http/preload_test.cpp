@@ -45,7 +45,7 @@ class PreloadTest : public ::testing::Test {
         std::vector<std::string>{LIVEHEAP_EXACT_TRUTH, "--phases"},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
                                  "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
-                                 "LIVEHEAP_MODE=exact", "LIVEHEAP_TOKEN="});
+                                 "LIVEHEAP_MODE=exact"});
     const auto ready = program_->read_line(20000);
     ASSERT_EQ(ready.value_or("EOF"), "BASELINE-READY");
   }
@@ -115,8 +115,7 @@ TEST(PreloadWrapper, TheProgramAWrapperExecsServesThePort) {
   const std::uint16_t port = free_port();
   ChildProcess program({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_EXACT_TRUTH + " --phases"},
                        {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
-                        "LIVEHEAP_TOKEN="});
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
   const Reply stats = get(port, "/debug/memory/stats?format=json");
   ASSERT_EQ(stats.status, 200) << "no answer on the port: the wrapper's socket leaked into the program";

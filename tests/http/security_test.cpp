@@ -123,6 +123,36 @@ TEST_F(BrowserTest, NoPageMayFrameTheDashboardOrInjectIntoIt) {
   EXPECT_EQ(page.find(" onclick="), std::string::npos);
 }
 
+TEST(ListenPolicy, AnOpenPortNeedsATokenOrAnExplicitOptIn) {
+  try {
+    AdminServer open(Config{}, "0.0.0.0", 0);
+    FAIL() << "served every interface without a token";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "refusing to serve 0.0.0.0:0 without a token: anyone who can reach it could read "
+              "the heap and stop tracing; set LIVEHEAP_TOKEN (Config::token), listen on "
+              "127.0.0.1, or opt in with LIVEHEAP_ALLOW_OPEN=1 (Config::allow_open_without_token)");
+  }
+  EXPECT_NO_THROW(AdminServer(Config{.token = "t"}, "0.0.0.0", 0));
+  EXPECT_NO_THROW(AdminServer(Config{.allow_open_without_token = true}, "0.0.0.0", 0));
+  EXPECT_NO_THROW(AdminServer(Config{}, "localhost", 0));
+}
+
+TEST(ListenPolicy, AddressesIncludingIpv6) {
+  const auto parsed = [](std::string_view text) {
+    const ListenAddress a = parse_listen_address(text);
+    return a.host + " " + std::to_string(a.port);
+  };
+  EXPECT_EQ(parsed("6060"), "127.0.0.1 6060");
+  EXPECT_EQ(parsed(":6060"), "127.0.0.1 6060");
+  EXPECT_EQ(parsed("0.0.0.0:80"), "0.0.0.0 80");
+  EXPECT_EQ(parsed("[::1]:6060"), "::1 6060");
+  EXPECT_EQ(parsed("[fe80::1%lo]:0"), "fe80::1%lo 0");
+  for (const char* bad : {"", "host:port", "::1:6060", "[::1]", "[::1]6060", "[]:1", "[::1:6060",
+                          "1:70000", "-1"})
+    EXPECT_THROW(parse_listen_address(bad), std::invalid_argument) << bad;
+}
+
 TEST(RequestPolicy, AllowedHostsList) {
   EXPECT_EQ(parse_allowed_hosts(" a.example, b.example:8080,,[fd00::1] ,"),
             (std::vector<std::string>{"a.example", "b.example:8080", "[fd00::1]"}));
