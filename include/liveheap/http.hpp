@@ -14,10 +14,12 @@
 // Query parameters (a route rejects those it does not take, naming them):
 //   format=text|json    default from Accept (application/json -> JSON, else text)
 //   key=line|file|function|traceback   limit=1..10000   cumulative=0|1
+//   traceback=0|1 on /diff and /top: each JSON stat with its whole stack (key=traceback
+//       and /tracebacks always have them; otherwise they are left out)
 //   include=GLOB exclude=GLOB (repeatable): fnmatch globs on the user frame's file;
 //       prefix "function:" to match its function instead, e.g. include=function:std::*
 //   seconds=1..60 on /diff and /top: a window, as Go's pprof: snapshot now, wait, diff
-//   mode=exact|sampled frames=1..128 sample_interval=BYTES on POST /start
+//   mode=exact|sampled frames=1..128 sample_interval=4096..2^40 BYTES on POST /start
 //
 // Requests are answered under liveheap::IgnoreScope: looking never shows up as growth.
 // Every failure is a 4xx (5xx only for liveheap's own faults) with a one-line reason,
@@ -94,8 +96,8 @@ std::vector<std::string> parse_allowed_hosts(std::string_view list);
 //   if (auto res = liveheap_.handle(req)) return std::move(*res);
 //
 // The trade-off: handle() does the work on the calling thread, so a report (a snapshot,
-// symbolization on a cold cache) and above all a ?seconds=N window block that thread; on a
-// single-threaded io_context that stalls the whole server for N seconds. handle_async()
+// symbolization on a cold cache) blocks that thread, and it refuses ?seconds=N windows,
+// which would stall a single-threaded io_context for N seconds. handle_async()
 // runs every request on a liveheap-owned worker thread (a timer for windows, so several
 // windows wait at once) and posts the response to the executor you give: the I/O thread
 // never waits. Prefer handle_async; handle() suits thread-per-request servers and tests.
@@ -112,7 +114,7 @@ class Handler {
   bool accepts(const Request& req) const noexcept;
 
   // std::nullopt when the request is not under the prefix; else the answer, made on this
-  // thread (a ?seconds=N window sleeps here).
+  // thread. A ?seconds=N window is refused (400): it would sleep on this thread.
   std::optional<Response> handle(const Request& req);
 
   // False, leaving `req` untouched, when the request is not under the prefix. Otherwise

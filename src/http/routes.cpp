@@ -173,7 +173,7 @@ Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
 
-constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters;
+constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters | kTraceback;
 const Route kRoutes[] = {
     {"/", Verb::get, kFormat, route_index, "the dashboard, or this index"},
     {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, mallinfo2"},

@@ -123,6 +123,50 @@ TEST_F(BrowserTest, NoPageMayFrameTheDashboardOrInjectIntoIt) {
   EXPECT_EQ(page.find(" onclick="), std::string::npos);
 }
 
+class BoundedWorkTest : public ServerTest {};
+
+TEST_F(BoundedWorkTest, SampleIntervalHasAFloorOverHttp) {
+  for (const char* interval : {"1", "16", "4095"}) {
+    const Reply reply = post(port(), std::string("/debug/memory/start?mode=sampled&sample_interval=") + interval);
+    EXPECT_EQ(reply.status, 400) << interval;
+    EXPECT_EQ(reply.body, std::string("sample_interval='") + interval +
+                              "' is not a whole number from 4096 to 1099511627776\n");
+  }
+  // 4096 passes the parser; tracing is already on, so it is the usual 409.
+  EXPECT_EQ(post(port(), "/debug/memory/start?mode=sampled&sample_interval=4096").status, 409);
+}
+
+TEST_F(BoundedWorkTest, JsonTracebacksOnlyWhereAsked) {
+  KnownAllocations known(3, 1000);
+  const auto has_stacks = [&](const std::string& query) {
+    const auto report = get(port(), "/debug/memory/top?format=json&limit=10000" + query).json();
+    std::size_t with = 0;
+    for (const auto& stat : report["stats"]) with += stat.contains("traceback");
+    EXPECT_GT(report["stats"].size(), 0u);
+    return with == report["stats"].size() ? "all" : with == 0 ? "none" : "some";
+  };
+  EXPECT_STREQ(has_stacks(""), "none");
+  EXPECT_STREQ(has_stacks("&key=function"), "none");
+  EXPECT_STREQ(has_stacks("&traceback=0"), "none");
+  EXPECT_STREQ(has_stacks("&traceback=1"), "all");
+  EXPECT_STREQ(has_stacks("&key=traceback"), "all");
+  EXPECT_EQ(get(port(), "/debug/memory/top?traceback=yes").status, 400);
+}
+
+TEST(BoundedWork, HandleRefusesAWindowInsteadOfSleepingOnTheHostsThread) {
+  if (!is_tracing()) start();
+  Handler handler;
+  Request req{boost::beast::http::verb::get, "/debug/memory/top?seconds=5", 11};
+  req.set(boost::beast::http::field::host, "localhost");
+  const auto started = std::chrono::steady_clock::now();
+  const auto res = handler.handle(req);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result_int(), 400);
+  EXPECT_EQ(res->body(), "seconds= windows are not served by Handler::handle (it would sleep on "
+                         "this thread); mount liveheap with handle_async, or use the admin server\n");
+}
+
 TEST(ListenPolicy, AnOpenPortNeedsATokenOrAnExplicitOptIn) {
   try {
     AdminServer open(Config{}, "0.0.0.0", 0);
