@@ -129,8 +129,9 @@ class Handler {
 };
 
 // A Beast HTTP server on its own thread and port that serves only a Handler's routes.
-// Bounded requests (8 KiB of headers, 1 KiB of body), a 10 s read timeout, one async
-// session per connection: a slow or half-sent request never blocks another client.
+// Bounded requests (8 KiB of headers, 1 KiB of body), 5 s to send a request head, one async
+// session per connection: a slow or half-sent request never blocks another client. At 64
+// connections, a new one closes the one that has waited longest for a request.
 // Thread-safety: construct and destroy on one thread; port() from any.
 class AdminServer {
  public:

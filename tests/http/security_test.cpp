@@ -1,5 +1,7 @@
 // Issue 12's attacks, each replayed against a real admin server: a cross-site form POST
 // (CSRF), a rebound DNS name (Host), and what must still work (scripts, the dashboard).
+#include <thread>
+
 #include "request_policy.hpp"
 #include "server_fixture.hpp"
 
@@ -165,6 +167,22 @@ TEST(BoundedWork, HandleRefusesAWindowInsteadOfSleepingOnTheHostsThread) {
   EXPECT_EQ(res->result_int(), 400);
   EXPECT_EQ(res->body(), "seconds= windows are not served by Handler::handle (it would sleep on "
                          "this thread); mount liveheap with handle_async, or use the admin server\n");
+}
+
+// Issue 12: 70 idle connections made a new client get "Connection reset by peer".
+TEST_F(BoundedWorkTest, IdleConnectionsCannotLockTheOperatorOut) {
+  constexpr int kCap = 64;  // admin_server.cpp's kMaxSessions
+  std::vector<std::unique_ptr<Connection>> idle;
+  for (int i = 0; i < kCap + 10; ++i) {
+    idle.push_back(std::make_unique<Connection>(port()));
+    if (i % 2 == 0)  // half of them keep-alive connections that were served once
+      idle.back()->write("GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get(port(), "/debug/memory/stats").status, 200) << i;
+  // The oldest idle ones were closed to make room: the first connection sees its end.
+  const std::string first = idle.front()->read_all(2000);
+  EXPECT_EQ(status_of(first), 200);  // its one answer, then the close
 }
 
 TEST(ListenPolicy, AnOpenPortNeedsATokenOrAnExplicitOptIn) {
