@@ -48,7 +48,9 @@ void start_admin_server() {
     // Lives as long as the process: a static destructor could run while threads still
     // allocate, so it is deliberately never destroyed.
     auto* server = new liveheap::http::AdminServer(config, address.host, address.port);
-    std::fprintf(stderr, "liveheap: serving http://%s:%u%s/\n", address.host.c_str(),
+    const bool v6 = address.host.find(':') != std::string::npos;
+    std::fprintf(stderr, "liveheap: serving http://%s%s%s:%u%s/\n", v6 ? "[" : "",
+                 address.host.c_str(), v6 ? "]" : "",
                  static_cast<unsigned>(server->port()), config.prefix.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "liveheap: admin server not started: %s\n", e.what());

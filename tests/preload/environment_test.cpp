@@ -86,6 +86,9 @@ TEST(PreloadEnvironment, TheAdminServerIsNeverOpenByAccident) {
     EXPECT_EQ(run.status, 0) << env;
     EXPECT_EQ(run.err.rfind("liveheap: serving http://", 0), 0u) << env << ": " << run.err;
   }
+  EXPECT_EQ(run_preloaded("LIVEHEAP_ADDR=[::1]:0", LIVEHEAP_EXACT_TRUTH_PATH).err.rfind(
+                "liveheap: serving http://[::1]:", 0),
+            0u);
 }
 
 TEST(PreloadEnvironment, EveryModeRunsRealProgramsQuietly) {
