@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace {
@@ -16,7 +18,9 @@ struct ProcessResult {
 
 // Runs `program` with LD_PRELOAD=the preload library and `env` prepended; captures output.
 ProcessResult run_preloaded(const std::string& env, const std::string& program) {
-  const std::string err_file = testing::TempDir() + "liveheap_env_err.txt";
+  // One file per test process: ctest -j runs this binary's tests side by side.
+  const std::string err_file =
+      testing::TempDir() + "liveheap_env_err." + std::to_string(getpid()) + ".txt";
   const std::string command = "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " " + program +
                               " 2>" + err_file;
   ProcessResult run;
