@@ -16,15 +16,19 @@
 // Query parameters (a route rejects those it does not take, naming them):
 //   format=text|json    default from Accept (application/json -> JSON, else text)
 //   key=line|file|function|traceback   limit=1..10000   cumulative=0|1
+//   traceback=0|1 on /diff and /top: each JSON stat with its whole stack (key=traceback
+//       and /tracebacks always have them; otherwise they are left out)
 //   include=GLOB exclude=GLOB (repeatable): fnmatch globs on the user frame's file;
 //       prefix "function:" to match its function instead, e.g. include=function:std::*
 //   seconds=1..60 on /diff and /top: a window, as Go's pprof: snapshot now, wait, diff
-//   mode=exact|sampled frames=1..128 sample_interval=BYTES on POST /start
+//   mode=exact|sampled frames=1..128 sample_interval=4096..2^40 BYTES on POST /start
 //
 // Requests are answered under liveheap::IgnoreScope: looking never shows up as growth.
 // Every failure is a 4xx (5xx only for liveheap's own faults) with a one-line reason,
 // as {"error": "..."} in JSON. With Config::token set, every route except the dashboard's
-// files (which hold no data) requires "Authorization: Bearer <token>".
+// files (which hold no data) requires "Authorization: Bearer <token>". What a browser could
+// be tricked into sending is refused with a 403 first: a POST from another origin (Origin,
+// Sec-Fetch-Site) and, without a token, a Host that is not this machine's (DNS rebinding).
 #pragma once
 
 #include <chrono>
@@ -33,6 +37,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/beast/http/message.hpp>
@@ -48,6 +54,15 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 struct Config {
   std::string prefix = "/debug/memory";  // where the routes live; "" for the root
   std::string token;                     // bearer token; empty = no authentication
+  // Without a token, only requests whose Host is a loopback name (localhost, 127.0.0.0/8,
+  // [::1]), the admin server's bound address or one of these names ("name" or
+  // "name:port") are served: a page that rebinds its own name to 127.0.0.1 reads nothing.
+  // With a token, any Host is. (LIVEHEAP_ALLOWED_HOSTS, comma-separated, in preload mode.)
+  std::vector<std::string> allowed_hosts;
+  // The admin server refuses to listen on an address that is not loopback (0.0.0.0, a
+  // LAN address) without a token, unless this says so (LIVEHEAP_ALLOW_OPEN=1): then
+  // anyone who can reach the port may read the heap and stop tracing.
+  bool allow_open_without_token = false;
   unsigned max_windows = 4;              // ?seconds=N requests waiting at once; more get 429
   // Opt-in per-request comparison (request_comparison.hpp): every request the Handler
   // declines -- the host's own -- is counted, and every N of them the heap is compared
@@ -55,6 +70,18 @@ struct Config {
   // comparison runs on the thread that handed the request in.
   std::optional<ComparisonConfig> compare_requests;
 };
+
+// LIVEHEAP_ADDR's syntax: "port", ":port", "host:port", "[v6addr]:port" (e.g. [::1]:6060);
+// the host defaults to 127.0.0.1. Throws std::invalid_argument naming LIVEHEAP_ADDR.
+struct ListenAddress {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+};
+ListenAddress parse_listen_address(std::string_view text);
+
+// LIVEHEAP_ALLOWED_HOSTS's syntax: "a.example, b.example:8080" -> {"a.example",
+// "b.example:8080"} (spaces and empty items dropped).
+std::vector<std::string> parse_allowed_hosts(std::string_view list);
 
 // Answers requests under Config::prefix and declines every other one.
 // Thread-safety: handle and handle_async may be called from any number of threads at once;
@@ -71,8 +98,8 @@ struct Config {
 //   if (auto res = liveheap_.handle(req)) return std::move(*res);
 //
 // The trade-off: handle() does the work on the calling thread, so a report (a snapshot,
-// symbolization on a cold cache) and above all a ?seconds=N window block that thread; on a
-// single-threaded io_context that stalls the whole server for N seconds. handle_async()
+// symbolization on a cold cache) blocks that thread, and it refuses ?seconds=N windows,
+// which would stall a single-threaded io_context for N seconds. handle_async()
 // runs every request on a liveheap-owned worker thread (a timer for windows, so several
 // windows wait at once) and posts the response to the executor you give: the I/O thread
 // never waits. Prefer handle_async; handle() suits thread-per-request servers and tests.
@@ -89,7 +116,7 @@ class Handler {
   bool accepts(const Request& req) const noexcept;
 
   // std::nullopt when the request is not under the prefix; else the answer, made on this
-  // thread (a ?seconds=N window sleeps here).
+  // thread. A ?seconds=N window is refused (400): it would sleep on this thread.
   std::optional<Response> handle(const Request& req);
 
   // False, leaving `req` untouched, when the request is not under the prefix. Otherwise
@@ -104,13 +131,16 @@ class Handler {
 };
 
 // A Beast HTTP server on its own thread and port that serves only a Handler's routes.
-// Bounded requests (8 KiB of headers, 1 KiB of body), a 10 s read timeout, one async
-// session per connection: a slow or half-sent request never blocks another client.
+// Bounded requests (8 KiB of headers, 1 KiB of body), 5 s to send a request head, one async
+// session per connection: a slow or half-sent request never blocks another client. At 64
+// connections, a new one closes the one that has waited longest for a request.
 // Thread-safety: construct and destroy on one thread; port() from any.
 class AdminServer {
  public:
   // Binds host:port (port 0 picks a free one; host "127.0.0.1" keeps it to this machine)
-  // and starts serving. Throws std::runtime_error naming the address on any failure.
+  // and starts serving. Throws std::runtime_error naming the address on any failure, and
+  // for an address that is not loopback when there is no token and no
+  // Config::allow_open_without_token.
   AdminServer(Config config, const std::string& host, std::uint16_t port);
   ~AdminServer();  // stops serving and joins its threads
   AdminServer(const AdminServer&) = delete;

@@ -20,6 +20,7 @@
 
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
+#include "listen_address.hpp"
 #include "reply.hpp"
 
 namespace liveheap::http {
@@ -33,9 +34,12 @@ using tcp = net::ip::tcp;
 constexpr std::uint32_t kMaxHeaderBytes = 8 * 1024;
 constexpr std::uint64_t kMaxBodyBytes = 1024;  // the routes take no body
 constexpr std::size_t kMaxBufferBytes = 16 * 1024;
-constexpr auto kReadTimeout = std::chrono::seconds(10);
+// The whole request head must arrive within this (a keep-alive connection's idle wait too).
+constexpr auto kReadTimeout = std::chrono::seconds(5);
 constexpr auto kWriteTimeout = std::chrono::seconds(10);
-constexpr long kMaxSessions = 64;  // beyond this, new connections are closed at once
+// At this many, a new connection closes the oldest one waiting for a request (an idle
+// keep-alive): idle connections can never lock the operator out.
+constexpr std::size_t kMaxSessions = 64;
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
 
 // Report a failure. A library must not write to its host's stderr for every client that
@@ -57,9 +61,23 @@ Response malformed_request(beast::error_code ec) {
 // Thread-safety: every step runs on the session's strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, Handler& handler, std::shared_ptr<const bool> slot)
-      : stream_(std::move(socket)), buffer_(kMaxBufferBytes), handler_(handler),
-        slot_(std::move(slot)) {}
+  Session(tcp::socket&& socket, Handler& handler)
+      : stream_(std::move(socket)), buffer_(kMaxBufferBytes), handler_(handler) {}
+
+  // Since when it waits for a request, or nullopt while it works on one (or was evicted).
+  std::optional<std::chrono::steady_clock::time_point> waiting_since() const {
+    const auto since = waiting_since_.load();
+    if (since == kBusy) return std::nullopt;
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
+  }
+
+  // Closes the connection, on its strand; the session ends when its read fails.
+  bool evicted() const { return evicted_; }
+  void evict() {
+    evicted_ = true;
+    waiting_since_ = kBusy;
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->stream_.close(); });
+  }
 
   // Start on the strand: the session's steps never run concurrently.
   void run() {
@@ -75,11 +93,13 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(kMaxBodyBytes);
     // A client that stops sending is dropped rather than holding the session forever.
     stream_.expires_after(kReadTimeout);
+    if (!evicted_) waiting_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
     bh::async_read(stream_, buffer_, *parser_,
                    beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t) {
+    waiting_since_ = kBusy;
     if (ec == bh::error::end_of_stream) return do_close();
     // The parser's verdict goes back to the client, then the connection closes: after a
     // malformed message nothing more on it can be trusted.
@@ -121,7 +141,9 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<bh::request_parser<bh::string_body>> parser_;
   Handler& handler_;
-  std::shared_ptr<const bool> slot_;  // counts this session among the listener's
+  static constexpr std::int64_t kBusy = -1;
+  std::atomic<std::int64_t> waiting_since_{kBusy};  // steady_clock ticks; read by the listener
+  std::atomic<bool> evicted_{false};
 };
 
 // Accepts connections and starts a session for each.
@@ -130,8 +152,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
  public:
   // Throws boost::system::system_error.
   Listener(net::io_context& ioc, const tcp::endpoint& endpoint, Handler& handler)
-      : ioc_(ioc), acceptor_(ioc), backoff_(ioc), handler_(handler),
-        slots_(std::make_shared<const bool>()) {
+      : ioc_(ioc), acceptor_(ioc), backoff_(ioc), handler_(handler) {
     // Close-on-exec, which Asio does not set: a program that execs (a wrapper script's
     // shell, pyenv's shims) would hand the listening socket to the new image, where no
     // thread serves it: clients would hang, and the new image's own server could not bind.
@@ -166,16 +187,39 @@ class Listener : public std::enable_shared_from_this<Listener> {
     }
     // Accepted sockets too (Asio's accept() takes no flags): not a child's to keep.
     ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-    if (slots_.use_count() <= kMaxSessions)
-      std::make_shared<Session>(std::move(socket), handler_, slots_)->run();
+    if (make_room()) {
+      auto session = std::make_shared<Session>(std::move(socket), handler_);
+      sessions_.push_back(session);
+      session->run();
+    }  // else every session is busy with a request: the new socket closes here
     do_accept();
+  }
+
+  // True when a new session may start: below the cap, or once the session that has waited
+  // longest for a request is evicted.
+  bool make_room() {
+    std::erase_if(sessions_, [](const std::weak_ptr<Session>& s) { return s.expired(); });
+    std::shared_ptr<Session> oldest;
+    std::size_t live = 0;
+    for (const auto& weak : sessions_) {
+      const auto session = weak.lock();
+      if (!session) continue;
+      const auto since = session->waiting_since();
+      if (session->evicted()) continue;  // on its way out
+      ++live;
+      if (since && (!oldest || *since < *oldest->waiting_since())) oldest = session;
+    }
+    if (live < kMaxSessions) return true;
+    if (!oldest) return false;
+    oldest->evict();
+    return true;
   }
 
   net::io_context& ioc_;
   tcp::acceptor acceptor_;
   net::steady_timer backoff_;
   Handler& handler_;
-  std::shared_ptr<const bool> slots_;  // one copy per live session
+  std::vector<std::weak_ptr<Session>> sessions_;
 };
 
 tcp::endpoint resolve(const std::string& host, std::uint16_t port) {
@@ -193,7 +237,9 @@ tcp::endpoint resolve(const std::string& host, std::uint16_t port) {
 struct AdminServer::Impl {
   Impl(Config config, const std::string& host, std::uint16_t port) : handler(std::move(config)) {
     try {
-      listener = std::make_shared<Listener>(ioc, resolve(host, port), handler);
+      const tcp::endpoint endpoint = resolve(host, port);
+      check_listen_policy(handler.config(), endpoint.address(), host, port);
+      listener = std::make_shared<Listener>(ioc, endpoint, handler);
     } catch (const boost::system::system_error& e) {
       throw std::runtime_error("cannot serve on " + host + ":" + std::to_string(port) + ": " +
                                e.code().message());
@@ -227,6 +273,8 @@ struct AdminServer::Impl {
 
 AdminServer::AdminServer(Config config, const std::string& host, std::uint16_t port) {
   IgnoreScope ignore;
+  // The bound address is a Host a browser may use for us; an IPv6 one is written "[addr]".
+  config.allowed_hosts.push_back(host_header_name(host));
   impl_ = std::make_unique<Impl>(std::move(config), host, port);
 }
 

@@ -10,6 +10,7 @@
 
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
+#include "reply.hpp"
 #include "routes.hpp"
 
 namespace liveheap::http {
@@ -126,10 +127,11 @@ std::optional<Response> Handler::handle(const Request& req) {
   }
   IgnoreScope ignore;
   Outcome outcome = answer(impl_->state, req);
-  if (auto* window = std::get_if<Window>(&outcome)) {
-    std::this_thread::sleep_for(window->wait);
-    return window->finish();
-  }
+  // A window would sleep on the host's own thread for up to a minute: refused here.
+  if (std::holds_alternative<Window>(outcome))
+    return make_error(reply_to(req), Status::bad_request,
+                      "seconds= windows are not served by Handler::handle (it would sleep on "
+                      "this thread); mount liveheap with handle_async, or use the admin server");
   return std::get<Response>(std::move(outcome));
 }
 

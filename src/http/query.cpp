@@ -19,6 +19,7 @@ constexpr std::array kParamNames{
     ParamName{"include", kFilters}, ParamName{"exclude", kFilters},
     ParamName{"seconds", kSeconds}, ParamName{"mode", kStartOptions},
     ParamName{"frames", kStartOptions}, ParamName{"sample_interval", kStartOptions},
+    ParamName{"traceback", kTraceback},
 };
 
 [[noreturn]] void bad_request(const std::string& reason) {
@@ -143,7 +144,11 @@ void set_param(Query& query, std::string_view name, const std::string& value) {
   } else if (name == "frames") {
     query.frames = static_cast<unsigned>(parse_number(name, value, 1, kMaxFrames));
   } else if (name == "sample_interval") {
-    query.sample_interval = parse_number(name, value, 1, std::uint64_t{1} << 40);
+    query.sample_interval =
+        parse_number(name, value, kMinHttpSampleInterval, std::uint64_t{1} << 40);
+  } else if (name == "traceback") {
+    if (value != "0" && value != "1") bad_request("traceback=" + excerpt(value) + " is not 0 or 1");
+    query.traceback = value == "1";
   }
 }
 

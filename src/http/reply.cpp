@@ -43,6 +43,10 @@ Response make_response(const ReplyTo& to, Status status, std::string body,
   // Reports describe one moment: a cached copy would be a wrong answer.
   res.set(bh::field::cache_control, "no-store");
   res.set("X-Content-Type-Options", "nosniff");
+  // No page may frame the dashboard (clickjacking its buttons), and the dashboard runs only
+  // its own files: no inline script or style, nothing from elsewhere (data: is its favicon).
+  res.set("X-Frame-Options", "DENY");
+  res.set("Content-Security-Policy", kContentSecurityPolicy);
   res.keep_alive(to.keep_alive);
   res.body() = std::move(body);
   res.prepare_payload();

@@ -17,6 +17,10 @@ using Status = boost::beast::http::status;
 
 enum class Format { text, json };
 
+// Sent with every response; the dashboard (web/static) keeps to it.
+inline constexpr std::string_view kContentSecurityPolicy =
+    "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
+
 // What every response to one request shares.
 struct ReplyTo {
   unsigned version = 11;

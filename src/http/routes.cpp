@@ -12,6 +12,7 @@
 #include "process_memory.hpp"
 #include "query.hpp"
 #include "reports.hpp"
+#include "request_policy.hpp"
 
 namespace liveheap::http {
 namespace {
@@ -174,7 +175,7 @@ Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
 
-constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters;
+constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters | kTraceback;
 const Route kRoutes[] = {
     {"/", Verb::get, kFormat, route_index, "the dashboard, or this index"},
     {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, the allocator and its figures"},
@@ -237,6 +238,7 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
   const std::string& prefix = state.config.prefix;
   if (!target.path.starts_with(prefix))  // Handler::accepts let it through: cannot happen
     throw RequestError(Status::not_found, "not under " + prefix);
+  if (auto refused = check_request_policy(req, state.config, to)) return std::move(*refused);
   const std::string_view rest = std::string_view(target.path).substr(prefix.size());
   if (rest.empty()) {  // "/debug/memory": the dashboard's relative links need the slash
     Response res = make_error(to, Status::permanent_redirect, "see " + prefix + "/");

@@ -2,7 +2,6 @@
 // (sampled by default: cheap enough to leave on) and,
 // with LIVEHEAP_ADDR=[host:]port, starts the standalone admin server. A bad value is
 // reported once on stderr and tracking stays off: the host program always runs on.
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -14,26 +13,12 @@
 
 namespace {
 
-struct Address {
-  std::string host = "127.0.0.1";
-  unsigned short port = 0;
-};
-
-// "port", ":port" or "host:port"; the host defaults to loopback.
-Address parse_address(std::string_view text) {
-  Address address;
-  std::string_view port = text;
-  if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {
-    if (colon > 0) address.host = std::string(text.substr(0, colon));
-    port = text.substr(colon + 1);
-  }
-  unsigned value = 0;
-  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535)
-    throw std::invalid_argument("LIVEHEAP_ADDR='" + std::string(text) +
-                                "' is not [host:]port with a port from 0 to 65535");
-  address.port = static_cast<unsigned short>(value);
-  return address;
+// LIVEHEAP_ALLOW_OPEN: "1" opts in to a non-loopback address without a token.
+bool allow_open() {
+  const char* value = std::getenv("LIVEHEAP_ALLOW_OPEN");
+  if (value == nullptr || std::string_view(value) == "0") return false;
+  if (std::string_view(value) == "1") return true;
+  throw std::invalid_argument("LIVEHEAP_ALLOW_OPEN='" + std::string(value) + "' is not 0 or 1");
 }
 
 void start_tracking() {
@@ -50,14 +35,22 @@ void start_admin_server() {
   if (addr == nullptr) return;
   try {
     liveheap::IgnoreScope ignore;
-    const Address address = parse_address(addr);
+    const auto address = liveheap::http::parse_listen_address(addr);
     liveheap::http::Config config;
-    if (const char* token = std::getenv("LIVEHEAP_TOKEN")) config.token = token;
+    if (const char* token = std::getenv("LIVEHEAP_TOKEN")) {
+      if (*token == '\0') throw std::invalid_argument("LIVEHEAP_TOKEN is empty");
+      config.token = token;
+    }
+    config.allow_open_without_token = allow_open();
+    if (const char* hosts = std::getenv("LIVEHEAP_ALLOWED_HOSTS"))
+      config.allowed_hosts = liveheap::http::parse_allowed_hosts(hosts);
     if (const char* prefix = std::getenv("LIVEHEAP_PREFIX")) config.prefix = prefix;
     // Lives as long as the process: a static destructor could run while threads still
     // allocate, so it is deliberately never destroyed.
     auto* server = new liveheap::http::AdminServer(config, address.host, address.port);
-    std::fprintf(stderr, "liveheap: serving http://%s:%u%s/\n", address.host.c_str(),
+    const bool v6 = address.host.find(':') != std::string::npos;
+    std::fprintf(stderr, "liveheap: serving http://%s%s%s:%u%s/\n", v6 ? "[" : "",
+                 address.host.c_str(), v6 ? "]" : "",
                  static_cast<unsigned>(server->port()), config.prefix.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "liveheap: admin server not started: %s\n", e.what());

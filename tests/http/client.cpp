@@ -71,8 +71,12 @@ int status_of(std::string_view raw) {
 
 Reply send(std::uint16_t port, std::string_view method, std::string_view target,
            std::string_view headers, std::string_view body) {
-  std::string request = std::string(method) + " " + std::string(target) +
-                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
+  // Host: 127.0.0.1 unless the test writes its own.
+  std::string lower(headers);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool own_host = lower.starts_with("host:") || lower.find("\nhost:") != std::string::npos;
+  std::string request = std::string(method) + " " + std::string(target) + " HTTP/1.1\r\n" +
+                        (own_host ? "" : "Host: 127.0.0.1\r\n") + "Connection: close\r\n" +
                         std::string(headers);
   if (!body.empty() || method == "POST")
     request += "Content-Length: " + std::to_string(body.size()) + "\r\n";

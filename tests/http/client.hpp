@@ -27,7 +27,8 @@ struct Reply {
   std::string header(const std::string& name) const;
 };
 
-// One request on a fresh connection. `headers` as "Name: value\r\n" lines.
+// One request on a fresh connection. `headers` as "Name: value\r\n" lines; "Host: 127.0.0.1"
+// is added unless they hold a Host of their own.
 Reply send(std::uint16_t port, std::string_view method, std::string_view target,
            std::string_view headers = {}, std::string_view body = {});
 inline Reply get(std::uint16_t port, std::string_view target, std::string_view headers = {}) {

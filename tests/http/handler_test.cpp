@@ -20,7 +20,7 @@ Config with_prefix(std::string prefix) {
 
 Request make_request(bh::verb method, std::string_view target) {
   Request req{method, target, 11};
-  req.set(bh::field::host, "x");
+  req.set(bh::field::host, "localhost");
   return req;
 }
 

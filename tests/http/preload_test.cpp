@@ -21,7 +21,7 @@ class PreloadTest : public ::testing::Test {
         std::vector<std::string>{LIVEHEAP_EXACT_TRUTH, "--phases"},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
                                  "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
-                                 "LIVEHEAP_MODE=exact", "LIVEHEAP_TOKEN="});
+                                 "LIVEHEAP_MODE=exact"});
     const auto ready = program_->read_line(20000);
     ASSERT_EQ(ready.value_or("EOF"), "BASELINE-READY");
   }
@@ -89,8 +89,7 @@ TEST(PreloadWrapper, TheProgramAWrapperExecsServesThePort) {
   const std::uint16_t port = free_port();
   ChildProcess program({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_EXACT_TRUTH + " --phases"},
                        {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
-                        "LIVEHEAP_TOKEN="});
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
   const Reply stats = get(port, "/debug/memory/stats?format=json");
   ASSERT_EQ(stats.status, 200) << "no answer on the port: the wrapper's socket leaked into the program";
@@ -123,7 +122,7 @@ TEST(PreloadPlumbing, ANamedArenaPointsKeyLineAtItsCallers) {
     const std::uint16_t port = free_port();
     std::vector<std::string> env{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
                                  "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-                                 "LIVEHEAP_MODE=exact", "LIVEHEAP_TOKEN="};
+                                 "LIVEHEAP_MODE=exact"};
     // Matches the name as shown ("(anonymous namespace)::arena_allocate"), not the full one.
     if (named) env.push_back("LIVEHEAP_PLUMBING=*/no_such_dir/*, function:*arena_allocate");
     ChildProcess program({LIVEHEAP_ARENA_PROGRAM}, env);

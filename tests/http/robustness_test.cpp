@@ -11,7 +11,7 @@ namespace {
 
 std::string request(const std::string& method, const std::string& target,
                     const std::string& headers = "") {
-  return method + " " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers +
+  return method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
          "\r\n";
 }
 
@@ -55,25 +55,25 @@ std::vector<std::string> malformed_requests() {
   for (int i = 0; i < 600; ++i) many += "X-" + std::to_string(i) + ": 0123456789\r\n";  // 10 KiB
   out.push_back(request("GET", p + "/stats", many));
   out.push_back(request("GET", p + "/top?include=" + std::string(10000, 'x')));
-  out.push_back("POST " + p + "/baseline HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" +
+  out.push_back("POST " + p + "/baseline HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n" +
                 std::string(5000, 'b'));
-  out.push_back("POST " + p + "/baseline HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+  out.push_back("POST " + p + "/baseline HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                 "1000\r\n" + std::string(4096, 'c') + "\r\n0\r\n\r\n");
-  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n");
-  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n");
-  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
-  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nshort");
-  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n");
+  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n");
+  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
+  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\nshort");
+  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
   // Raw garbage and broken HTTP.
   for (const char* raw :
        {"GARBAGE\r\n\r\n", "\r\n\r\n", "GET\r\n\r\n", "GET /debug/memory/stats\r\n\r\n",
         "GET /debug/memory/stats HTTP/9.9\r\n\r\n", "GET /debug/memory/stats HTTP/1.1\r\nHost\r\n\r\n",
         "GET /debug/memory/stats HTTP/1.1\r\n: empty-name\r\n\r\n",
         "GET /debug/memory/stats HTTP/1.1\r\nBad Header: x\r\n\r\n",
-        "GET http://x/debug/memory/stats HTTP/1.1\r\nHost: x\r\n\r\n", "GET * HTTP/1.1\r\n\r\n",
+        "GET http://x/debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "GET * HTTP/1.1\r\n\r\n",
         "GET /debug/memory/st ats HTTP/1.1\r\n\r\n", "G ET /debug/memory/stats HTTP/1.1\r\n\r\n",
-        "GET /debug/memory/stats HTTP/1.1\nHost: x\n\n", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
-        "GET /debug/memory/stats HTTP/1.1\r\nHost: x\r\nX: \x01\r\n\r\n", "\xff\xfe\xfd",
+        "GET /debug/memory/stats HTTP/1.1\nHost: 127.0.0.1\n\n", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+        "GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nX: \x01\r\n\r\n", "\xff\xfe\xfd",
         "GET /debug/memory/stats HTTP/1.1\r\nHost: x", "GET /debug/memory/sta"})
     out.push_back(raw);
   std::mt19937 random(42);
@@ -83,7 +83,7 @@ std::vector<std::string> malformed_requests() {
     out.push_back(noise);
   }
   using namespace std::string_literals;  // the NUL is part of the request
-  out.push_back("GET /debug/memory/stats HTTP/1.1\r\nHost: x\r\n\0\r\n\r\n"s);
+  out.push_back("GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\0\r\n\r\n"s);
   return out;
 }
 
@@ -131,7 +131,7 @@ TEST_F(RobustnessTest, SlowClientsNeverBlockOthers) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(get(port(), "/debug/memory/stats").status, 200);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
   // The slow ones finish their requests and are answered too.
-  slow[0]->write("st: x\r\nConnection: close\r\n\r\n");
+  slow[0]->write("st: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_of(slow[0]->read_all(5000)), 200);
 }
 
@@ -142,15 +142,15 @@ TEST_F(RobustnessTest, AHalfSentRequestTimesOut) {
   const std::string raw = slow.read_all(20000);  // returns when the server closes
   const auto waited = std::chrono::steady_clock::now() - started;
   EXPECT_EQ(raw, "");
-  EXPECT_GE(waited, std::chrono::seconds(9));
-  EXPECT_LT(waited, std::chrono::seconds(15));
+  EXPECT_GE(waited, std::chrono::seconds(4));
+  EXPECT_LT(waited, std::chrono::seconds(8));
 }
 
 TEST_F(RobustnessTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   Connection connection(port());
-  connection.write("GET /debug/memory/stats HTTP/1.1\r\nHost: x\r\n\r\n"
-                   "GET /debug/memory/top?limit=1 HTTP/1.1\r\nHost: x\r\n\r\n"
-                   "GET /debug/memory/stats?format=json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  connection.write("GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                   "GET /debug/memory/top?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                   "GET /debug/memory/stats?format=json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   const std::string raw = connection.read_all(5000);
   std::size_t answers = 0;
   for (std::size_t at = 0; (at = raw.find("HTTP/1.1 200 OK", at)) != std::string::npos; ++at) ++answers;

@@ -64,6 +64,42 @@ TEST(PreloadEnvironment, BadValuesAreReportedOnceAndTheProgramRunsOn) {
   }
 }
 
+// Issue 12: an empty token is a mistake, not "no authentication"; a port open to the
+// network without a token needs an explicit opt-in; IPv6 addresses in brackets work.
+TEST(PreloadEnvironment, TheAdminServerIsNeverOpenByAccident) {
+  const std::string refused =
+      "liveheap: admin server not started: refusing to serve 0.0.0.0:0 without a token: anyone "
+      "who can reach it could read the heap and stop tracing; set LIVEHEAP_TOKEN "
+      "(Config::token), listen on 127.0.0.1, or opt in with LIVEHEAP_ALLOW_OPEN=1 "
+      "(Config::allow_open_without_token)\n";
+  const std::pair<const char*, std::string> cases[] = {
+      {"LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_TOKEN=",
+       "liveheap: admin server not started: LIVEHEAP_TOKEN is empty\n"},
+      {"LIVEHEAP_ADDR=0.0.0.0:0", refused},
+      {"LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_ALLOW_OPEN=0", refused},
+      {"LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_ALLOW_OPEN=yes",
+       "liveheap: admin server not started: LIVEHEAP_ALLOW_OPEN='yes' is not 0 or 1\n"},
+      {"LIVEHEAP_ADDR=::1:0",
+       "liveheap: admin server not started: LIVEHEAP_ADDR='::1:0' is not [host:]port with a port "
+       "from 0 to 65535 (an IPv6 host in brackets, e.g. [::1]:6060)\n"},
+  };
+  for (const auto& [env, message] : cases) {
+    const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
+    EXPECT_EQ(run.status, 0) << env;
+    EXPECT_EQ(run.err, message) << env;
+  }
+  for (const char* env : {"LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_ALLOW_OPEN=1",
+                          "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_TOKEN=t0ken", "LIVEHEAP_ADDR=[::1]:0",
+                          "LIVEHEAP_ADDR=localhost:0"}) {
+    const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
+    EXPECT_EQ(run.status, 0) << env;
+    EXPECT_EQ(run.err.rfind("liveheap: serving http://", 0), 0u) << env << ": " << run.err;
+  }
+  EXPECT_EQ(run_preloaded("LIVEHEAP_ADDR=[::1]:0", LIVEHEAP_EXACT_TRUTH_PATH).err.rfind(
+                "liveheap: serving http://[::1]:", 0),
+            0u);
+}
+
 TEST(PreloadEnvironment, EveryModeRunsRealProgramsQuietly) {
   for (const char* env : {"LIVEHEAP_MODE=off", "LIVEHEAP_MODE=exact", "LIVEHEAP_MODE=sampled",
                           "LIVEHEAP_MODE=exact LIVEHEAP_FRAMES=128",

@@ -1,0 +1,22 @@
+// Which requests a browser may not make: DNS rebinding (a Host that is not ours, when there
+// is no token) and cross-site requests that change state (CSRF), refused before any route runs.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "reply.hpp"
+
+namespace liveheap::http {
+
+// True for localhost, 127.0.0.0/8 and [::1], with or without ":port".
+bool is_loopback_host(std::string_view host);
+
+// std::nullopt when the request may go on to its route; else the 403 to send, with a
+// one-line reason. Without Config::token, the Host must be a loopback name or one of
+// Config::allowed_hosts; a POST must not come from another origin (Origin, Sec-Fetch-Site).
+std::optional<Response> check_request_policy(const Request& req, const Config& config,
+                                             const ReplyTo& to);
+
+}  // namespace liveheap::http

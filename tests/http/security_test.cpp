@@ -1,0 +1,234 @@
+// Issue 12's attacks, each replayed against a real admin server: a cross-site form POST
+// (CSRF), a rebound DNS name (Host), and what must still work (scripts, the dashboard).
+#include <thread>
+
+#include "request_policy.hpp"
+#include "server_fixture.hpp"
+
+namespace http_test {
+namespace {
+
+class BrowserTest : public ServerTest {};
+
+// What a plain HTML form on another site sends: no preflight, the browser adds Origin.
+Reply form_post(std::uint16_t port, const std::string& route, const std::string& extra) {
+  return post(port, "/debug/memory" + route,
+              "Content-Type: application/x-www-form-urlencoded\r\n" + extra);
+}
+
+TEST_F(BrowserTest, ACrossSiteFormCannotChangeState) {
+  for (const char* route : {"/stop", "/clear", "/trim", "/reset-peak", "/baseline",
+                            "/start?mode=exact&frames=128"}) {
+    const Reply reply = form_post(port(), route,
+                                  "Origin: http://attacker.example\r\nSec-Fetch-Site: cross-site\r\n");
+    EXPECT_EQ(reply.status, 403) << route;
+  }
+  EXPECT_TRUE(is_tracing());  // /stop was refused
+  // Each signal alone is enough: an old browser sends only Origin, a new one both.
+  const Reply origin_only = form_post(port(), "/stop", "Origin: http://attacker.example\r\n");
+  EXPECT_EQ(origin_only.status, 403);
+  EXPECT_EQ(origin_only.body,
+            "Origin 'http://attacker.example' is not this server ('127.0.0.1'): a page elsewhere "
+            "may not change liveheap's state; send it from the dashboard or a script\n");
+  for (const char* site : {"cross-site", "same-site"}) {
+    const Reply fetch_only = form_post(port(), "/stop", std::string("Sec-Fetch-Site: ") + site + "\r\n");
+    EXPECT_EQ(fetch_only.status, 403) << site;
+    EXPECT_EQ(fetch_only.body, "a " + std::string(site) +
+                                   " request may not change liveheap's state (Sec-Fetch-Site); "
+                                   "send it from the dashboard or a script\n");
+  }
+  // A sandboxed frame or a file: page says "null"; another port is another origin.
+  EXPECT_EQ(form_post(port(), "/stop", "Origin: null\r\n").status, 403);
+  EXPECT_EQ(post(port(), "/debug/memory/stop", "Host: 127.0.0.1:1\r\nOrigin: http://127.0.0.1:2\r\n").status, 403);
+  EXPECT_TRUE(is_tracing());
+}
+
+TEST_F(BrowserTest, TheDashboardAndScriptsStillWork) {
+  const std::string self = "127.0.0.1:" + std::to_string(port());
+  // The dashboard: same origin, as Chromium sends it.
+  const Reply dashboard = post(port(), "/debug/memory/reset-peak?format=json",
+                               "Host: " + self + "\r\nOrigin: http://" + self +
+                                   "\r\nSec-Fetch-Site: same-origin\r\n");
+  EXPECT_EQ(dashboard.status, 200) << dashboard.body;
+  // Default ports are left out of Origin by browsers and may be spelt in Host.
+  EXPECT_EQ(post(port(), "/debug/memory/reset-peak", "Host: localhost:80\r\nOrigin: http://localhost\r\n").status, 200);
+  // curl, scripts: no Origin, no Sec-Fetch-Site.
+  EXPECT_EQ(post(port(), "/debug/memory/clear").status, 200);
+  // Reads are not state changes: a GET's Origin does not matter (the same-origin policy
+  // keeps a foreign page from reading the answer).
+  EXPECT_EQ(get(port(), "/debug/memory/stats", "Origin: http://attacker.example\r\n").status, 200);
+}
+
+TEST_F(BrowserTest, AReboundNameIsRefusedWithoutAToken) {
+  const std::string at_port = ":" + std::to_string(port());
+  for (const std::string& host : std::vector<std::string>{
+           "attacker.example" + at_port, "attacker.example", "10.1.2.3" + at_port,
+           "localhost.attacker.example", "127.0.0.1.nip.io", ""}) {
+    const Reply reply = get(port(), "/debug/memory/stats", "Host: " + host + "\r\n");
+    EXPECT_EQ(reply.status, 403) << host;
+    EXPECT_EQ(reply.body, "Host '" + host +
+                              "' is not served without a token: only localhost, 127.0.0.0/8, "
+                              "[::1] and the bound address are; set LIVEHEAP_TOKEN, or add the "
+                              "name to LIVEHEAP_ALLOWED_HOSTS (Config::allowed_hosts)\n")
+        << host;
+    // The dashboard and its files, too: the page would run under the attacker's name.
+    EXPECT_EQ(get(port(), "/debug/memory/", "Host: " + host + "\r\n").status, 403) << host;
+  }
+  for (const std::string& host : std::vector<std::string>{
+           "localhost" + at_port, "LOCALHOST", "127.0.0.1" + at_port, "127.5.6.7",
+           "[::1]" + at_port, "[::1]"})
+    EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: " + host + "\r\n").status, 200) << host;
+}
+
+class AllowedHostsTest : public ServerTest {
+  Config config() const override { return {.allowed_hosts = {"heap.internal", "box:6060"}}; }
+};
+
+TEST_F(AllowedHostsTest, ListedNamesAreServed) {
+  EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: heap.internal:6060\r\n").status, 200);
+  EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: HEAP.internal\r\n").status, 200);
+  EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: box:6060\r\n").status, 200);
+  EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: box:6061\r\n").status, 403);
+  EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: other.internal\r\n").status, 403);
+}
+
+class TokenHostTest : public ServerTest {
+  Config config() const override { return {.token = "t0ken"}; }
+};
+
+TEST_F(TokenHostTest, WithATokenAnyHostIsServed) {
+  EXPECT_EQ(get(port(), "/debug/memory/stats",
+                "Host: heap.example.com\r\nAuthorization: Bearer t0ken\r\n").status, 200);
+  EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: heap.example.com\r\n").status, 401);
+  // The token does not make a cross-site POST acceptable: a browser may hold it.
+  EXPECT_EQ(post(port(), "/debug/memory/stop",
+                 "Authorization: Bearer t0ken\r\nOrigin: http://attacker.example\r\n").status, 403);
+  EXPECT_TRUE(is_tracing());
+}
+
+TEST_F(BrowserTest, NoPageMayFrameTheDashboardOrInjectIntoIt) {
+  for (const char* target : {"/debug/memory/", "/debug/memory/static/app.js", "/debug/memory/stats",
+                             "/debug/memory/top?format=json", "/debug/memory/nope"}) {
+    const Reply reply = get(port(), target);
+    EXPECT_EQ(reply.header("x-frame-options"), "DENY") << target;
+    EXPECT_EQ(reply.header("x-content-type-options"), "nosniff") << target;
+    EXPECT_EQ(reply.header("content-security-policy"),
+              "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'")
+        << target;
+  }
+  // The policy allows no inline script or style: the page must not rely on any.
+  const std::string page = get(port(), "/debug/memory/").body;
+  ASSERT_NE(page.find("<script type=\"module\" src=\"static/app.js\"></script>"), std::string::npos);
+  EXPECT_EQ(page.find("<script>"), std::string::npos);
+  EXPECT_EQ(page.find("<style"), std::string::npos);
+  EXPECT_EQ(page.find(" style="), std::string::npos);
+  EXPECT_EQ(page.find(" onclick="), std::string::npos);
+}
+
+class BoundedWorkTest : public ServerTest {};
+
+TEST_F(BoundedWorkTest, SampleIntervalHasAFloorOverHttp) {
+  for (const char* interval : {"1", "16", "4095"}) {
+    const Reply reply = post(port(), std::string("/debug/memory/start?mode=sampled&sample_interval=") + interval);
+    EXPECT_EQ(reply.status, 400) << interval;
+    EXPECT_EQ(reply.body, std::string("sample_interval='") + interval +
+                              "' is not a whole number from 4096 to 1099511627776\n");
+  }
+  // 4096 passes the parser; tracing is already on, so it is the usual 409.
+  EXPECT_EQ(post(port(), "/debug/memory/start?mode=sampled&sample_interval=4096").status, 409);
+}
+
+TEST_F(BoundedWorkTest, JsonTracebacksOnlyWhereAsked) {
+  KnownAllocations known(3, 1000);
+  const auto has_stacks = [&](const std::string& query) {
+    const auto report = get(port(), "/debug/memory/top?format=json&limit=10000" + query).json();
+    std::size_t with = 0;
+    for (const auto& stat : report["stats"]) with += stat.contains("traceback");
+    EXPECT_GT(report["stats"].size(), 0u);
+    return with == report["stats"].size() ? "all" : with == 0 ? "none" : "some";
+  };
+  EXPECT_STREQ(has_stacks(""), "none");
+  EXPECT_STREQ(has_stacks("&key=function"), "none");
+  EXPECT_STREQ(has_stacks("&traceback=0"), "none");
+  EXPECT_STREQ(has_stacks("&traceback=1"), "all");
+  EXPECT_STREQ(has_stacks("&key=traceback"), "all");
+  EXPECT_EQ(get(port(), "/debug/memory/top?traceback=yes").status, 400);
+}
+
+TEST(BoundedWork, HandleRefusesAWindowInsteadOfSleepingOnTheHostsThread) {
+  if (!is_tracing()) start();
+  Handler handler;
+  Request req{boost::beast::http::verb::get, "/debug/memory/top?seconds=5", 11};
+  req.set(boost::beast::http::field::host, "localhost");
+  const auto started = std::chrono::steady_clock::now();
+  const auto res = handler.handle(req);
+  // Less than the 5 s window it was asked for (the machine may be loaded: not a timing test).
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(4500));
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result_int(), 400);
+  EXPECT_EQ(res->body(), "seconds= windows are not served by Handler::handle (it would sleep on "
+                         "this thread); mount liveheap with handle_async, or use the admin server\n");
+}
+
+// Issue 12: 70 idle connections made a new client get "Connection reset by peer".
+TEST_F(BoundedWorkTest, IdleConnectionsCannotLockTheOperatorOut) {
+  constexpr int kCap = 64;  // admin_server.cpp's kMaxSessions
+  std::vector<std::unique_ptr<Connection>> idle;
+  for (int i = 0; i < kCap + 10; ++i) {
+    idle.push_back(std::make_unique<Connection>(port()));
+    if (i % 2 == 0)  // half of them keep-alive connections that were served once
+      idle.back()->write("GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get(port(), "/debug/memory/stats").status, 200) << i;
+  // The oldest idle ones were closed to make room: the first connection sees its end.
+  const std::string first = idle.front()->read_all(2000);
+  EXPECT_EQ(status_of(first), 200);  // its one answer, then the close
+}
+
+TEST(ListenPolicy, AnOpenPortNeedsATokenOrAnExplicitOptIn) {
+  try {
+    AdminServer open(Config{}, "0.0.0.0", 0);
+    FAIL() << "served every interface without a token";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "refusing to serve 0.0.0.0:0 without a token: anyone who can reach it could read "
+              "the heap and stop tracing; set LIVEHEAP_TOKEN (Config::token), listen on "
+              "127.0.0.1, or opt in with LIVEHEAP_ALLOW_OPEN=1 (Config::allow_open_without_token)");
+  }
+  EXPECT_NO_THROW(AdminServer(Config{.token = "t"}, "0.0.0.0", 0));
+  EXPECT_NO_THROW(AdminServer(Config{.allow_open_without_token = true}, "0.0.0.0", 0));
+  EXPECT_NO_THROW(AdminServer(Config{}, "localhost", 0));
+}
+
+TEST(ListenPolicy, AddressesIncludingIpv6) {
+  const auto parsed = [](std::string_view text) {
+    const ListenAddress a = parse_listen_address(text);
+    return a.host + " " + std::to_string(a.port);
+  };
+  EXPECT_EQ(parsed("6060"), "127.0.0.1 6060");
+  EXPECT_EQ(parsed(":6060"), "127.0.0.1 6060");
+  EXPECT_EQ(parsed("0.0.0.0:80"), "0.0.0.0 80");
+  EXPECT_EQ(parsed("[::1]:6060"), "::1 6060");
+  EXPECT_EQ(parsed("[fe80::1%lo]:0"), "fe80::1%lo 0");
+  for (const char* bad : {"", "host:port", "::1:6060", "[::1]", "[::1]6060", "[]:1", "[::1:6060",
+                          "1:70000", "-1"})
+    EXPECT_THROW(parse_listen_address(bad), std::invalid_argument) << bad;
+}
+
+TEST(RequestPolicy, AllowedHostsList) {
+  EXPECT_EQ(parse_allowed_hosts(" a.example, b.example:8080,,[fd00::1] ,"),
+            (std::vector<std::string>{"a.example", "b.example:8080", "[fd00::1]"}));
+  EXPECT_TRUE(parse_allowed_hosts("").empty());
+}
+
+TEST(RequestPolicy, LoopbackHosts) {
+  for (const char* yes : {"localhost", "localhost:8080", "127.0.0.1", "127.255.0.9:1", "[::1]", "[::1]:6060"})
+    EXPECT_TRUE(is_loopback_host(yes)) << yes;
+  for (const char* no : {"", "localhost.evil", "128.0.0.1", "[::2]", "::1", "0x7f000001", "127.1",
+                         "127.0.0.1.evil", "[::ffff:10.0.0.1]", "10.0.0.1:80", "[::1"})
+    EXPECT_FALSE(is_loopback_host(no)) << no;
+}
+
+}  // namespace
+}  // namespace http_test
