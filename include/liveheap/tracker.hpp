@@ -60,6 +60,10 @@ EngineStats engine_stats() noexcept;
 // The traced heap now, symbolized (tracemalloc.take_snapshot). Throws std::runtime_error
 // when tracing is off.
 Snapshot take_snapshot();
+// As take_snapshot(), but with a trace for every stack that allocated since the process
+// started, live or not (size and count 0 when nothing of it is live): what a pprof
+// profile's alloc_* values need. Their alloc_size/alloc_count never go back with clear().
+Snapshot take_allocation_snapshot();
 
 // While alive, allocations made by this thread are not traced and count as the tracker's
 // own memory. Reports and routes hold one so that looking never shows up as growth.

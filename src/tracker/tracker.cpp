@@ -50,14 +50,13 @@ void install_symbolizer_hook() {
 
 struct RawTrace {
   std::vector<std::uintptr_t> frames;
-  std::int64_t bytes;
-  std::int64_t count;
+  engine::StackSums sums;
 };
 
-void collect(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, std::int64_t bytes,
-             std::int64_t count) {
+void collect(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
+             const engine::StackSums& sums) {
   static_cast<std::vector<RawTrace>*>(ctx)->push_back(
-      {std::vector<std::uintptr_t>(frames, frames + depth), bytes, count});
+      {std::vector<std::uintptr_t>(frames, frames + depth), sums});
 }
 
 // Every frame of a snapshot, once: the frames of addresses[k] (its inline chain, innermost
@@ -133,7 +132,9 @@ EngineStats engine_stats() noexcept {
           engine::fallback_walks()};
 }
 
-Snapshot take_snapshot() {
+namespace {
+
+Snapshot snapshot_of(bool include_freed) {
   IgnoreScope ignore;
   const Options opts = options();
   if (!is_tracing())
@@ -148,7 +149,7 @@ Snapshot take_snapshot() {
   info.traced_peak = traced.peak;
 
   std::vector<RawTrace> raw;
-  engine::visit_stacks(collect, &raw);
+  engine::visit_stacks(collect, &raw, include_freed);
 
   std::vector<std::uintptr_t> addresses;
   for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
@@ -166,11 +167,17 @@ Snapshot take_snapshot() {
           std::lower_bound(addresses.begin(), addresses.end(), a) - addresses.begin());
       for (std::uint32_t i = table.first[k]; i < table.first[k + 1]; ++i) indices.push_back(i);
     }
-    traces.push_back({Traceback(table.frames, indices), r.bytes, r.count});
+    traces.push_back({Traceback(table.frames, indices), r.sums.bytes, r.sums.count,
+                      r.sums.alloc_bytes, r.sums.alloc_count});
   }
   info.tracker_memory = tracker_memory();
   return Snapshot(std::move(traces), info);
 }
+
+}  // namespace
+
+Snapshot take_snapshot() { return snapshot_of(false); }
+Snapshot take_allocation_snapshot() { return snapshot_of(true); }
 
 IgnoreScope::IgnoreScope() noexcept { engine::begin_ignore(); }
 IgnoreScope::~IgnoreScope() { engine::end_ignore(); }
