@@ -11,7 +11,7 @@ JOBS=${LIVEHEAP_JOBS:-$(nproc)}
 
 # Debian packages each job needs (Boost 1.81: 1.74 lacks Beast's message_generator).
 BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
-                nlohmann-json3-dev libunwind-dev curl)
+                nlohmann-json3-dev libunwind-dev zlib1g-dev curl)
 TEST_PACKAGES=(libgtest-dev chromium valgrind)
 BENCH_PACKAGES=(heaptrack libjemalloc2 wrk)
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "liveheap/pprof.hpp"
 #include "liveheap/snapshot.hpp"
 
 namespace liveheap {
@@ -42,6 +43,19 @@ struct TracedMemory {
 };
 TracedMemory traced_memory() noexcept;
 void reset_peak() noexcept;
+
+// Live and cumulative totals over every stack, without symbolizing anything (estimates in
+// sampled mode): for metrics that a scraper reads often.
+struct HeapTotals {
+  std::int64_t inuse_bytes = 0;
+  std::int64_t inuse_blocks = 0;
+  std::int64_t allocated_bytes = 0;  // since the process started; clear() keeps it
+  std::int64_t allocations = 0;      // likewise
+};
+HeapTotals heap_totals() noexcept;
+
+// The process's executable file mappings (/proc/self/maps) with their ELF build ids.
+std::vector<Mapping> executable_mappings();
 
 // Bytes the tracker itself holds: its tables plus what its own threads and reports
 // allocated (tracemalloc.get_tracemalloc_memory). Never part of any trace.

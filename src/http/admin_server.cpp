@@ -227,6 +227,7 @@ struct AdminServer::Impl {
 
 AdminServer::AdminServer(Config config, const std::string& host, std::uint16_t port) {
   IgnoreScope ignore;
+  if (config.metrics_path.empty()) config.metrics_path = "/metrics";  // where scrapers look
   impl_ = std::make_unique<Impl>(std::move(config), host, port);
 }
 

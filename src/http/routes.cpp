@@ -7,6 +7,7 @@
 
 #include "auth.hpp"
 #include "embedded_assets.hpp"
+#include "exports.hpp"
 #include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
 #include "query.hpp"
@@ -170,6 +171,47 @@ Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
   return trim_report(to, before, read_process_memory(), released);
 }
 
+Snapshot allocations_now(const RouteState& state) {
+  require_tracing(state);
+  try {
+    return take_allocation_snapshot();
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+    conflict("tracing is off: POST " + state.config.prefix + "/start first");
+  }
+}
+
+// A pprof profile; with ?seconds=N the delta over N seconds, as Go's net/http/pprof.
+Outcome profile(RouteState& state, const ReplyTo& to, const Query& query, ProfileView view) {
+  if (query.seconds == 0) return profile_response(to, allocations_now(state), view);
+  auto slot = std::make_shared<WindowSlot>(state);
+  auto first = std::make_shared<const Snapshot>(allocations_now(state));
+  return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view] {
+                  try {
+                    return profile_response(to, allocations_now(state), view, first.get());
+                  } catch (...) {
+                    return failure_response(to);
+                  }
+                }};
+}
+
+Outcome pprof_heap(RouteState& state, const ReplyTo& to, const Query& query) {
+  return profile(state, to, query, ProfileView::heap);
+}
+
+Outcome pprof_allocs(RouteState& state, const ReplyTo& to, const Query& query) {
+  return profile(state, to, query, ProfileView::allocs);
+}
+
+Outcome metrics(RouteState& state, const ReplyTo& to, const Query&) {
+  unsigned callsites = 0;
+  try {
+    callsites = metrics_callsites(state.config);
+  } catch (const std::invalid_argument& e) {
+    throw RequestError(Status::internal_server_error, e.what());
+  }
+  return metrics_response(to, callsites);
+}
+
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
 
 constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters;
@@ -186,6 +228,9 @@ const Route kRoutes[] = {
     {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
     {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak to now"},
     {"/trim", Verb::post, kFormat, trim, "malloc_trim(0), with RSS before and after"},
+    {"/pprof/heap", Verb::get, kSeconds, pprof_heap, "gzip'd pprof heap profile (inuse_space first)"},
+    {"/pprof/allocs", Verb::get, kSeconds, pprof_allocs, "the same profile, alloc_space first"},
+    {"/metrics", Verb::get, 0, metrics, "Prometheus metrics (text exposition 0.0.4)"},
 };
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query) {
@@ -233,9 +278,12 @@ std::optional<Response> static_file(const Request& req, const ReplyTo& to, std::
 Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
   const Target target = split_target(req.target());
   const std::string& prefix = state.config.prefix;
-  if (!target.path.starts_with(prefix))  // Handler::accepts let it through: cannot happen
-    throw RequestError(Status::not_found, "not under " + prefix);
-  const std::string_view rest = std::string_view(target.path).substr(prefix.size());
+  std::string_view rest = alias_of(state.config, target.path);
+  if (rest.empty()) {
+    if (!target.path.starts_with(prefix))  // Handler::accepts let it through: cannot happen
+      throw RequestError(Status::not_found, "not under " + prefix);
+    rest = std::string_view(target.path).substr(prefix.size());
+  }
   if (rest.empty()) {  // "/debug/memory": the dashboard's relative links need the slash
     Response res = make_error(to, Status::permanent_redirect, "see " + prefix + "/");
     res.set(bh::field::location, prefix + "/" + (target.query.empty() ? "" : "?") +
@@ -263,6 +311,16 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
 }
 
 }  // namespace
+
+std::string_view alias_of(const Config& config, std::string_view path) noexcept {
+  if (!config.pprof_prefix.empty() && path.starts_with(config.pprof_prefix)) {
+    const std::string_view rest = path.substr(config.pprof_prefix.size());
+    if (rest == "/heap") return "/pprof/heap";
+    if (rest == "/allocs") return "/pprof/allocs";
+  }
+  if (!config.metrics_path.empty() && path == config.metrics_path) return "/metrics";
+  return {};
+}
 
 Outcome answer(RouteState& state, const Request& req) {
   ReplyTo to = reply_to(req);

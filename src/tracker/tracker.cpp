@@ -127,6 +127,20 @@ void reset_peak() noexcept { engine::reset_peak(); }
 
 std::int64_t tracker_memory() noexcept { return engine::own_memory(); }
 
+HeapTotals heap_totals() noexcept {
+  HeapTotals sum;
+  engine::visit_stacks(
+      [](void* ctx, const std::uintptr_t*, std::uint32_t, const engine::StackSums& s) {
+        auto* t = static_cast<HeapTotals*>(ctx);
+        t->inuse_bytes += s.bytes;
+        t->inuse_blocks += s.count;
+        t->allocated_bytes += s.alloc_bytes;
+        t->allocations += s.alloc_count;
+      },
+      &sum, true);
+  return sum;
+}
+
 EngineStats engine_stats() noexcept {
   return {engine::stack_count(), engine::live_blocks(), engine::dropped(),
           engine::fallback_walks()};
