@@ -12,7 +12,7 @@ JOBS=${LIVEHEAP_JOBS:-$(nproc)}
 # Debian packages each job needs (Boost 1.81: 1.74 lacks Beast's message_generator).
 BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
                 nlohmann-json3-dev libunwind-dev zlib1g-dev curl)
-TEST_PACKAGES=(libgtest-dev chromium valgrind)
+TEST_PACKAGES=(libgtest-dev chromium valgrind golang-go golang-github-google-pprof-dev prometheus)
 BENCH_PACKAGES=(heaptrack libjemalloc2 wrk)
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
