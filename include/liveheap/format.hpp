@@ -25,6 +25,9 @@ std::string format_statistic(const Statistic& stat, KeyType key_type);
 std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type);
 // One "  File \"file\", line N, in function" block per frame, most recent call first.
 std::vector<std::string> format_traceback(const Traceback& traceback);
+// A stack as flamegraph.pl's folded line begins: frames root first, joined by ';' (a frame
+// without a function name is its module); ';' and newlines inside names become '_'.
+std::string folded_stack(const Traceback& traceback);
 
 // JSON with the same fields as numbers (see README "JSON").
 nlohmann::json to_json(const Frame& frame);

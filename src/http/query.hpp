@@ -24,6 +24,8 @@ enum Param : unsigned {
   kFilters = 1u << 4,  // include= and exclude=
   kSeconds = 1u << 5,
   kStartOptions = 1u << 6,  // mode=, frames=, sample_interval=
+  kFolded = 1u << 7,        // format=folded accepted (with kFormat)
+  kFolded2 = 1u << 8,       // format=folded2 accepted too (/diff)
 };
 using ParamSet = unsigned;
 

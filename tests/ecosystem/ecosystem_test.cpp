@@ -244,3 +244,25 @@ TEST(Prometheus, RealServerScrapesCallsiteGaugesExact) {
 }
 
 }  // namespace
+
+namespace {
+
+// Folded stacks (flamegraph.pl's input) of a known stack: root first, exact value.
+TEST(Folded, TopAndDiffFoldKnownStacks) {
+  Target target;
+  target.run("step1");
+  const std::string stack = "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step1()";
+  const http_test::Reply top = http_test::get(target.port(), "/debug/memory/top?format=folded");
+  ASSERT_EQ(top.status, 200) << top.body;
+  EXPECT_NE(("\n" + top.body).find("\n" + stack + " 5000\n"), std::string::npos) << top.body;
+  ASSERT_EQ(http_test::post(target.port(), "/debug/memory/baseline").status, 200);
+  target.run("step2");
+  const std::string grown = "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step2()";
+  const http_test::Reply diff = http_test::get(target.port(), "/debug/memory/diff?format=folded");
+  EXPECT_EQ(diff.body, grown + " 14336\n");
+  const http_test::Reply diff2 = http_test::get(target.port(), "/debug/memory/diff?format=folded2");
+  EXPECT_EQ(diff2.body, grown + " 0 14336\n");
+  EXPECT_EQ(http_test::get(target.port(), "/debug/memory/top?format=folded2").status, 400);
+}
+
+}  // namespace
