@@ -296,7 +296,7 @@ TEST_F(RoutesTest, BadParametersAre400NamingThem) {
       {"/top?limit=99999999999999999999999", "limit='9999"},
       {"/top?limit=", "limit=''"},
       {"/top?limit", "needs a value"},
-      {"/top?format=xml", "format='xml' is not text or json"},
+      {"/top?format=xml", "format='xml' is not text or json, folded"},
       {"/top?cumulative=yes", "cumulative='yes' is not 0 or 1"},
       {"/top?key=traceback&cumulative=1", "does not apply to key=traceback"},
       {"/top?key=line&key=file", "given twice"},
