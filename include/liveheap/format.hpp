@@ -45,6 +45,9 @@ struct TracebackStyle {
 // become "  … N frames in boost::asio, std …".
 std::vector<std::string> format_traceback(const Traceback& traceback,
                                           const TracebackStyle& style = {});
+// A stack as flamegraph.pl's folded line begins: frames root first, joined by ';' (a frame
+// without a function name is its module); ';' and newlines inside names become '_'.
+std::string folded_stack(const Traceback& traceback);
 
 // JSON with the same fields as numbers (see README "JSON").
 nlohmann::json to_json(const Frame& frame);

@@ -13,6 +13,8 @@
 //   POST /trim         the allocator gives free memory back (malloc_trim(0), jemalloc's purge,
 //                      tcmalloc's ReleaseFreeMemory, mi_collect), with RSS before and after
 //   GET  /static/<name>  the dashboard's files
+//   GET  /pprof/heap /pprof/allocs   gzip'd pprof heap profiles (also at Config::pprof_prefix)
+//   GET  /metrics      Prometheus text exposition 0.0.4 (also at Config::metrics_path)
 // Query parameters (a route rejects those it does not take, naming them):
 //   format=text|json    default from Accept (application/json -> JSON, else text)
 //   key=line|file|function|traceback   limit=1..10000   cumulative=0|1
@@ -20,7 +22,9 @@
 //       and /tracebacks always have them; otherwise they are left out)
 //   include=GLOB exclude=GLOB (repeatable): fnmatch globs on the user frame's file;
 //       prefix "function:" to match its function instead, e.g. include=function:std::*
-//   seconds=1..60 on /diff and /top: a window, as Go's pprof: snapshot now, wait, diff
+//   seconds=1..60 on /diff and /top: a window, as Go's pprof: snapshot now, wait, diff;
+//       on /pprof/heap and /pprof/allocs: a delta profile over that window
+//   format=folded on /top /diff /tracebacks: folded stacks (flamegraph.pl); folded2 on /diff
 //   mode=exact|sampled frames=1..128 sample_interval=4096..2^40 BYTES on POST /start
 //
 // Requests are answered under liveheap::IgnoreScope: looking never shows up as growth.
@@ -64,6 +68,14 @@ struct Config {
   // anyone who can reach the port may read the heap and stop tracing.
   bool allow_open_without_token = false;
   unsigned max_windows = 4;              // ?seconds=N requests waiting at once; more get 429
+  // Also answer GET {pprof_prefix}/heap and {pprof_prefix}/allocs, where pprof scrapers
+  // look; "" for only {prefix}/pprof/heap and /allocs.
+  std::string pprof_prefix = "/debug/pprof";
+  // Also answer GET metrics_path with {prefix}/metrics; "" for none (AdminServer: "/metrics").
+  std::string metrics_path;
+  // Callsites given a liveheap_callsite_inuse_bytes gauge, 0..1000; unset: the environment's
+  // LIVEHEAP_METRICS_CALLSITES, else 20.
+  std::optional<unsigned> metrics_callsites;
   // Opt-in per-request comparison (request_comparison.hpp): every request the Handler
   // declines -- the host's own -- is counted, and every N of them the heap is compared
   // with a snapshot taken at the first and the top K growth lines are logged. The

@@ -146,6 +146,10 @@ struct Trace {
   Traceback traceback;
   std::int64_t size = 0;   // live bytes (an unbiased estimate in sampled mode)
   std::int64_t count = 0;  // live blocks (an estimate in sampled mode)
+  // Allocated from this stack since the process started, freed or not (estimates in
+  // sampled mode): filled by the tracker, 0 in snapshots built or loaded elsewhere.
+  std::int64_t alloc_size = 0;
+  std::int64_t alloc_count = 0;
 };
 
 // How statistics group traces (tracemalloc's key_type, plus `function`).

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "liveheap/pprof.hpp"
 #include "liveheap/snapshot.hpp"
 
 namespace liveheap {
@@ -50,6 +51,19 @@ struct TracedMemory {
 TracedMemory traced_memory() noexcept;
 void reset_peak() noexcept;
 
+// Live and cumulative totals over every stack, without symbolizing anything (estimates in
+// sampled mode): for metrics that a scraper reads often.
+struct HeapTotals {
+  std::int64_t inuse_bytes = 0;
+  std::int64_t inuse_blocks = 0;
+  std::int64_t allocated_bytes = 0;  // since the process started; clear() keeps it
+  std::int64_t allocations = 0;      // likewise
+};
+HeapTotals heap_totals() noexcept;
+
+// The process's executable file mappings (/proc/self/maps) with their ELF build ids.
+std::vector<Mapping> executable_mappings();
+
 // Bytes the tracker itself holds: its tables plus what its own threads and reports
 // allocated (tracemalloc.get_tracemalloc_memory). Never part of any trace.
 std::int64_t tracker_memory() noexcept;
@@ -78,6 +92,10 @@ std::string allocator_file();
 // The traced heap now, symbolized (tracemalloc.take_snapshot). Throws std::runtime_error
 // when tracing is off.
 Snapshot take_snapshot();
+// As take_snapshot(), but with a trace for every stack that allocated since the process
+// started, live or not (size and count 0 when nothing of it is live): what a pprof
+// profile's alloc_* values need. Their alloc_size/alloc_count never go back with clear().
+Snapshot take_allocation_snapshot();
 
 // While alive, allocations made by this thread are not traced and count as the tracker's
 // own memory. Reports and routes hold one so that looking never shows up as growth.

@@ -55,11 +55,17 @@ std::uint32_t thread_slot() noexcept {
   return slot - 1;
 }
 
+// Adds to this thread's slot of the stack's totals: to alloc_* for an allocation, to
+// freed_* for a free (`bytes` and `count` positive either way).
+enum class Side : std::uint8_t { alloc, freed };
+template <Side side>
 void add_to_stack(StackId id, std::int64_t bytes, std::int64_t count) noexcept {
   if (StackRecord* r = g_stacks.record(id)) {
     StackTotals& totals = r->totals[thread_slot() % kTotalSlots];
-    totals.bytes.fetch_add(bytes, std::memory_order_relaxed);
-    totals.count.fetch_add(count, std::memory_order_relaxed);
+    auto& b = side == Side::alloc ? totals.alloc_bytes : totals.freed_bytes;
+    auto& c = side == Side::alloc ? totals.alloc_count : totals.freed_count;
+    b.fetch_add(bytes, std::memory_order_relaxed);
+    c.fetch_add(count, std::memory_order_relaxed);
   }
 }
 
@@ -94,8 +100,12 @@ void add_traced(std::int64_t bytes) noexcept {
 }
 
 void count_block(StackId stack, std::uint64_t size, int sign) noexcept {
-  add_to_stack(stack, sign * static_cast<std::int64_t>(size), sign * kCountUnit);
-  add_traced(sign * static_cast<std::int64_t>(size));
+  const auto bytes = static_cast<std::int64_t>(size);
+  if (sign > 0)
+    add_to_stack<Side::alloc>(stack, bytes, kCountUnit);
+  else
+    add_to_stack<Side::freed>(stack, bytes, kCountUnit);
+  add_traced(sign * bytes);
 }
 
 // A stale entry (its free was never seen) that an insert replaced: uncount it.
@@ -130,13 +140,15 @@ void record_traced(void* p, std::size_t size) noexcept {
   uncount_replaced(replaced);
 }
 
+// Live totals to zero, cumulative ones kept (scrapers take deltas of them): whatever is
+// live now counts as freed.
 void zero_stack_totals() noexcept {
   const std::uint32_t n = g_stacks.size();
   for (StackId id = 1; id <= n; ++id) {
     if (StackRecord* r = g_stacks.record(id)) {
       for (StackTotals& t : r->totals) {
-        t.bytes.store(0, std::memory_order_relaxed);
-        t.count.store(0, std::memory_order_relaxed);
+        t.freed_bytes.store(t.alloc_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        t.freed_count.store(t.alloc_count.load(std::memory_order_relaxed), std::memory_order_relaxed);
       }
     }
   }
@@ -230,7 +242,10 @@ Forgotten forget(void* p) noexcept {
 void restore(void* p, const Forgotten& f) noexcept {
   LiveBlock replaced;
   if (f.traced && g_live.insert(reinterpret_cast<std::uintptr_t>(p), {f.size, f.stack}, &replaced)) {
-    count_block(f.stack, f.size, +1);
+    // Not a new allocation: the block was never freed after all.
+    const auto bytes = static_cast<std::int64_t>(f.size);
+    add_to_stack<Side::freed>(f.stack, -bytes, -kCountUnit);
+    add_traced(bytes);
     uncount_replaced(replaced);
   } else if (f.own) {
     record_own(p, f.size);
@@ -266,14 +281,14 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexce
   h->stack = stack;
   h->weighted_bytes = w.bytes;
   h->weighted_count = w.count;
-  add_to_stack(stack, w.bytes, w.count);
+  add_to_stack<Side::alloc>(stack, w.bytes, w.count);
   add_traced(w.bytes);
   g_live_samples.fetch_add(1, std::memory_order_relaxed);
   h->session = session;
   if (g_session.load(std::memory_order_seq_cst) != session) {
     // A clear raced with us and zeroed the totals before our add: take it back out.
     h->session = 0;
-    add_to_stack(stack, -w.bytes, -w.count);
+    add_to_stack<Side::freed>(stack, w.bytes, w.count);
     add_traced(-w.bytes);
     g_live_samples.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -283,7 +298,7 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexce
 void sample_free(void* p) noexcept {
   SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
   if (h->session != 0 && h->session == g_session.load(std::memory_order_acquire)) {
-    add_to_stack(h->stack, -h->weighted_bytes, -h->weighted_count);
+    add_to_stack<Side::freed>(h->stack, h->weighted_bytes, h->weighted_count);
     add_traced(-h->weighted_bytes);
     g_live_samples.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -313,18 +328,23 @@ std::uint64_t live_blocks() noexcept {
 
 std::uint64_t dropped() noexcept { return g_dropped.load(std::memory_order_relaxed); }
 
-void visit_stacks(StackVisitor fn, void* ctx) noexcept {
+void visit_stacks(StackVisitor fn, void* ctx, bool include_freed) noexcept {
   const std::uint32_t n = g_stacks.size();
   for (StackId id = 1; id <= n; ++id) {
     const StackRecord* r = g_stacks.record(id);
     if (r == nullptr) continue;
-    std::int64_t count = 0, bytes = 0;
+    std::int64_t alloc_count = 0, alloc_bytes = 0, freed_count = 0, freed_bytes = 0;
     for (const StackTotals& t : r->totals) {
-      count += t.count.load(std::memory_order_relaxed);
-      bytes += t.bytes.load(std::memory_order_relaxed);
+      alloc_count += t.alloc_count.load(std::memory_order_relaxed);
+      alloc_bytes += t.alloc_bytes.load(std::memory_order_relaxed);
+      freed_count += t.freed_count.load(std::memory_order_relaxed);
+      freed_bytes += t.freed_bytes.load(std::memory_order_relaxed);
     }
-    if (count <= 0 && bytes <= 0) continue;
-    fn(ctx, r->frames, r->depth, bytes, (count + kCountUnit / 2) / kCountUnit);
+    const std::int64_t count = alloc_count - freed_count, bytes = alloc_bytes - freed_bytes;
+    if (count <= 0 && bytes <= 0 && !(include_freed && alloc_count > 0)) continue;
+    const StackSums sums{bytes, (count + kCountUnit / 2) / kCountUnit, alloc_bytes,
+                         (alloc_count + kCountUnit / 2) / kCountUnit};
+    fn(ctx, r->frames, r->depth, sums);
   }
 }
 

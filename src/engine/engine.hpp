@@ -82,12 +82,20 @@ std::uint64_t dropped() noexcept;
 // PLT stubs, code without unwind tables), each ~0.2 us instead of ~0.1 us.
 std::uint64_t fallback_walks() noexcept;
 
-// Calls fn for every stack that has live blocks now, with live bytes and blocks (weighted
-// estimates in sampled mode). O(stacks); takes no lock, so the callback may allocate
-// (call it under an ignore scope).
+// What one stack holds now and has allocated since the process started (weighted
+// estimates in sampled mode). The cumulative figures survive clear(), stop() and start().
+struct StackSums {
+  std::int64_t bytes = 0;        // live
+  std::int64_t count = 0;        // live blocks
+  std::int64_t alloc_bytes = 0;  // allocated since start-up
+  std::int64_t alloc_count = 0;  // blocks allocated since start-up
+};
+// Calls fn for every stack that has live blocks now (with `include_freed`, also for every
+// stack that allocated since start-up). O(stacks); takes no lock, so the callback may
+// allocate (call it under an ignore scope).
 using StackVisitor = void (*)(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
-                              std::int64_t bytes, std::int64_t count);
-void visit_stacks(StackVisitor fn, void* ctx) noexcept;
+                              const StackSums& sums);
+void visit_stacks(StackVisitor fn, void* ctx, bool include_freed = false) noexcept;
 
 // Ignore scopes: allocations on this thread are not traced and count as the tracker's own.
 void begin_ignore() noexcept;

@@ -1,7 +1,7 @@
 // Interned stacks: raw return addresses -> a small id, with live totals per stack.
 // Thread-safety: find_or_insert and record/by_id are safe from any thread; lookups are
 // lock-free, inserts take insert_lock_. Records are never freed, so a pointer or id stays
-// valid for the life of the process (clear() only zeroes totals through the live table).
+// valid for the life of the process (clear() writes the live totals off as freed).
 #pragma once
 
 #include <atomic>
@@ -45,12 +45,17 @@ class StackHash {
 // StackHash over `depth` frames; shared by the table and its tests.
 std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept;
 
-// Live totals of one stack, one cache line each: threads allocating from the same stack
-// add to different slots, and never to the line that lookups read the key from.
+// Totals of one stack, one cache line each: threads allocating from the same stack add to
+// different slots, and never to the line that lookups read the key from. Allocations add
+// to alloc_*, frees to freed_*: live = alloc - freed, so keeping the cumulative figures
+// costs no atomic add more than keeping the live ones did (two per allocation, two per
+// free). A slot may go negative (freed by another thread than allocated); sums do not.
 inline constexpr unsigned kTotalSlots = 4;
 struct alignas(64) StackTotals {
-  std::atomic<std::int64_t> bytes;  // live bytes (weighted in sampled mode)
-  std::atomic<std::int64_t> count;  // live blocks (in 1/kCountUnit, weighted likewise)
+  std::atomic<std::int64_t> alloc_bytes;  // allocated since start-up (weighted in sampled mode)
+  std::atomic<std::int64_t> alloc_count;  // blocks likewise, in 1/kCountUnit
+  std::atomic<std::int64_t> freed_bytes;  // freed since start-up (or written off by clear())
+  std::atomic<std::int64_t> freed_count;  // in 1/kCountUnit
 };
 
 struct StackRecord {

@@ -275,6 +275,7 @@ AdminServer::AdminServer(Config config, const std::string& host, std::uint16_t p
   IgnoreScope ignore;
   // The bound address is a Host a browser may use for us; an IPv6 one is written "[addr]".
   config.allowed_hosts.push_back(host_header_name(host));
+  if (config.metrics_path.empty()) config.metrics_path = "/metrics";  // where scrapers look
   impl_ = std::make_unique<Impl>(std::move(config), host, port);
 }
 

@@ -106,6 +106,8 @@ struct Handler::Impl {
 
 Handler::Handler(Config config) {
   config.prefix = checked_prefix(std::move(config.prefix));
+  config.pprof_prefix = checked_prefix(std::move(config.pprof_prefix));
+  config.metrics_path = checked_prefix(std::move(config.metrics_path));
   impl_ = std::make_unique<Impl>(std::move(config));
 }
 
@@ -116,8 +118,10 @@ const Config& Handler::config() const noexcept { return impl_->state.config; }
 bool Handler::accepts(const Request& req) const noexcept {
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
-  const std::string& prefix = impl_->state.config.prefix;
-  return path.starts_with(prefix) && (path.size() == prefix.size() || path[prefix.size()] == '/');
+  const Config& config = impl_->state.config;
+  const std::string& prefix = config.prefix;
+  return (path.starts_with(prefix) && (path.size() == prefix.size() || path[prefix.size()] == '/')) ||
+         !alias_of(config, path).empty();
 }
 
 std::optional<Response> Handler::handle(const Request& req) {

@@ -119,10 +119,14 @@ std::string taken_names(ParamSet allowed) {
   return names.empty() ? "no parameters" : names;
 }
 
-void set_param(Query& query, std::string_view name, const std::string& value) {
+void set_param(Query& query, std::string_view name, const std::string& value, ParamSet allowed) {
   if (name == "format") {
-    if (value != "text" && value != "json") bad_request("format=" + excerpt(value) + " is not text or json");
-    query.format = value == "json" ? Format::json : Format::text;
+    const std::string formats = std::string("text or json") +
+                                (allowed & kFolded2 ? ", folded, folded2" : allowed & kFolded ? ", folded" : "");
+    if (value == "folded" && (allowed & kFolded)) query.format = Format::folded;
+    else if (value == "folded2" && (allowed & kFolded2)) query.format = Format::folded2;
+    else if (value != "text" && value != "json") bad_request("format=" + excerpt(value) + " is not " + formats);
+    else query.format = value == "json" ? Format::json : Format::text;
   } else if (name == "key") {
     try {
       query.key = parse_key_type(value);
@@ -196,7 +200,7 @@ Query parse_query(std::string_view text, ParamSet allowed) {
     if ((seen & bit) && known->param != kFilters)
       bad_request("parameter " + excerpt(name) + " given twice");
     seen |= bit;
-    set_param(query, name, value);
+    set_param(query, name, value, allowed);
   }
   if (query.cumulative && query.key == KeyType::traceback)
     bad_request("cumulative=1 does not apply to key=traceback");

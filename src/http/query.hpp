@@ -25,6 +25,8 @@ enum Param : unsigned {
   kSeconds = 1u << 5,
   kStartOptions = 1u << 6,  // mode=, frames=, sample_interval=
   kTraceback = 1u << 7,     // traceback=0|1: each JSON stat with its whole stack
+  kFolded = 1u << 8,        // format=folded accepted (with kFormat)
+  kFolded2 = 1u << 9,       // format=folded2 accepted too (/diff)
 };
 using ParamSet = unsigned;
 

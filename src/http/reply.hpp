@@ -15,7 +15,8 @@ namespace liveheap::http {
 
 using Status = boost::beast::http::status;
 
-enum class Format { text, json };
+// folded / folded2: flamegraph.pl's folded stacks, one or two value columns (reports.cpp).
+enum class Format { text, json, folded, folded2 };
 
 // Sent with every response; the dashboard (web/static) keeps to it.
 inline constexpr std::string_view kContentSecurityPolicy =

@@ -71,11 +71,36 @@ std::string size_and_count(std::int64_t size, std::int64_t count) {
          ", count=" + std::to_string(count);
 }
 
+// format=folded: every stack (filters apply, key and limit do not), "root;...;leaf size".
+Response folded_report(const ReplyTo& to, const Snapshot& snapshot) {
+  std::string text;
+  for (const Statistic& s : snapshot.statistics(KeyType::traceback))
+    if (s.size > 0) text += folded_stack(s.traceback) + " " + std::to_string(s.size) + "\n";
+  return make_response(to, Status::ok, std::move(text), "text/plain; charset=utf-8");
+}
+
+// /diff as folded stacks: folded = the stacks that grew, "stack size_diff" (what
+// flamegraph.pl draws: it takes no negative values); folded2 = every stack that changed,
+// "stack before after", as difffolded.pl writes (flamegraph.pl draws it as a differential).
+Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old) {
+  std::string text;
+  for (const StatisticDiff& d : now.compare_to(old, KeyType::traceback)) {
+    if (d.size_diff == 0) continue;
+    if (to.format == Format::folded2)
+      text += folded_stack(d.traceback) + " " + std::to_string(d.size - d.size_diff) + " " +
+              std::to_string(d.size) + "\n";
+    else if (d.size_diff > 0)
+      text += folded_stack(d.traceback) + " " + std::to_string(d.size_diff) + "\n";
+  }
+  return make_response(to, Status::ok, std::move(text), "text/plain; charset=utf-8");
+}
+
 // /top and /tracebacks: the same statistics; /tracebacks prints each stack whole.
 Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& query,
                            bool whole_tracebacks) {
   Snapshot storage;
   const Snapshot& snapshot = apply_filters(now, query, storage);
+  if (to.format == Format::folded) return folded_report(to, snapshot);
   const std::vector<Statistic> stats = snapshot.statistics(query.key, query.cumulative);
   const std::size_t shown = std::min(stats.size(), query.limit);
   if (to.format == Format::json) {
@@ -171,6 +196,8 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
   Snapshot old_storage;
   const Snapshot& current = apply_filters(now, query, now_storage);
   const Snapshot& previous = apply_filters(old, query, old_storage);
+  if (to.format == Format::folded || to.format == Format::folded2)
+    return folded_diff_report(to, current, previous);
   const std::vector<StatisticDiff> diffs =
       current.compare_to(previous, query.key, query.cumulative);
   const std::size_t shown = std::min(diffs.size(), query.limit);

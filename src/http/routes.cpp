@@ -8,6 +8,7 @@
 #include "allocator.hpp"
 #include "auth.hpp"
 #include "embedded_assets.hpp"
+#include "exports.hpp"
 #include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
 #include "query.hpp"
@@ -173,6 +174,47 @@ Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
   return trim_report(to, before, read_process_memory(), done, tracker_released);
 }
 
+Snapshot allocations_now(const RouteState& state) {
+  require_tracing(state);
+  try {
+    return take_allocation_snapshot();
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+    conflict("tracing is off: POST " + state.config.prefix + "/start first");
+  }
+}
+
+// A pprof profile; with ?seconds=N the delta over N seconds, as Go's net/http/pprof.
+Outcome profile(RouteState& state, const ReplyTo& to, const Query& query, ProfileView view) {
+  if (query.seconds == 0) return profile_response(to, allocations_now(state), view);
+  auto slot = std::make_shared<WindowSlot>(state);
+  auto first = std::make_shared<const Snapshot>(allocations_now(state));
+  return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view] {
+                  try {
+                    return profile_response(to, allocations_now(state), view, first.get());
+                  } catch (...) {
+                    return failure_response(to);
+                  }
+                }};
+}
+
+Outcome pprof_heap(RouteState& state, const ReplyTo& to, const Query& query) {
+  return profile(state, to, query, ProfileView::heap);
+}
+
+Outcome pprof_allocs(RouteState& state, const ReplyTo& to, const Query& query) {
+  return profile(state, to, query, ProfileView::allocs);
+}
+
+Outcome metrics(RouteState& state, const ReplyTo& to, const Query&) {
+  unsigned callsites = 0;
+  try {
+    callsites = metrics_callsites(state.config);
+  } catch (const std::invalid_argument& e) {
+    throw RequestError(Status::internal_server_error, e.what());
+  }
+  return metrics_response(to, callsites);
+}
+
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
 
 constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters | kTraceback;
@@ -181,14 +223,17 @@ const Route kRoutes[] = {
     {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, the allocator and its figures"},
     {"/baseline", Verb::get, kFormat, get_baseline, "when the baseline was taken, and its totals"},
     {"/baseline", Verb::post, kFormat, post_baseline, "remember the heap now as the baseline"},
-    {"/diff", Verb::get, kReport | kSeconds, diff, "the heap now against the baseline"},
-    {"/top", Verb::get, kReport | kSeconds, top, "statistics of the heap now"},
-    {"/tracebacks", Verb::get, kFormat | kLimit | kFilters, tracebacks, "the biggest stacks, whole"},
+    {"/diff", Verb::get, kReport | kSeconds | kFolded | kFolded2, diff, "the heap now against the baseline"},
+    {"/top", Verb::get, kReport | kSeconds | kFolded, top, "statistics of the heap now"},
+    {"/tracebacks", Verb::get, kFormat | kLimit | kFilters | kFolded, tracebacks, "the biggest stacks, whole"},
     {"/start", Verb::post, kFormat | kStartOptions, start_tracing, "start tracing"},
     {"/stop", Verb::post, kFormat, stop_tracing, "stop tracing and forget the traces"},
     {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
     {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak to now"},
     {"/trim", Verb::post, kFormat, trim, "the allocator gives free memory back (malloc_trim(0) on glibc), with RSS before and after"},
+    {"/pprof/heap", Verb::get, kSeconds, pprof_heap, "gzip'd pprof heap profile (inuse_space first)"},
+    {"/pprof/allocs", Verb::get, kSeconds, pprof_allocs, "the same profile, alloc_space first"},
+    {"/metrics", Verb::get, 0, metrics, "Prometheus metrics (text exposition 0.0.4)"},
 };
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query) {
@@ -236,10 +281,13 @@ std::optional<Response> static_file(const Request& req, const ReplyTo& to, std::
 Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
   const Target target = split_target(req.target());
   const std::string& prefix = state.config.prefix;
-  if (!target.path.starts_with(prefix))  // Handler::accepts let it through: cannot happen
-    throw RequestError(Status::not_found, "not under " + prefix);
+  std::string_view rest = alias_of(state.config, target.path);
+  if (rest.empty()) {
+    if (!target.path.starts_with(prefix))  // Handler::accepts let it through: cannot happen
+      throw RequestError(Status::not_found, "not under " + prefix);
+    rest = std::string_view(target.path).substr(prefix.size());
+  }
   if (auto refused = check_request_policy(req, state.config, to)) return std::move(*refused);
-  const std::string_view rest = std::string_view(target.path).substr(prefix.size());
   if (rest.empty()) {  // "/debug/memory": the dashboard's relative links need the slash
     Response res = make_error(to, Status::permanent_redirect, "see " + prefix + "/");
     res.set(bh::field::location, prefix + "/" + (target.query.empty() ? "" : "?") +
@@ -267,6 +315,16 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
 }
 
 }  // namespace
+
+std::string_view alias_of(const Config& config, std::string_view path) noexcept {
+  if (!config.pprof_prefix.empty() && path.starts_with(config.pprof_prefix)) {
+    const std::string_view rest = path.substr(config.pprof_prefix.size());
+    if (rest == "/heap") return "/pprof/heap";
+    if (rest == "/allocs") return "/pprof/allocs";
+  }
+  if (!config.metrics_path.empty() && path == config.metrics_path) return "/metrics";
+  return {};
+}
 
 Outcome answer(RouteState& state, const Request& req) {
   ReplyTo to = reply_to(req);

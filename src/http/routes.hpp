@@ -29,7 +29,11 @@ struct Window {
 };
 using Outcome = std::variant<Response, Window>;
 
-// The answer to a request under the prefix; every failure is a response, never an
+// The route below the prefix that `path` (outside it) stands for: "/pprof/heap" for
+// {pprof_prefix}/heap, "/metrics" for metrics_path; "" for none.
+std::string_view alias_of(const Config& config, std::string_view path) noexcept;
+
+// The answer to a request under the prefix (or at an alias); every failure is a response, never an
 // exception. The caller holds a liveheap::IgnoreScope.
 Outcome answer(RouteState& state, const Request& req);
 

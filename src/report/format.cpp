@@ -157,4 +157,16 @@ std::vector<std::string> format_traceback(const Traceback& traceback,
   return lines;
 }
 
+std::string folded_stack(const Traceback& traceback) {
+  std::string out;
+  for (auto it = traceback.rbegin(); it != traceback.rend(); ++it) {
+    if (!out.empty()) out += ';';
+    const std::size_t from = out.size();
+    out += it->function.empty() ? it->module : it->function;
+    for (std::size_t i = from; i < out.size(); ++i)
+      if (out[i] == ';' || out[i] == '\n' || out[i] == '\r') out[i] = '_';
+  }
+  return out;
+}
+
 }  // namespace liveheap

@@ -52,14 +52,13 @@ void install_symbolizer_hook() {
 
 struct RawTrace {
   std::vector<std::uintptr_t> frames;
-  std::int64_t bytes;
-  std::int64_t count;
+  engine::StackSums sums;
 };
 
-void collect(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, std::int64_t bytes,
-             std::int64_t count) {
+void collect(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
+             const engine::StackSums& sums) {
   static_cast<std::vector<RawTrace>*>(ctx)->push_back(
-      {std::vector<std::uintptr_t>(frames, frames + depth), bytes, count});
+      {std::vector<std::uintptr_t>(frames, frames + depth), sums});
 }
 
 // Every frame of a snapshot, once: the frames of addresses[k] (its inline chain, innermost
@@ -143,13 +142,29 @@ std::string allocator_file() {
 
 std::int64_t trim_tracker_memory() noexcept { return engine::region_trim(); }
 
+HeapTotals heap_totals() noexcept {
+  HeapTotals sum;
+  engine::visit_stacks(
+      [](void* ctx, const std::uintptr_t*, std::uint32_t, const engine::StackSums& s) {
+        auto* t = static_cast<HeapTotals*>(ctx);
+        t->inuse_bytes += s.bytes;
+        t->inuse_blocks += s.count;
+        t->allocated_bytes += s.alloc_bytes;
+        t->allocations += s.alloc_count;
+      },
+      &sum, true);
+  return sum;
+}
+
 EngineStats engine_stats() noexcept {
   return {engine::stack_count(),        engine::live_blocks(),
           engine::dropped(),            engine::fallback_walks(),
           engine::region_kept_bytes(),  engine::region_madvise_calls()};
 }
 
-Snapshot take_snapshot() {
+namespace {
+
+Snapshot snapshot_of(bool include_freed) {
   IgnoreScope ignore;
   const Options opts = options();
   if (!is_tracing())
@@ -164,7 +179,7 @@ Snapshot take_snapshot() {
   info.traced_peak = traced.peak;
 
   std::vector<RawTrace> raw;
-  engine::visit_stacks(collect, &raw);
+  engine::visit_stacks(collect, &raw, include_freed);
 
   std::vector<std::uintptr_t> addresses;
   for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
@@ -182,11 +197,17 @@ Snapshot take_snapshot() {
           std::lower_bound(addresses.begin(), addresses.end(), a) - addresses.begin());
       for (std::uint32_t i = table.first[k]; i < table.first[k + 1]; ++i) indices.push_back(i);
     }
-    traces.push_back({Traceback(table.frames, indices), r.bytes, r.count});
+    traces.push_back({Traceback(table.frames, indices), r.sums.bytes, r.sums.count,
+                      r.sums.alloc_bytes, r.sums.alloc_count});
   }
   info.tracker_memory = tracker_memory();
   return Snapshot(std::move(traces), info);
 }
+
+}  // namespace
+
+Snapshot take_snapshot() { return snapshot_of(false); }
+Snapshot take_allocation_snapshot() { return snapshot_of(true); }
 
 IgnoreScope::IgnoreScope() noexcept { engine::begin_ignore(); }
 IgnoreScope::~IgnoreScope() { engine::end_ignore(); }

@@ -1,0 +1,57 @@
+// The process the ecosystem tests profile: exact tracing, an AdminServer on a free port,
+// and known allocations at known lines, made when stdin says so.
+//   prints "port N", then for each command line: "step1" -> leaks A and B and a transient
+//   loop; "step2" -> leak C. Each answers "<name> LINE BYTES COUNT" lines, then "ok".
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "liveheap/http.hpp"
+#include "liveheap/tracker.hpp"
+
+namespace {
+
+std::vector<void*> g_kept;
+
+void report(const char* name, int line, long bytes, long count) {
+  std::cout << name << " " << line << " " << bytes << " " << count << std::endl;
+}
+
+[[gnu::noinline]] void step1() {
+  g_kept.reserve(64);
+  int line = 0;
+  for (int i = 0; i < 5; ++i) {
+    g_kept.push_back(std::malloc(1000)); line = __LINE__;
+  }
+  report("leak_a", line, 5000, 5);
+  g_kept.push_back(new char[3000]); report("leak_b", __LINE__, 3000, 1);
+  for (int i = 0; i < 123; ++i) {
+    void* p = std::malloc(64); line = __LINE__; std::memset(p, 1, 8); std::free(p);
+  }
+  report("transient", line, 123 * 64, 123);
+}
+
+[[gnu::noinline]] void step2() {
+  int line = 0;
+  for (int i = 0; i < 7; ++i) {
+    g_kept.push_back(std::malloc(2048)); line = __LINE__;
+  }
+  report("leak_c", line, 7 * 2048, 7);
+}
+
+}  // namespace
+
+int main() {
+  liveheap::start({liveheap::Mode::exact, 64});
+  liveheap::http::AdminServer server({}, "127.0.0.1", 0);
+  std::cout << "port " << server.port() << std::endl;
+  std::string command;
+  while (std::getline(std::cin, command)) {
+    if (command == "step1") step1();
+    else if (command == "step2") step2();
+    std::cout << "ok" << std::endl;
+  }
+  return 0;
+}

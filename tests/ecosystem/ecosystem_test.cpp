@@ -1,0 +1,279 @@
+// liveheap read by the real consumers: pprof's own Go parser and `go tool pprof` on its
+// profiles, a real Prometheus server scraping /metrics. Exact numbers at known lines.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "../http/child_process.hpp"
+#include "../http/client.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Site {
+  int line = 0;
+  long bytes = 0;
+  long count = 0;
+};
+
+// ecosystem_target as a process; its sites by name once run() made them.
+class Target {
+ public:
+  Target() : process_({LIVEHEAP_ECOSYSTEM_TARGET}, {}) {
+    const auto first = process_.read_line(10000);
+    if (!first || !first->starts_with("port "))
+      throw std::runtime_error("ecosystem_target did not print its port");
+    port_ = static_cast<std::uint16_t>(std::stoi(first->substr(5)));
+  }
+  void run(const std::string& step) {
+    process_.write_line(step);
+    while (auto line = process_.read_line(10000)) {
+      if (*line == "ok") return;
+      std::istringstream in(*line);
+      std::string name;
+      Site s;
+      in >> name >> s.line >> s.bytes >> s.count;
+      sites[name] = s;
+    }
+    throw std::runtime_error("ecosystem_target did not finish " + step);
+  }
+  std::uint16_t port() const { return port_; }
+  std::map<std::string, Site> sites;
+
+ private:
+  http_test::ChildProcess process_;
+  std::uint16_t port_ = 0;
+};
+
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool executable(const char* path) { return ::access(path, X_OK) == 0; }
+
+const char* kGo = "/usr/bin/go";
+const char* kPprofSource = "/usr/share/gocode/src/github.com/google/pprof/profile/profile.go";
+const char* kPrometheus = "/usr/bin/prometheus";
+
+// A scratch directory under the build tree, empty.
+// One directory per test: ctest -j runs the tests of this binary side by side.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(LIVEHEAP_ECOSYSTEM_WORK) /
+                       (name + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string go_env(const fs::path& work) {
+  // Debian's Go libraries live in a GOPATH tree; no module download, no network.
+  return "GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOPROXY=off GOCACHE=" +
+         (work / "gocache").string() + " HOME=" + work.string() + " ";
+}
+
+void save(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+class Pprof : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!executable(kGo)) GTEST_SKIP() << kGo << " is missing (Debian package golang-go)";
+    if (!fs::exists(kPprofSource))
+      GTEST_SKIP() << kPprofSource << " is missing (golang-github-google-pprof-dev)";
+    work_ = scratch("pprof");
+    const CommandResult build = run_command("cd " + work_.string() + " && cp " LIVEHEAP_PPROF_DUMP_SOURCE
+                                  " pprof_dump.go && " + go_env(work_) +
+                                  kGo + " build -o pprof_dump pprof_dump.go");
+    ASSERT_EQ(build.status, 0) << build.output;
+  }
+
+  std::string profile(const Target& target, const std::string& route, const std::string& name) {
+    const http_test::Reply r = http_test::get(target.port(), route);
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.header("content-type"), "application/octet-stream");
+    const fs::path path = work_ / name;
+    save(path, r.body);
+    return path.string();
+  }
+
+  // "file:line" -> {alloc_objects, alloc_space, inuse_objects, inuse_space}, by pprof's parser.
+  std::map<std::string, std::vector<long>> parse(const std::string& path, std::string* header) {
+    const CommandResult r = run_command((work_ / "pprof_dump").string() + " " + path + " ecosystem_target.cpp");
+    EXPECT_EQ(r.status, 0) << r.output;
+    std::map<std::string, std::vector<long>> out;
+    std::istringstream in(r.output);
+    std::getline(in, *header);
+    std::string key;
+    std::vector<long> v(4);
+    while (in >> key >> v[0] >> v[1] >> v[2] >> v[3]) out[key] = v;
+    return out;
+  }
+
+  static std::string at(int line) { return "ecosystem_target.cpp:" + std::to_string(line); }
+
+  fs::path work_;
+};
+
+TEST_F(Pprof, GoParserReadsExactInuseAndAllocValuesAtKnownLines) {
+  Target target;
+  target.run("step1");
+  std::string header;
+  const auto values = parse(profile(target, "/debug/pprof/heap", "heap.pb.gz"), &header);
+  EXPECT_EQ(header, "period space/bytes 1 default ");
+  for (const char* leak : {"leak_a", "leak_b"}) {
+    const Site& s = target.sites.at(leak);
+    ASSERT_TRUE(values.contains(at(s.line))) << leak;
+    EXPECT_EQ(values.at(at(s.line)), (std::vector<long>{s.count, s.bytes, s.count, s.bytes})) << leak;
+  }
+  // The transient loop: every allocation counted, nothing of it alive.
+  const Site& t = target.sites.at("transient");
+  ASSERT_TRUE(values.contains(at(t.line)));
+  EXPECT_EQ(values.at(at(t.line)), (std::vector<long>{123, 123 * 64, 0, 0}));
+
+  // /allocs: the same values, alloc_space first; under the liveheap prefix too.
+  std::string allocs_header;
+  const auto allocs = parse(profile(target, "/debug/memory/pprof/allocs", "allocs.pb.gz"), &allocs_header);
+  EXPECT_EQ(allocs_header, "period space/bytes 1 default alloc_space");
+  EXPECT_EQ(allocs.at(at(t.line)), values.at(at(t.line)));
+}
+
+TEST_F(Pprof, GoToolPprofShowsTopAndDiffBase) {
+  Target target;
+  target.run("step1");
+  const std::string before = profile(target, "/debug/pprof/heap", "before.pb.gz");
+  target.run("step2");
+  const std::string after = profile(target, "/debug/pprof/heap", "after.pb.gz");
+  const CommandResult top = run_command(go_env(work_) + kGo + " tool pprof -top -lines " + after);
+  ASSERT_EQ(top.status, 0) << top.output;
+  EXPECT_NE(top.output.find("Type: inuse_space"), std::string::npos) << top.output;
+  EXPECT_NE(top.output.find(at(target.sites.at("leak_c").line)), std::string::npos) << top.output;
+  // -diff_base: only leak C (7 x 2048 = 14336 B = 14kB) grew between the two.
+  const CommandResult diff = run_command(go_env(work_) + kGo + " tool pprof -top -lines -diff_base " +
+                               before + " " + after);
+  ASSERT_EQ(diff.status, 0) << diff.output;
+  EXPECT_NE(diff.output.find("14kB"), std::string::npos) << diff.output;
+  EXPECT_NE(diff.output.find(at(target.sites.at("leak_c").line)), std::string::npos) << diff.output;
+  EXPECT_EQ(diff.output.find(at(target.sites.at("leak_a").line)), std::string::npos) << diff.output;
+}
+
+TEST_F(Pprof, SecondsGivesADeltaProfile) {
+  Target target;
+  target.run("step1");
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    target.run("step2");
+  });
+  const std::string delta = profile(target, "/debug/pprof/allocs?seconds=1", "delta.pb.gz");
+  later.join();
+  std::string header;
+  const auto values = parse(delta, &header);
+  const Site& c = target.sites.at("leak_c");
+  EXPECT_EQ(values.at(at(c.line)), (std::vector<long>{7, 7 * 2048, 7, 7 * 2048}));
+  // What step1 did happened before the window: not in the delta.
+  EXPECT_FALSE(values.contains(at(target.sites.at("leak_a").line)));
+}
+
+TEST(Prometheus, RealServerScrapesCallsiteGaugesExact) {
+  if (!executable(kPrometheus)) GTEST_SKIP() << kPrometheus << " is missing (Debian package prometheus)";
+  Target target;
+  target.run("step1");
+  const fs::path work = scratch("prometheus");
+  std::ofstream(work / "prometheus.yml")
+      << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: liveheap\n"
+      << "    static_configs:\n      - targets: ['127.0.0.1:" << target.port() << "']\n";
+  const std::uint16_t port = http_test::free_port();
+  http_test::ChildProcess prometheus(
+      {kPrometheus, "--config.file=" + (work / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (work / "data").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=error"},
+      {});
+  std::map<std::string, double> gauges;  // callsite -> value
+  std::string last;  // the last answer or failure, for the message
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (gauges.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    http_test::Reply r;
+    try {
+      r = http_test::get(port, "/api/v1/query?query=liveheap_callsite_inuse_bytes");
+    } catch (const std::exception& e) {
+      last = e.what();
+      continue;  // not listening yet
+    }
+    last = std::to_string(r.status) + " " + r.body;
+    if (r.status != 200) continue;
+    const nlohmann::json answer = r.json();
+    for (const auto& series : answer["data"]["result"])
+      gauges[series["metric"]["callsite"].get<std::string>()] =
+          std::stod(series["value"][1].get<std::string>());
+  }
+  ASSERT_FALSE(gauges.empty()) << "Prometheus never scraped the target; last: " << last;
+  for (const char* leak : {"leak_a", "leak_b"}) {
+    const Site& s = target.sites.at(leak);
+    bool found = false;
+    for (const auto& [callsite, value] : gauges) {
+      if (!callsite.ends_with("ecosystem_target.cpp:" + std::to_string(s.line))) continue;
+      found = true;
+      EXPECT_EQ(value, static_cast<double>(s.bytes)) << callsite;
+    }
+    EXPECT_TRUE(found) << leak << " has no gauge";
+  }
+  // The allocator's own figures, from the same scrape: glibc serves at least the traced bytes.
+  const http_test::Reply held = http_test::get(
+      port, "/api/v1/query?query=liveheap_allocator_bytes%7Ballocator%3D%22glibc%22%2Cfigure%3D%22uordblks%22%7D");
+  ASSERT_EQ(held.status, 200) << held.body;
+  const nlohmann::json result = held.json()["data"]["result"];
+  ASSERT_EQ(result.size(), 1u) << held.body;
+  EXPECT_GE(std::stod(result[0]["value"][1].get<std::string>()),
+            static_cast<double>(target.sites.at("leak_a").bytes + target.sites.at("leak_b").bytes))
+      << held.body;
+}
+
+}  // namespace
+
+namespace {
+
+// Folded stacks (flamegraph.pl's input) of a known stack: root first, exact value.
+TEST(Folded, TopAndDiffFoldKnownStacks) {
+  Target target;
+  target.run("step1");
+  const std::string stack = "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step1()";
+  const http_test::Reply top = http_test::get(target.port(), "/debug/memory/top?format=folded");
+  ASSERT_EQ(top.status, 200) << top.body;
+  EXPECT_NE(("\n" + top.body).find("\n" + stack + " 5000\n"), std::string::npos) << top.body;
+  ASSERT_EQ(http_test::post(target.port(), "/debug/memory/baseline").status, 200);
+  target.run("step2");
+  const std::string grown = "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step2()";
+  const http_test::Reply diff = http_test::get(target.port(), "/debug/memory/diff?format=folded");
+  EXPECT_EQ(diff.body, grown + " 14336\n");
+  const http_test::Reply diff2 = http_test::get(target.port(), "/debug/memory/diff?format=folded2");
+  EXPECT_EQ(diff2.body, grown + " 0 14336\n");
+  EXPECT_EQ(http_test::get(target.port(), "/debug/memory/top?format=folded2").status, 400);
+}
+
+}  // namespace
