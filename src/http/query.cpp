@@ -19,6 +19,7 @@ constexpr std::array kParamNames{
     ParamName{"include", kFilters}, ParamName{"exclude", kFilters},
     ParamName{"seconds", kSeconds}, ParamName{"mode", kStartOptions},
     ParamName{"frames", kStartOptions}, ParamName{"sample_interval", kStartOptions},
+    ParamName{"pid", kPid},
 };
 
 [[noreturn]] void bad_request(const std::string& reason) {
@@ -144,6 +145,14 @@ void set_param(Query& query, std::string_view name, const std::string& value) {
     query.frames = static_cast<unsigned>(parse_number(name, value, 1, kMaxFrames));
   } else if (name == "sample_interval") {
     query.sample_interval = parse_number(name, value, 1, std::uint64_t{1} << 40);
+  } else if (name == "pid") {
+    std::uint64_t pid = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), pid);
+    if (value != "all" && (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
+                           pid < 1 || pid > static_cast<std::uint64_t>(kMaxPid)))
+      bad_request("pid=" + excerpt(value) + " is not a process id (1 to " + std::to_string(kMaxPid) +
+                  ") or all");
+    query.pid = value == "all" ? kAllProcesses : static_cast<long>(pid);
   }
 }
 

@@ -24,11 +24,14 @@ enum Param : unsigned {
   kFilters = 1u << 4,  // include= and exclude=
   kSeconds = 1u << 5,
   kStartOptions = 1u << 6,  // mode=, frames=, sample_interval=
+  kPid = 1u << 7,           // pid=N|all: which process of the registry answers (forward.hpp)
 };
 using ParamSet = unsigned;
 
 inline constexpr std::size_t kMaxLimit = 10000;
 inline constexpr unsigned kMaxSeconds = 60;
+inline constexpr long kAllProcesses = 0;  // Query::pid for pid=all
+inline constexpr long kMaxPid = 4194304;  // Linux's PID_MAX_LIMIT
 
 struct Query {
   std::optional<Format> format;
@@ -42,6 +45,7 @@ struct Query {
   std::optional<Mode> mode;
   std::optional<unsigned> frames;
   std::optional<std::uint64_t> sample_interval;
+  std::optional<long> pid;  // kAllProcesses for pid=all
 };
 
 struct Target {

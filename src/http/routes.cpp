@@ -7,6 +7,7 @@
 
 #include "auth.hpp"
 #include "embedded_assets.hpp"
+#include "forward.hpp"
 #include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
 #include "query.hpp"
@@ -170,6 +171,10 @@ Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
   return trim_report(to, before, read_process_memory(), released);
 }
 
+Outcome processes(RouteState& state, const ReplyTo& to, const Query&) {
+  return processes_report(state, to);
+}
+
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
 
 constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters;
@@ -186,6 +191,7 @@ const Route kRoutes[] = {
     {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
     {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak to now"},
     {"/trim", Verb::post, kFormat, trim, "malloc_trim(0), with RSS before and after"},
+    {"/processes", Verb::get, kFormat, processes, "every process of this program (pid=N asks one)"},
 };
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query) {
@@ -257,8 +263,9 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
   if (match == nullptr) return method_not_allowed(req, to, allow);
   if (rest != "/")  // the index holds no data: the dashboard must load to ask for a token
     if (auto denied = check_bearer(req, state.config.token, to)) return std::move(*denied);
-  const Query query = parse_query(target.query, match->params);
+  const Query query = parse_query(target.query, match->params | kPid);  // every route takes pid=
   if (query.format) to.format = *query.format;
+  if (auto other = answer_for_pid(state, req, to, rest, query)) return std::move(*other);
   return match->run(state, to, query);
 }
 
