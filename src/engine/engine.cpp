@@ -185,7 +185,9 @@ void after_fork() noexcept {
   g_stacks.unlock_after_fork();
 }
 
-[[gnu::constructor]] void register_fork_handlers() noexcept {
+// First of all constructors (101): a child's handlers run in registration order, and those
+// registered later (the admin server's, which allocate in the child) need these locks free.
+[[gnu::constructor(101)]] void register_fork_handlers() noexcept {
   pthread_atfork(before_fork, after_fork, after_fork);
 }
 

@@ -1,9 +1,12 @@
 // The standalone admin server: a Boost.Beast HTTP server on its own thread and port that
-// serves a Handler's routes, for programs that are not Beast servers (and preload mode).
-// Structured as Beast's example/http/server/async: fail, session, listener.
+// serves a Handler's routes, for programs that are not Beast servers (and preload mode);
+// and the Server under it, which serves the same session code on TCP or on a Unix-domain
+// socket (serve.hpp). Structured as Beast's example/http/server/async: fail, session,
+// listener, each templated on the stream protocol.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -12,7 +15,9 @@
 #include <thread>
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
@@ -20,8 +25,10 @@
 
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
+#include "fork_fds.hpp"
 #include "listen_address.hpp"
 #include "reply.hpp"
+#include "serve.hpp"
 
 namespace liveheap::http {
 namespace {
@@ -30,6 +37,7 @@ namespace beast = boost::beast;
 namespace bh = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using local = net::local::stream_protocol;
 
 constexpr std::uint32_t kMaxHeaderBytes = 8 * 1024;
 constexpr std::uint64_t kMaxBodyBytes = 1024;  // the routes take no body
@@ -59,10 +67,15 @@ Response malformed_request(beast::error_code ec) {
 
 // Handles one HTTP connection: read a request, answer it (on the Handler's worker), repeat.
 // Thread-safety: every step runs on the session's strand.
-class Session : public std::enable_shared_from_this<Session> {
+template <class Protocol>
+class Session : public std::enable_shared_from_this<Session<Protocol>> {
  public:
-  Session(tcp::socket&& socket, Handler& handler)
-      : stream_(std::move(socket)), buffer_(kMaxBufferBytes), handler_(handler) {}
+  Session(typename Protocol::socket&& socket, Handler& handler)
+      : stream_(std::move(socket)), buffer_(kMaxBufferBytes), handler_(handler),
+        fd_(stream_.socket().native_handle()) {
+    track_fork_fd(fd_);
+  }
+  ~Session() { untrack_fork_fd(fd_); }
 
   // Since when it waits for a request, or nullopt while it works on one (or was evicted).
   std::optional<std::chrono::steady_clock::time_point> waiting_since() const {
@@ -134,48 +147,63 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void do_close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().shutdown(net::socket_base::shutdown_send, ec);
   }
 
-  beast::tcp_stream stream_;
+  using std::enable_shared_from_this<Session>::shared_from_this;
+
+  beast::basic_stream<Protocol> stream_;
   beast::flat_buffer buffer_;
   std::optional<bh::request_parser<bh::string_body>> parser_;
   Handler& handler_;
+  int fd_;  // for fork_fds, also after an eviction closed the socket
   static constexpr std::int64_t kBusy = -1;
   std::atomic<std::int64_t> waiting_since_{kBusy};  // steady_clock ticks; read by the listener
   std::atomic<bool> evicted_{false};
 };
 
 // Accepts connections and starts a session for each.
-// Thread-safety: runs on the admin server's single io_context thread.
-class Listener : public std::enable_shared_from_this<Listener> {
+// Thread-safety: runs on the server's single io_context thread.
+template <class Protocol>
+class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
  public:
   // Throws boost::system::system_error.
-  Listener(net::io_context& ioc, const tcp::endpoint& endpoint, Handler& handler)
+  Listener(net::io_context& ioc, const typename Protocol::endpoint& endpoint, Handler& handler)
       : ioc_(ioc), acceptor_(ioc), backoff_(ioc), handler_(handler) {
     // Close-on-exec, which Asio does not set: a program that execs (a wrapper script's
     // shell, pyenv's shims) would hand the listening socket to the new image, where no
     // thread serves it: clients would hang, and the new image's own server could not bind.
-    const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC,
+                            endpoint.protocol().protocol());
     if (fd < 0) throw boost::system::system_error(errno, boost::system::system_category(), "socket");
     acceptor_.assign(endpoint.protocol(), fd);
-    acceptor_.set_option(net::socket_base::reuse_address(true));
+    // And closed in a child forked without exec (fork_fds.hpp), for the same reasons.
+    track_fork_fd(fd);
+    if constexpr (std::is_same_v<Protocol, tcp>)
+      acceptor_.set_option(net::socket_base::reuse_address(true));
     acceptor_.bind(endpoint);
     acceptor_.listen(net::socket_base::max_listen_connections);
   }
+  ~Listener() { untrack_fork_fd(acceptor_.native_handle()); }
 
-  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  std::uint16_t port() const
+    requires std::is_same_v<Protocol, tcp>
+  {
+    return acceptor_.local_endpoint().port();
+  }
 
   void run() { do_accept(); }
 
  private:
+  using std::enable_shared_from_this<Listener>::shared_from_this;
+
   void do_accept() {
     // Each session gets its own strand.
     acceptor_.async_accept(net::make_strand(ioc_),
                            beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
   }
 
-  void on_accept(beast::error_code ec, tcp::socket socket) {
+  void on_accept(beast::error_code ec, typename Protocol::socket socket) {
     if (ec == net::error::operation_aborted) return;
     if (ec) {
       // Out of descriptors, say: wait a little rather than spin on the same error.
@@ -188,7 +216,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
     // Accepted sockets too (Asio's accept() takes no flags): not a child's to keep.
     ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
     if (make_room()) {
-      auto session = std::make_shared<Session>(std::move(socket), handler_);
+      auto session = std::make_shared<Session<Protocol>>(std::move(socket), handler_);
       sessions_.push_back(session);
       session->run();
     }  // else every session is busy with a request: the new socket closes here
@@ -198,8 +226,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // True when a new session may start: below the cap, or once the session that has waited
   // longest for a request is evicted.
   bool make_room() {
-    std::erase_if(sessions_, [](const std::weak_ptr<Session>& s) { return s.expired(); });
-    std::shared_ptr<Session> oldest;
+    std::erase_if(sessions_, [](const auto& s) { return s.expired(); });
+    std::shared_ptr<Session<Protocol>> oldest;
     std::size_t live = 0;
     for (const auto& weak : sessions_) {
       const auto session = weak.lock();
@@ -216,13 +244,15 @@ class Listener : public std::enable_shared_from_this<Listener> {
   }
 
   net::io_context& ioc_;
-  tcp::acceptor acceptor_;
+  typename Protocol::acceptor acceptor_;
   net::steady_timer backoff_;
   Handler& handler_;
-  std::vector<std::weak_ptr<Session>> sessions_;
+  std::vector<std::weak_ptr<Session<Protocol>>> sessions_;
 };
 
-tcp::endpoint resolve(const std::string& host, std::uint16_t port) {
+}  // namespace
+
+tcp::endpoint resolve_tcp(const std::string& host, std::uint16_t port) {
   net::io_context ioc;
   tcp::resolver resolver(ioc);
   const auto results = resolver.resolve(host, std::to_string(port),
@@ -230,22 +260,10 @@ tcp::endpoint resolve(const std::string& host, std::uint16_t port) {
   return results.begin()->endpoint();
 }
 
-}  // namespace
-
 // Members in this order: the io_context outlives the Handler, whose pending responses
 // hold sessions (and so sockets) of this io_context.
-struct AdminServer::Impl {
-  Impl(Config config, const std::string& host, std::uint16_t port) : handler(std::move(config)) {
-    try {
-      const tcp::endpoint endpoint = resolve(host, port);
-      check_listen_policy(handler.config(), endpoint.address(), host, port);
-      listener = std::make_shared<Listener>(ioc, endpoint, handler);
-    } catch (const boost::system::system_error& e) {
-      throw std::runtime_error("cannot serve on " + host + ":" + std::to_string(port) + ": " +
-                               e.code().message());
-    }
-    bound_port = listener->port();
-    listener->run();
+struct Server::Impl {
+  explicit Impl(Config config) : handler(std::move(config)) {
     thread = std::thread([this] {
       IgnoreScope ignore;  // for the thread's whole life: serving is never the host's growth
       for (;;) {
@@ -260,15 +278,55 @@ struct AdminServer::Impl {
   }
 
   ~Impl() {
+    work.reset();
     ioc.stop();
     thread.join();
   }
 
   net::io_context ioc{1};
+  // Keeps run() going while there is no listener yet.
+  net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
   Handler handler;
-  std::shared_ptr<Listener> listener;
-  std::uint16_t bound_port = 0;
   std::thread thread;
+};
+
+Server::Server(Config config) : impl_(new Impl(std::move(config))), owner_(::getpid()) {}
+
+Server::~Server() {
+  if (::getpid() == owner_) delete impl_;
+}
+
+Handler& Server::handler() noexcept { return impl_->handler; }
+
+net::io_context& Server::io() noexcept { return impl_->ioc; }
+
+std::uint16_t Server::listen_tcp(const tcp::endpoint& endpoint) {
+  check_listen_policy(impl_->handler.config(), endpoint.address(), endpoint.address().to_string(),
+                      endpoint.port());
+  auto listener = std::make_shared<Listener<tcp>>(impl_->ioc, endpoint, impl_->handler);
+  listener->run();  // the pending accept holds it
+  return listener->port();
+}
+
+void Server::listen_local(const std::string& path) {
+  ::unlink(path.c_str());  // a socket file left by an earlier process with our pid
+  auto listener = std::make_shared<Listener<local>>(impl_->ioc, local::endpoint(path),
+                                                    impl_->handler);
+  listener->run();
+}
+
+struct AdminServer::Impl {
+  Impl(Config config, const std::string& host, std::uint16_t port) : server(std::move(config)) {
+    try {
+      bound_port = server.listen_tcp(resolve_tcp(host, port));
+    } catch (const boost::system::system_error& e) {
+      throw std::runtime_error("cannot serve on " + host + ":" + std::to_string(port) + ": " +
+                               e.code().message());
+    }
+  }
+
+  Server server;
+  std::uint16_t bound_port = 0;
 };
 
 AdminServer::AdminServer(Config config, const std::string& host, std::uint16_t port) {
@@ -286,6 +344,6 @@ AdminServer::~AdminServer() {
 
 std::uint16_t AdminServer::port() const noexcept { return impl_->bound_port; }
 
-Handler& AdminServer::handler() noexcept { return impl_->handler; }
+Handler& AdminServer::handler() noexcept { return impl_->server.handler(); }
 
 }  // namespace liveheap::http

@@ -20,6 +20,7 @@ constexpr std::array kParamNames{
     ParamName{"seconds", kSeconds}, ParamName{"mode", kStartOptions},
     ParamName{"frames", kStartOptions}, ParamName{"sample_interval", kStartOptions},
     ParamName{"traceback", kTraceback},
+    ParamName{"pid", kPid},
 };
 
 [[noreturn]] void bad_request(const std::string& reason) {
@@ -153,6 +154,14 @@ void set_param(Query& query, std::string_view name, const std::string& value, Pa
   } else if (name == "traceback") {
     if (value != "0" && value != "1") bad_request("traceback=" + excerpt(value) + " is not 0 or 1");
     query.traceback = value == "1";
+  } else if (name == "pid") {
+    std::uint64_t pid = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), pid);
+    if (value != "all" && (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
+                           pid < 1 || pid > static_cast<std::uint64_t>(kMaxPid)))
+      bad_request("pid=" + excerpt(value) + " is not a process id (1 to " + std::to_string(kMaxPid) +
+                  ") or all");
+    query.pid = value == "all" ? kAllProcesses : static_cast<long>(pid);
   }
 }
 

@@ -27,6 +27,7 @@ enum Param : unsigned {
   kTraceback = 1u << 7,     // traceback=0|1: each JSON stat with its whole stack
   kFolded = 1u << 8,        // format=folded accepted (with kFormat)
   kFolded2 = 1u << 9,       // format=folded2 accepted too (/diff)
+  kPid = 1u << 10,          // pid=N|all: which process of the registry answers (forward.hpp)
 };
 using ParamSet = unsigned;
 
@@ -35,6 +36,8 @@ inline constexpr unsigned kMaxSeconds = 60;
 // Below this, sampling costs a page per small block (issue 12: 20,000 malloc(16) grew RSS
 // by 79 MiB at 1 B); LIVEHEAP_SAMPLE_INTERVAL may still go lower, for tests.
 inline constexpr std::uint64_t kMinHttpSampleInterval = 4096;
+inline constexpr long kAllProcesses = 0;  // Query::pid for pid=all
+inline constexpr long kMaxPid = 4194304;  // Linux's PID_MAX_LIMIT
 
 struct Query {
   std::optional<Format> format;
@@ -49,6 +52,7 @@ struct Query {
   std::optional<unsigned> frames;
   std::optional<std::uint64_t> sample_interval;
   bool traceback = false;  // traceback=1; key=traceback implies it
+  std::optional<long> pid;  // kAllProcesses for pid=all
 };
 
 struct Target {

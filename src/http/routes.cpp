@@ -9,6 +9,7 @@
 #include "auth.hpp"
 #include "embedded_assets.hpp"
 #include "exports.hpp"
+#include "forward.hpp"
 #include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
 #include "query.hpp"
@@ -215,6 +216,10 @@ Outcome metrics(RouteState& state, const ReplyTo& to, const Query&) {
   return metrics_response(to, callsites);
 }
 
+Outcome processes(RouteState& state, const ReplyTo& to, const Query&) {
+  return processes_report(state, to);
+}
+
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
 
 constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters | kTraceback;
@@ -234,6 +239,7 @@ const Route kRoutes[] = {
     {"/pprof/heap", Verb::get, kSeconds, pprof_heap, "gzip'd pprof heap profile (inuse_space first)"},
     {"/pprof/allocs", Verb::get, kSeconds, pprof_allocs, "the same profile, alloc_space first"},
     {"/metrics", Verb::get, 0, metrics, "Prometheus metrics (text exposition 0.0.4)"},
+    {"/processes", Verb::get, kFormat, processes, "every process of this program (pid=N asks one)"},
 };
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query) {
@@ -309,8 +315,9 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
   if (match == nullptr) return method_not_allowed(req, to, allow);
   if (rest != "/")  // the index holds no data: the dashboard must load to ask for a token
     if (auto denied = check_bearer(req, state.config.token, to)) return std::move(*denied);
-  const Query query = parse_query(target.query, match->params);
+  const Query query = parse_query(target.query, match->params | kPid);  // every route takes pid=
   if (query.format) to.format = *query.format;
+  if (auto other = answer_for_pid(state, req, to, rest, query)) return std::move(*other);
   return match->run(state, to, query);
 }
 

@@ -1,6 +1,7 @@
 // LD_PRELOAD entry point: configures tracking from LIVEHEAP_* variables before main
 // (sampled by default: cheap enough to leave on) and,
-// with LIVEHEAP_ADDR=[host:]port, starts the standalone admin server. A bad value is
+// with LIVEHEAP_ADDR=[host:]port, starts the process's endpoint (endpoint.hpp): the port
+// when it is free, a socket in the private registry always. A bad value is
 // reported once on stderr and tracking stays off: the host program always runs on.
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "endpoint.hpp"
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
 
@@ -45,13 +47,7 @@ void start_admin_server() {
     if (const char* hosts = std::getenv("LIVEHEAP_ALLOWED_HOSTS"))
       config.allowed_hosts = liveheap::http::parse_allowed_hosts(hosts);
     if (const char* prefix = std::getenv("LIVEHEAP_PREFIX")) config.prefix = prefix;
-    // Lives as long as the process: a static destructor could run while threads still
-    // allocate, so it is deliberately never destroyed.
-    auto* server = new liveheap::http::AdminServer(config, address.host, address.port);
-    const bool v6 = address.host.find(':') != std::string::npos;
-    std::fprintf(stderr, "liveheap: serving http://%s%s%s:%u%s/\n", v6 ? "[" : "",
-                 address.host.c_str(), v6 ? "]" : "",
-                 static_cast<unsigned>(server->port()), config.prefix.c_str());
+    liveheap::http::start_process_endpoint(config, address.host, address.port);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "liveheap: admin server not started: %s\n", e.what());
   }

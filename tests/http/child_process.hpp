@@ -19,6 +19,7 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
+  pid_t pid() const { return pid_; }
   void write_line(const std::string& line);
   // The next line of its stdout (without '\n'), or std::nullopt at EOF or after timeout_ms.
   std::optional<std::string> read_line(int timeout_ms);

@@ -1,0 +1,164 @@
+// A process's own endpoint: the port while it holds it, its socket in the registry always
+// (see endpoint.hpp).
+#include "endpoint.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <thread>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "fork_fds.hpp"
+#include "liveheap/tracker.hpp"
+#include "listen_address.hpp"
+#include "registry.hpp"
+#include "serve.hpp"
+
+namespace liveheap::http {
+namespace {
+
+namespace net = boost::asio;
+
+constexpr auto kPortRetry = std::chrono::seconds(1);
+// A child forked without exec waits this long before registering: most children exec
+// at once (a shell's commands, popen), and then there is nothing to register.
+constexpr auto kForkChildDelay = std::chrono::milliseconds(50);
+
+// Everything lives as long as the process: never destroyed, since an exit handler and the
+// endpoint's thread may still use it while static destructors run.
+struct State {
+  Config config;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string address;  // "host:port", the group's name
+
+  std::mutex mutex;      // guards what follows
+  Server* server = nullptr;
+  std::string dir;       // the registry's group directory, once registered
+  std::string socket;    // our socket in it
+  pid_t registered_pid = 0;  // the process that bound `socket`
+  bool exiting = false;
+  std::unique_ptr<net::steady_timer> retry;
+};
+State* g_state = nullptr;
+
+void say(const std::string& line) { std::fprintf(stderr, "liveheap: %s\n", line.c_str()); }
+
+// Binds the port; false (quietly) while another process holds it.
+bool try_port(State& s, bool announce_busy) {
+  try {
+    const std::uint16_t port = s.server->listen_tcp(resolve_tcp(s.host, s.port));
+    say("serving http://" + host_header_name(s.host) + ":" + std::to_string(port) + s.config.prefix + "/");
+    return true;
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == boost::system::errc::address_in_use) {
+      if (announce_busy)
+        say(s.address + " is taken; this process (pid " + std::to_string(::getpid()) +
+            ") is reached through its holder with ?pid=, and takes the port if it frees up");
+      return false;
+    }
+    say("admin server not started: cannot serve on " + s.address + ": " + e.code().message());
+    return true;  // nothing to retry
+  }
+}
+
+void schedule_retry(State& s) {
+  s.retry->expires_after(kPortRetry);
+  s.retry->async_wait([&s](boost::system::error_code ec) {
+    if (ec) return;
+    IgnoreScope ignore;
+    if (!try_port(s, false)) schedule_retry(s);
+  });
+}
+
+void register_socket(State& s) {
+  IgnoreScope ignore;
+  try {
+    const std::string dir = open_registry(s.address);
+    const std::string path = socket_path(dir, ::getpid());
+    std::lock_guard lock(s.mutex);
+    if (s.exiting) return;  // too late: nothing would remove it
+    s.server->listen_local(path);
+    s.dir = dir;
+    s.socket = path;
+    s.registered_pid = ::getpid();
+  } catch (const std::exception& e) {
+    say(std::string("this process is not reachable through the registry: ") + e.what());
+  }
+}
+
+void unregister_at_exit() {
+  State& s = *g_state;
+  std::lock_guard lock(s.mutex);
+  s.exiting = true;
+  if (s.registered_pid == ::getpid()) ::unlink(s.socket.c_str());
+}
+
+// In this process: a Server, the port (or a retry), the socket (on the server's thread).
+void serve(State& s, bool announce_busy) {
+  IgnoreScope ignore;
+  {
+    std::lock_guard lock(s.mutex);
+    s.server = new Server(s.config);  // never deleted: see State
+    s.retry = std::make_unique<net::steady_timer>(s.server->io());
+  }
+  if (!try_port(s, announce_busy)) schedule_retry(s);
+  net::post(s.server->io(), [&s] { register_socket(s); });
+}
+
+// fork() without exec: the parent's server is the parent's (its threads do not exist
+// here, its sockets are closed); this process gets its own after a moment.
+void after_fork_in_child() {
+  State& s = *g_state;
+  new (&s.mutex) std::mutex;  // a thread of the parent may have held it
+  s.server = nullptr;         // leaked with its io_context
+  (void)s.retry.release();    // belongs to that io_context
+  s.dir.clear();
+  try {
+    std::thread([] {
+      std::this_thread::sleep_for(kForkChildDelay);
+      try {
+        serve(*g_state, false);
+      } catch (...) {
+        // Out of threads or memory: this child is simply not reachable.
+      }
+    }).detach();
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+void start_process_endpoint(Config config, const std::string& host, std::uint16_t port) {
+  IgnoreScope ignore;
+  try {
+    // The bound address is a Host a browser may use for us; an IPv6 one is written "[addr]".
+    config.allowed_hosts.push_back(host_header_name(host));
+    if (config.metrics_path.empty()) config.metrics_path = "/metrics";  // where scrapers look
+    g_state = new State;
+    g_state->config = std::move(config);
+    g_state->host = host;
+    g_state->port = port;
+    g_state->address = host_header_name(host) + ":" + std::to_string(port);
+    std::atexit(unregister_at_exit);
+    on_fork_child(after_fork_in_child);
+    serve(*g_state, true);
+  } catch (const std::exception& e) {
+    say(std::string("admin server not started: ") + e.what());
+  }
+}
+
+std::optional<std::string> process_registry() {
+  if (g_state == nullptr) return std::nullopt;
+  std::lock_guard lock(g_state->mutex);
+  if (g_state->dir.empty()) return std::nullopt;
+  return g_state->dir;
+}
+
+}  // namespace liveheap::http

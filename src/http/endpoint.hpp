@@ -1,0 +1,28 @@
+// A process's own endpoint (preload mode): its routes on a Unix-domain socket in the
+// private registry (registry.hpp), and on LIVEHEAP_ADDR while it holds that port. A
+// process that finds the port taken (a wrapper's child, a prefork worker) is reached
+// through the holder with ?pid=, and tries the port again every second so that one of
+// the group takes over when the holder exits. After fork() without exec the child does
+// the same for itself: it closes its parent's sockets (fork_fds.hpp) and, unless it execs
+// within a moment, registers its own endpoint.
+// Thread-safety: start_process_endpoint once, from the preload constructor; the rest from
+// any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "liveheap/http.hpp"
+
+namespace liveheap::http {
+
+// Starts serving; never throws: problems are one line each on stderr. Registering costs
+// nothing on the caller's thread (it happens on the endpoint's own thread).
+void start_process_endpoint(Config config, const std::string& host, std::uint16_t port);
+
+// The registry directory of this process's group, once it registered; std::nullopt for
+// a process without one (a program that mounts a Handler itself).
+std::optional<std::string> process_registry();
+
+}  // namespace liveheap::http

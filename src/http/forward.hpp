@@ -1,0 +1,25 @@
+// ?pid= and GET /processes: the process holding the port answers for every process of its
+// registry group (registry.hpp). pid=N forwards the request over N's Unix socket and
+// returns N's response as it is; pid=all on GET /diff, GET /top and POST /baseline asks
+// every process and merges their statistics by key (sums). Forwarding is synchronous on
+// the Handler's worker, each exchange bounded by a timeout.
+// Thread-safety: pure functions of their arguments, the registry and the peers' sockets.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "query.hpp"
+#include "routes.hpp"
+
+namespace liveheap::http {
+
+// The answer for query.pid (another process, or all); std::nullopt when it is this
+// process's own pid, which the route answers as usual. `route` is the path below the prefix.
+std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to,
+                                      std::string_view route, const Query& query);
+
+// GET /processes: every live process of the group, this one included.
+Response processes_report(RouteState& state, const ReplyTo& to);
+
+}  // namespace liveheap::http

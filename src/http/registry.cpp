@@ -1,0 +1,131 @@
+// The private registry of process endpoints (see registry.hpp).
+#include "registry.hpp"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+namespace liveheap::http {
+namespace {
+
+// A socket that refuses connections is stale only once it is older than this: between
+// bind and listen a starting process refuses too.
+constexpr std::time_t kRefusingGraceSeconds = 5;
+
+std::string octal(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+// mkdir -m 0700 unless it exists; then insist it is ours and private.
+void make_private_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw std::runtime_error("cannot create the registry directory " + dir + ": " +
+                             std::strerror(errno));
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0)
+    throw std::runtime_error("cannot inspect " + dir + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    throw std::runtime_error("the registry " + dir + " is not a directory");
+  if (st.st_uid != ::geteuid())
+    throw std::runtime_error("the registry directory " + dir + " belongs to uid " +
+                             std::to_string(st.st_uid) + ", not to this user");
+  if ((st.st_mode & 077) != 0)
+    throw std::runtime_error("the registry directory " + dir + " has mode " + octal(st.st_mode) +
+                             ": others could reach this process's heap; chmod 700 it");
+}
+
+std::string registry_root() {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  if (runtime != nullptr && runtime[0] == '/') {
+    struct stat st {};
+    if (::stat(runtime, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+        ::access(runtime, W_OK | X_OK) == 0)
+      return std::string(runtime) + "/liveheap";
+  }
+  return "/tmp/liveheap-" + std::to_string(::geteuid());
+}
+
+// "127.0.0.1:8080" -> "127.0.0.1-8080": a file name whatever the host is spelled with.
+std::string group_name(std::string_view address) {
+  std::string name;
+  for (const char c : address) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                       (c >= '0' && c <= '9') || c == '.' || c == '-';
+    name += c == ':' ? '-' : plain ? c : '_';
+  }
+  if (name.empty() || name.front() == '.') name.insert(0, "_");
+  return name;
+}
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+// 0 when something accepts at `path`, else the errno of connect.
+int try_connect(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int error = rc == 0 ? 0 : errno;
+  ::close(fd);
+  return error;
+}
+
+bool old_enough(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && std::time(nullptr) - st.st_mtime >= kRefusingGraceSeconds;
+}
+
+}  // namespace
+
+std::string open_registry(std::string_view address) {
+  const std::string root = registry_root();
+  make_private_dir(root);
+  const std::string dir = root + "/" + group_name(address);
+  make_private_dir(dir);
+  return dir;
+}
+
+std::string socket_path(const std::string& dir, pid_t pid) {
+  std::string path = dir + "/" + std::to_string(pid) + ".sock";
+  if (path.size() >= sizeof(sockaddr_un::sun_path))
+    throw std::runtime_error("the registry path " + path + " is too long for a Unix socket");
+  return path;
+}
+
+std::vector<pid_t> list_registry(const std::string& dir) {
+  std::vector<pid_t> pids;
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) return pids;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view name = entry->d_name;
+    if (!name.ends_with(".sock")) continue;
+    pid_t pid = 0;
+    const auto digits = name.substr(0, name.size() - 5);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+    if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) continue;
+    const std::string path = dir + "/" + std::string(name);
+    const int error = alive(pid) ? try_connect(path) : ENOENT;
+    if (error == 0) pids.push_back(pid);
+    else if (error == ENOENT || (error == ECONNREFUSED && old_enough(path))) ::unlink(path.c_str());
+  }
+  ::closedir(listing);
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+}  // namespace liveheap::http

@@ -1,0 +1,28 @@
+// The private registry through which the processes of one program find each other: a
+// directory only the user can open ($XDG_RUNTIME_DIR/liveheap, else /tmp/liveheap-$UID,
+// 0700, owned by the user) with one sub-directory per LIVEHEAP_ADDR, holding one
+// Unix-domain socket per process, "<pid>.sock".
+// Thread-safety: pure functions over the file system.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace liveheap::http {
+
+// The directory for the group `address` ("host:port"), created 0700 where missing. Throws
+// std::runtime_error with a one-line reason when it, or the registry above it, is not a
+// directory owned by this user without group or other permissions (it is never "fixed").
+std::string open_registry(std::string_view address);
+
+// "<dir>/<pid>.sock". Throws std::runtime_error when the path is too long for a socket.
+std::string socket_path(const std::string& dir, pid_t pid);
+
+// The pids with a live socket in `dir`, ascending. A socket whose process is gone (or no
+// longer listens, for longer than a start-up takes) is removed on the way.
+std::vector<pid_t> list_registry(const std::string& dir);
+
+}  // namespace liveheap::http

@@ -1,0 +1,77 @@
+// A prefork server in miniature, for the processes tests: the master forks workers (no
+// exec), each of which keeps known bytes at one known line when told to. Runs unmodified
+// under LD_PRELOAD.
+//
+//   prefork_truth N    print "MASTER <pid>" and one "WORKER <k> <pid>" per worker, then read
+//                      commands on stdin:
+//     go               every worker k keeps 3 blocks of 1000*(k+1) bytes at KEEP_LINE and
+//                      prints "KEPT <pid> <file>:<line> <bytes> <count>"
+//     exit             the master exits; its workers live on (up to a minute, or until killed)
+// The lines are written with one write() each, so the processes' lines never interleave.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+void* g_keep[16];
+
+void say(const std::string& line) {
+  const std::string text = line + "\n";
+  (void)!::write(1, text.data(), text.size());
+}
+
+[[gnu::noinline]] void keep_known(int k) {
+  for (int i = 0; i < 3; ++i) {
+    g_keep[i] = std::malloc(1000 * (k + 1)); if (i == 0) say("KEPT " + std::to_string(::getpid()) + " " __FILE__ ":" + std::to_string(__LINE__) + " " + std::to_string(3000 * (k + 1)) + " 3");
+  }
+}
+
+// A worker: commands come from the master through `in`; when the master is gone, live on.
+[[noreturn]] void worker(int k, int in) {
+  char c = 0;
+  std::string line;
+  while (::read(in, &c, 1) == 1) {
+    if (c != '\n') {
+      line += c;
+      continue;
+    }
+    if (line == "go") keep_known(k);
+    line.clear();
+  }
+  for (int i = 0; i < 600; ++i) ::usleep(100000);  // orphaned: a minute at most
+  std::_Exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int workers = argc > 1 ? std::atoi(argv[1]) : 2;
+  say("MASTER " + std::to_string(::getpid()));
+  std::vector<int> pipes;
+  for (int k = 0; k < workers; ++k) {
+    int fds[2];
+    if (::pipe(fds) != 0) return 1;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[1]);
+      for (int w : pipes) ::close(w);
+      worker(k, fds[0]);
+    }
+    ::close(fds[0]);
+    pipes.push_back(fds[1]);
+    say("WORKER " + std::to_string(k) + " " + std::to_string(pid));
+  }
+  char buffer[64];
+  while (std::fgets(buffer, sizeof buffer, stdin) != nullptr) {
+    if (std::strcmp(buffer, "exit\n") == 0) return 0;
+    for (int w : pipes) (void)!::write(w, buffer, std::strlen(buffer));
+  }
+  return 0;
+}
