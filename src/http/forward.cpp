@@ -52,7 +52,8 @@ std::string peer_target(std::string_view target, Ask ask) {
   const auto mark = target.find('?');
   std::string out(target.substr(0, mark));
   std::string_view query = mark == std::string_view::npos ? "" : target.substr(mark + 1);
-  std::string kept = ask == Ask::every_key ? "format=json&limit=" + std::to_string(kMaxLimit)
+  // Every key with its stack: merging and the text report need the frames.
+  std::string kept = ask == Ask::every_key ? "format=json&traceback=1&limit=" + std::to_string(kMaxLimit)
                      : for_merge            ? "format=json"
                                             : "";
   while (!query.empty()) {
@@ -64,7 +65,8 @@ std::string peer_target(std::string_view target, Ask ask) {
       name = param_name(pair);
     } catch (...) {  // a bad escape: parse_query already refused it
     }
-    if (pair.empty() || name == "pid" || (for_merge && (name == "format" || name == "limit")))
+    if (pair.empty() || name == "pid" || (for_merge && (name == "format" || name == "limit")) ||
+        (ask == Ask::every_key && name == "traceback"))
       continue;
     kept += (kept.empty() ? "" : "&") + std::string(pair);
   }
@@ -204,6 +206,8 @@ Response merged_report(RouteState& state, const Request& req, const ReplyTo& to,
     body["limit"] = query.limit;
     body["keys"] = merged.stats.size();
     body["stats"] = json(std::vector<json>(merged.stats.begin(), merged.stats.begin() + shown));
+    if (!query.traceback && query.key != KeyType::traceback)  // as a single process answers
+      for (json& stat : body["stats"]) stat.erase("traceback");
     body["pids"] = merged.pids;
     body["failed"] = merged.failed;
     return make_json(to, Status::ok, body);

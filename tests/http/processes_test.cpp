@@ -149,11 +149,8 @@ TEST_F(Prefork, ProcessesListsTheMasterAndItsForkedWorkers) {
       << text.body;
 }
 
-// Disabled: in a worker forked from a traced master, the engine reports an empty heap
-// (traced current=0, live_blocks=0, even for the inherited blocks) and does not trace the
-// worker's new allocations; the routes, forwarding and merging are right (the wrapper
-// test below checks a forwarded /diff exactly). An engine finding, left for the engine.
-TEST_F(Prefork, DISABLED_EachWorkerExactlyAndAllMerged) {
+// Each worker's /diff?pid= exact, and pid=all merging them by line.
+TEST_F(Prefork, EachWorkerExactlyAndAllMerged) {
   const Reply baseline = post(port_, "/debug/memory/baseline?pid=all&format=json");
   ASSERT_EQ(baseline.status, 200) << baseline.body;
   ASSERT_EQ(baseline.json()["processes"].size(), 3u) << baseline.body;
