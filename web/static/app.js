@@ -172,7 +172,8 @@ function showStats(stats) {
   $('card-heap').textContent = formatSize(heap);
   $('card-heap-peak').textContent = `peak ${formatSize(stats.traced?.peak)}`;
   $('card-rss').textContent = formatSize(stats.rss);
-  $('card-rss-peak').textContent = `peak ${formatSize(stats.peak_rss)} · ${formatSize(Math.max(0, (stats.rss ?? 0) - heap))} beyond the traced heap`;
+  $('card-rss-peak').textContent = `peak ${formatSize(stats.peak_rss)} · ${formatSize(Math.max(0, (stats.rss ?? 0) - heap))} beyond the traced heap` +
+    allocatorHolds(stats.allocator);
   $('card-tracker').textContent = formatSize(stats.tracker_memory);
   $('card-tracker-sub').textContent = `${formatCount(stats.live_blocks)} live blocks · ${formatCount(stats.stacks)} stacks` +
     (stats.dropped ? ` · ${formatCount(stats.dropped)} dropped` : '');
@@ -235,6 +236,20 @@ async function act(work) {
   }
   refreshNow();
 }
+// What the allocator in effect keeps that is not the program's: the part of "beyond the
+// traced heap" that POST /trim can give back.
+function allocatorHolds(allocator) {
+  if (!allocator?.name) return '';
+  const free = {
+    glibc: allocator.fordblks,
+    jemalloc: allocator.resident - allocator.allocated,
+    tcmalloc: allocator.pageheap_free_bytes,
+    // mimalloc's process info has no free-bytes figure: only its name is shown.
+  }[allocator.name];
+  if (!Number.isFinite(free)) return ` · allocator: ${allocator.name}`;
+  return ` · ${allocator.name} holds ${formatSize(Math.max(0, free))} free`;
+}
+
 $('btn-baseline').addEventListener('click', () => act(async () => {
   await takeBaseline();
   notice(`Baseline set at ${formatClock(Date.now())}: growth now counts from here.`);
