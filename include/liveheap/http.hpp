@@ -76,6 +76,9 @@ struct Config {
   // Callsites given a liveheap_callsite_inuse_bytes gauge, 0..1000; unset: the environment's
   // LIVEHEAP_METRICS_CALLSITES, else 20.
   std::optional<unsigned> metrics_callsites;
+  // A report (/top, /diff, /tracebacks) stops adding rows past this many bytes and says so
+  // ("truncated": true, or a last text line): it is built in the host's memory.
+  std::size_t max_report_bytes = std::size_t{8} << 20;
   // Opt-in per-request comparison (request_comparison.hpp): every request the Handler
   // declines -- the host's own -- is counted, and every N of them the heap is compared
   // with a snapshot taken at the first and the top K growth lines are logged. The

@@ -1,5 +1,6 @@
 // liveheap::http::Handler: prefix matching, and answering on the caller's thread (handle)
 // or on liveheap's worker thread (handle_async), where ?seconds=N windows wait on timers.
+#include <atomic>
 #include <stdexcept>
 #include <thread>
 
@@ -30,6 +31,11 @@ std::string checked_prefix(std::string prefix) {
                                   "' must be a plain path (no spaces, '?', '#' or '%')");
   return prefix;
 }
+
+// Reports queued or running on the worker beyond which a new one gets 503 and Retry-After:
+// each holds a snapshot in the host's memory, and a long queue only delays every answer.
+// Cheap reads (is_cheap_request) bypass the queue.
+constexpr int kMaxPendingReports = 8;
 
 // One handle_async call in flight.
 struct Job {
@@ -79,6 +85,7 @@ struct Handler::Impl {
 
   void run(const std::shared_ptr<Job>& job) {
     Outcome outcome = answer(state, job->req);
+    pending.fetch_sub(1);  // a window's wait holds no snapshot work: it does not count
     if (auto* res = std::get_if<Response>(&outcome)) return deliver(job, std::move(*res));
     Window window = std::get<Window>(std::move(outcome));
     auto timer = std::make_shared<net::steady_timer>(worker_io, window.wait);
@@ -98,6 +105,7 @@ struct Handler::Impl {
   // Declared first, destroyed last: pending windows refer to it.
   RouteState state;
   std::unique_ptr<RequestComparison> comparison;  // null unless Config::compare_requests
+  std::atomic<int> pending{0};                    // jobs posted to the worker, not yet run
   net::io_context worker_io{1};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::once_flag worker_started;
@@ -147,6 +155,19 @@ bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
   }
   IgnoreScope ignore;
   auto job = std::make_shared<Job>(Job{std::move(req), std::move(executor), std::move(done)});
+  if (is_cheap_request(impl_->state.config, job->req)) {  // never behind the reports
+    Impl::deliver(job, std::get<Response>(answer(impl_->state, job->req)));
+    return true;
+  }
+  if (impl_->pending.fetch_add(1) >= kMaxPendingReports) {
+    impl_->pending.fetch_sub(1);
+    Response busy = make_error(reply_to(job->req), Status::service_unavailable,
+                               "busy: " + std::to_string(kMaxPendingReports) +
+                                   " reports are queued or running; retry in a second");
+    busy.set(boost::beast::http::field::retry_after, "1");
+    Impl::deliver(job, std::move(busy));
+    return true;
+  }
   impl_->start_worker();
   net::post(impl_->worker_io, [impl = impl_.get(), job] { impl->run(job); });
   return true;

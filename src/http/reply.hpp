@@ -27,6 +27,7 @@ struct ReplyTo {
   unsigned version = 11;
   bool keep_alive = false;
   Format format = Format::text;
+  std::size_t max_report_bytes = std::size_t{8} << 20;  // Config::max_report_bytes
 };
 
 // ?format= when it is valid (query.cpp rejects it otherwise), else JSON when Accept asks

@@ -66,6 +66,53 @@ json stat_json(const Stat& stat, const Query& query) {
   return j;
 }
 
+// A report is built in the host's memory: past ReplyTo::max_report_bytes of rows it stops
+// and says so ("truncated": true in JSON, a last line in text). 10,000 stacks with
+// tracebacks would be ~0.5 GB.
+std::string truncation_note(std::size_t max_bytes, std::size_t shown, std::size_t wanted) {
+  return "(truncated at " + format_size(static_cast<double>(max_bytes), false) + ": " +
+         std::to_string(shown) + " of " + std::to_string(wanted) +
+         " rows shown; ask for a smaller limit= or narrow with include=)\n";
+}
+
+// The JSON body with `wanted` stats rows serialized once each, straight into the output
+// (not as a second document), up to to.max_report_bytes; "truncated" says whether all fit.
+template <typename Row>
+Response json_with_rows(const ReplyTo& to, json body, std::size_t wanted, Row&& row) {
+  std::string rows = "[";
+  bool truncated = false;
+  for (std::size_t i = 0; i < wanted; ++i) {
+    std::string one = row(i).dump(-1, ' ', false, json::error_handler_t::replace);
+    if (rows.size() + one.size() > to.max_report_bytes) {
+      truncated = true;
+      break;
+    }
+    if (i != 0) rows += ',';
+    rows += one;
+  }
+  rows += ']';
+  body["truncated"] = truncated;
+  body["stats"] = nullptr;  // a placeholder the rows replace: keys are unique, strings escaped
+  std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string placeholder = "\"stats\":null";
+  text.replace(text.find(placeholder), placeholder.size(), "\"stats\":" + rows);
+  return make_response(to, Status::ok, std::move(text) + "\n", "application/json");
+}
+
+// Appends text rows while the report stays within to.max_report_bytes, then a note if not
+// all fit.
+template <typename Row>
+void append_text_rows(const ReplyTo& to, std::string& text, std::size_t wanted, Row&& row) {
+  for (std::size_t i = 0; i < wanted; ++i) {
+    std::string one = row(i);
+    if (text.size() + one.size() > to.max_report_bytes) {
+      text += truncation_note(to.max_report_bytes, i, wanted);
+      return;
+    }
+    text += one;
+  }
+}
+
 std::string size_and_count(std::int64_t size, std::int64_t count) {
   return "size=" + format_size(static_cast<double>(size), false) +
          ", count=" + std::to_string(count);
@@ -107,21 +154,19 @@ Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& 
     json body = report_json(snapshot.info(), query);
     body["total"] = {{"size", snapshot.total_size()}, {"count", snapshot.total_count()}};
     body["keys"] = stats.size();
-    json list = json::array();
-    for (std::size_t i = 0; i < shown; ++i) list.push_back(stat_json(stats[i], query));
-    body["stats"] = std::move(list);
-    return make_json(to, Status::ok, body);
+    return json_with_rows(to, std::move(body), shown,
+                          [&](std::size_t i) { return stat_json(stats[i], query); });
   }
   std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(stats.size()) +
                      " " + std::string(plural(query.key)) + ": " +
                      size_and_count(snapshot.total_size(), snapshot.total_count()) + " " +
                      report_text(snapshot.info(), query) + "\n";
-  for (std::size_t i = 0; i < shown; ++i) {
-    if (whole_tracebacks) text += "\n";
-    text += format_statistic(stats[i], query.key) + "\n";
+  append_text_rows(to, text, shown, [&](std::size_t i) {
+    std::string row = (whole_tracebacks ? "\n" : "") + format_statistic(stats[i], query.key) + "\n";
     if (whole_tracebacks)
-      for (const std::string& line : format_traceback(stats[i].traceback)) text += line + "\n";
-  }
+      for (const std::string& line : format_traceback(stats[i].traceback)) row += line + "\n";
+    return row;
+  });
   return make_text(to, Status::ok, std::move(text));
 }
 
@@ -210,10 +255,8 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
     body["total"] = {{"size", current.total_size()}, {"size_diff", size_diff},
                      {"count", current.total_count()}, {"count_diff", count_diff}};
     body["keys"] = diffs.size();
-    json list = json::array();
-    for (std::size_t i = 0; i < shown; ++i) list.push_back(stat_json(diffs[i], query));
-    body["stats"] = std::move(list);
-    return make_json(to, Status::ok, body);
+    return json_with_rows(to, std::move(body), shown,
+                          [&](std::size_t i) { return stat_json(diffs[i], query); });
   }
   std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(diffs.size()) +
                      " " + std::string(plural(query.key)) + " against " + against +
@@ -221,7 +264,8 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
                      " (" + format_size(static_cast<double>(size_diff), true) +
                      "), count=" + std::to_string(current.total_count()) + " (" +
                      signed_count(count_diff) + ") " + report_text(current.info(), query) + "\n";
-  for (std::size_t i = 0; i < shown; ++i) text += format_statistic_diff(diffs[i], query.key) + "\n";
+  append_text_rows(to, text, shown,
+                   [&](std::size_t i) { return format_statistic_diff(diffs[i], query.key) + "\n"; });
   return make_text(to, Status::ok, std::move(text));
 }
 

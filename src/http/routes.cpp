@@ -333,8 +333,18 @@ std::string_view alias_of(const Config& config, std::string_view path) noexcept 
   return {};
 }
 
+bool is_cheap_request(const Config& config, const Request& req) noexcept {
+  if (req.method() != bh::verb::get) return false;
+  const Target target = split_target(req.target());
+  if (target.query.find("pid=") != std::string_view::npos) return false;  // another process
+  if (!target.path.starts_with(config.prefix)) return false;
+  const std::string_view rest = std::string_view(target.path).substr(config.prefix.size());
+  return rest.empty() || rest == "/" || rest == "/stats" || rest.starts_with("/static/");
+}
+
 Outcome answer(RouteState& state, const Request& req) {
   ReplyTo to = reply_to(req);
+  to.max_report_bytes = state.config.max_report_bytes;
   Outcome outcome = [&]() -> Outcome {
     try {
       return dispatch(state, req, to);

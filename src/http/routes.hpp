@@ -33,6 +33,10 @@ using Outcome = std::variant<Response, Window>;
 // {pprof_prefix}/heap, "/metrics" for metrics_path; "" for none.
 std::string_view alias_of(const Config& config, std::string_view path) noexcept;
 
+// Whether the request is one of the cheap reads that never wait behind reports: GET of
+// /stats or of the dashboard's page and files, for this process (no pid=).
+bool is_cheap_request(const Config& config, const Request& req) noexcept;
+
 // The answer to a request under the prefix (or at an alias); every failure is a response, never an
 // exception. The caller holds a liveheap::IgnoreScope.
 Outcome answer(RouteState& state, const Request& req);

@@ -3,6 +3,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http/message_generator.hpp>
+#include <optional>
 #include <thread>
 
 #include "server_fixture.hpp"
@@ -101,6 +102,50 @@ TEST(Handler, PendingAnswersAreDroppedWhenTheHandlerGoes) {
   }  // must not wait 30 s
   ioc.run_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(called);
+}
+
+// Issue 12: 20 concurrent big reports made /stats wait 390 ms. The queue holds 8 reports;
+// more get 503 with Retry-After at once, and /stats never waits behind them.
+TEST(Handler, ABoundedReportQueueAndStatsBypassIt) {
+  if (!is_tracing()) start();
+  Handler handler;
+  boost::asio::io_context ioc;
+  constexpr int kReports = 40;  // posted in microseconds; each report takes far longer
+  std::vector<Response> reports;
+  std::vector<Response> stats;
+  for (int i = 0; i < kReports; ++i) {
+    handler.handle_async(make_request(bh::verb::get, "/debug/memory/top?key=traceback&limit=10000&format=json"),
+                         ioc.get_executor(), [&](Response res) { reports.push_back(std::move(res)); });
+    if (i == kReports / 2)
+      handler.handle_async(make_request(bh::verb::get, "/debug/memory/stats?format=json"),
+                           ioc.get_executor(), [&](Response res) { stats.push_back(std::move(res)); });
+  }
+  const auto work = boost::asio::make_work_guard(ioc);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (reports.size() < kReports && std::chrono::steady_clock::now() < deadline)
+    ioc.run_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(reports.size(), static_cast<std::size_t>(kReports));
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].result(), bh::status::ok);
+  int ok = 0;
+  int busy = 0;
+  for (const Response& res : reports) {
+    if (res.result() == bh::status::ok) ++ok;
+    if (res.result() != bh::status::service_unavailable) continue;
+    ++busy;
+    EXPECT_EQ(res[bh::field::retry_after], "1");
+    EXPECT_EQ(res.body(), "{\"error\":\"busy: 8 reports are queued or running; retry in a second\"}\n");
+  }
+  EXPECT_EQ(ok + busy, kReports);
+  EXPECT_GE(ok, 8);    // the queue's worth was served
+  EXPECT_GE(busy, 1);  // and the rest refused rather than queued
+  // The queue drains: a report after them is served.
+  std::optional<Response> after;
+  handler.handle_async(make_request(bh::verb::get, "/debug/memory/top"), ioc.get_executor(),
+                       [&](Response res) { after = std::move(res); });
+  while (!after && std::chrono::steady_clock::now() < deadline) ioc.run_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->result(), bh::status::ok);
 }
 
 class PrefixTest : public ServerTest {

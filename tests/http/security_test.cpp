@@ -1,6 +1,8 @@
 // Issue 12's attacks, each replayed against a real admin server: a cross-site form POST
 // (CSRF), a rebound DNS name (Host), and what must still work (scripts, the dashboard).
+#include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "request_policy.hpp"
 #include "server_fixture.hpp"
@@ -168,6 +170,56 @@ TEST(BoundedWork, HandleRefusesAWindowInsteadOfSleepingOnTheHostsThread) {
   EXPECT_EQ(res->result_int(), 400);
   EXPECT_EQ(res->body(), "seconds= windows are not served by Handler::handle (it would sleep on "
                          "this thread); mount liveheap with handle_async, or use the admin server\n");
+}
+
+// Issue 12: a report is built in the host's memory; 10,000 stacks with tracebacks would be
+// ~0.5 GB. Past Config::max_report_bytes it stops, says so, and stays valid JSON.
+class SmallReportTest : public ServerTest {
+  Config config() const override {
+    Config config;
+    config.max_report_bytes = 4096;
+    return config;
+  }
+};
+
+// A block kept `depth` calls deep: each depth is a stack of its own.
+[[gnu::noinline]] void* keep_at_depth(int depth) {
+  if (depth > 0) {
+    void* block = keep_at_depth(depth - 1);
+    asm volatile("" ::: "memory");  // not a tail call: each level stays a frame
+    return block;
+  }
+  return std::malloc(64);
+}
+
+TEST_F(SmallReportTest, ABigReportIsCutAtTheCapAndSaysSo) {
+  KnownAllocations known(3, 1000);
+  std::vector<void*> deep;
+  for (int depth = 0; depth < 24; ++depth) deep.push_back(keep_at_depth(depth));
+  AdminServer whole({}, "127.0.0.1", 0);  // the default cap: the same report, uncut
+  IgnoreScope quiet;  // this thread's requests and parsing leave the heap as it is
+  const std::string target = "/debug/memory/top?format=json&key=traceback&limit=10000";
+  const auto cut = get(port(), target);
+  ASSERT_EQ(cut.status, 200);
+  EXPECT_LE(cut.body.size(), 4096u + 1024u) << "rows within the cap, plus the report's header";
+  const auto report = cut.json();
+  const auto full = get(whole.port(), target).json();
+  EXPECT_EQ(report["truncated"], true);
+  EXPECT_EQ(full["truncated"], false);
+  ASSERT_GT(report["stats"].size(), 0u);
+  ASSERT_LT(report["stats"].size(), full["stats"].size());
+  for (std::size_t i = 0; i < report["stats"].size(); ++i)  // the first rows, exactly
+    EXPECT_EQ(report["stats"][i]["key"], full["stats"][i]["key"]) << i;
+  EXPECT_EQ(report["keys"], full["keys"]);  // the totals still cover everything
+  EXPECT_EQ(report["total"], full["total"]);
+  EXPECT_EQ(get(port(), "/debug/memory/top?format=json&limit=1").json()["truncated"], false);
+
+  const std::string text = get(port(), "/debug/memory/tracebacks?limit=10000").body;
+  EXPECT_LE(text.size(), 4096u + 256u);
+  const auto note = text.rfind("(truncated at 4096 B: ");
+  ASSERT_NE(note, std::string::npos) << text;
+  EXPECT_TRUE(text.ends_with(" rows shown; ask for a smaller limit= or narrow with include=)\n")) << text;
+  for (void* block : deep) std::free(block);
 }
 
 // Issue 12: 70 idle connections made a new client get "Connection reset by peer".
