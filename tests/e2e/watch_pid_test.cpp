@@ -71,11 +71,14 @@ class PreforkServer {
   std::vector<long> workers_;
 };
 
-// The round's line for `where` ("/path/prefork_truth.cpp:33" -> "prefork_truth.cpp:33: ...").
-std::string line_of(const std::string& output, const std::string& where) {
+// The figures a round printed for `where` ("/path/prefork_truth.cpp:34" -> what follows
+// "prefork_truth.cpp:34: " up to the end of the line), or "" when it printed none.
+std::string figures_of(const std::string& output, const std::string& where) {
   const std::string base = where.substr(where.rfind('/') + 1) + ": ";
   const auto at = output.find(base);
-  return at == std::string::npos ? "" : output.substr(at, output.find('\n', at) - at);
+  if (at == std::string::npos) return "";
+  const auto from = at + base.size();
+  return output.substr(from, output.find('\n', from) - from);
 }
 
 TEST(WatchPidTest, OneWorkerAndAllWorkersMerged) {
@@ -92,15 +95,15 @@ TEST(WatchPidTest, OneWorkerAndAllWorkersMerged) {
                                   "--interval", "0", "--limit", "100"});
   ASSERT_EQ(one.exit_code, 0) << one.output;
   EXPECT_NE(one.output.find(" of pid " + worker1 + " (mode=exact)"), std::string::npos) << one.output;
-  EXPECT_EQ(line_of(one.output, where).substr(line_of(one.output, where).find(": ") + 2),
-            "size=6000 B (+6000 B), count=3 (+3), average=2000 B") << one.output;
+  EXPECT_EQ(figures_of(one.output, where), "size=6000 B (+6000 B), count=3 (+3), average=2000 B")
+      << one.output;
 
   const WatchRun all = run_watch({"--url", server.url(), "--pid", "all", "--rounds", "1",
                                   "--interval", "0", "--limit", "100", "--fail-over", "8000"});
   EXPECT_EQ(all.exit_code, 1) << all.output;  // the merged growth is over 8000 B
   EXPECT_NE(all.output.find(" of pids ["), std::string::npos) << all.output;
-  EXPECT_EQ(line_of(all.output, where).substr(line_of(all.output, where).find(": ") + 2),
-            "size=9000 B (+9000 B), count=6 (+6), average=1500 B") << all.output;
+  EXPECT_EQ(figures_of(all.output, where), "size=9000 B (+9000 B), count=6 (+6), average=1500 B")
+      << all.output;
 
   const WatchRun lines = run_watch({"--url", server.url(), "--pid", "all", "--rounds", "1",
                                     "--interval", "0", "--json", "--limit", "1000"});
