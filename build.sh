@@ -14,7 +14,8 @@ BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
                 nlohmann-json3-dev libunwind-dev zlib1g-dev curl)
 # The allocators, unmodified programs and ecosystem tools liveheap is tested with.
 TEST_PACKAGES=(libgtest-dev chromium valgrind libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
-               python3 perl sqlite3 git golang-go golang-github-google-pprof-dev prometheus)
+               python3 perl sqlite3 git golang-go golang-github-google-pprof-dev prometheus
+               python3-flask gunicorn python3-matplotlib)
 BENCH_PACKAGES=(heaptrack libjemalloc2 wrk)
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

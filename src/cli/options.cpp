@@ -27,12 +27,16 @@ constexpr std::string_view kUsage =
     "  --baseline         POST /baseline first, so growth counts from now\n"
     "  --fail-over BYTES  exit 1 as soon as total growth exceeds BYTES (e.g. 10MiB)\n"
     "  --timeout SECONDS  per request (default 30)\n"
+    "  --pid N|all        ask process N of a prefork server or wrapper, or all of them merged\n"
+    "                     (sent as pid= on every request; default: the process holding the port;\n"
+    "                     GET /processes lists them)\n"
     "  --help\n"
     "\n"
     "Exit status: 0 done, 1 growth over --fail-over, 2 bad usage or an unreachable or\n"
     "misbehaving server.\n";
 
 constexpr unsigned kMaxLimit = 10000;
+constexpr std::uint64_t kMaxPid = 4194304;  // PID_MAX_LIMIT on 64-bit Linux
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -77,6 +81,12 @@ std::string parse_key(std::string_view value) {
     throw UsageError("--key must be line, file, function or traceback, not '" +
                      std::string(value) + "'");
   return std::string(value);
+}
+
+// A process id the server's pid= takes (1..4194304, the kernel's limit), or "all".
+std::string parse_pid(std::string_view value) {
+  if (value == "all") return "all";
+  return std::to_string(parse_unsigned(value, "--pid (a process id, or all)", 1, kMaxPid));
 }
 
 }  // namespace
@@ -173,6 +183,8 @@ std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[
       options.token = std::string(value);
     } else if (flag == "--fail-over") {
       options.fail_over = parse_size(value);
+    } else if (flag == "--pid") {
+      options.pid = parse_pid(value);
     } else if (flag == "--key") {
       options.key = parse_key(value);
     } else {

@@ -43,6 +43,7 @@ struct WatchOptions {
   bool baseline = false;             // POST /baseline before the first round
   std::optional<std::int64_t> fail_over;  // bytes of total growth that fail the run
   std::chrono::milliseconds timeout{30000};  // per request
+  std::string pid;  // "" (the process holding the port), a process id, or "all": sent as pid=
 };
 
 // The usage text, for --help and after a UsageError.

@@ -36,9 +36,15 @@ std::string percent_encode(std::string_view text) {
   return out;
 }
 
+// "&pid=N" or "&pid=all" when --pid is given: every request is answered by that process
+// (or by all of them, merged), through the process holding the port.
+std::string pid_param(const WatchOptions& options) {
+  return options.pid.empty() ? "" : "&pid=" + options.pid;
+}
+
 std::string diff_target(const WatchOptions& options) {
   std::string target = "/diff?format=json&key=" + options.key +
-                       "&limit=" + std::to_string(options.limit);
+                       "&limit=" + std::to_string(options.limit) + pid_param(options);
   for (const std::string& glob : options.include) target += "&include=" + percent_encode(glob);
   for (const std::string& glob : options.exclude) target += "&exclude=" + percent_encode(glob);
   return target;
@@ -51,11 +57,13 @@ std::string excerpt(std::string_view text) {
   return std::string(text);
 }
 
-// What a failed status means for someone running this tool.
-std::string_view hint(unsigned status) {
+// What a failed status means for someone running this tool. A 404 with --pid is usually
+// the server saying that process is not in its group: its reason says so, no hint needed.
+std::string_view hint(unsigned status, const WatchOptions& options) {
   switch (status) {
     case 401: return " (pass --token or set LIVEHEAP_TOKEN)";
-    case 404: return " (is liveheap mounted at this URL? see --url/--prefix)";
+    case 404:
+      return options.pid.empty() ? " (is liveheap mounted at this URL? see --url/--prefix)" : "";
     case 409: return " (or run liveheap-watch with --baseline)";
     default: return "";
   }
@@ -72,7 +80,7 @@ json fetch_json(const WatchOptions& options, std::string_view method, const std:
     const bool has_reason = body.is_object() && body.contains("error") && body["error"].is_string();
     const std::string reason = has_reason ? body["error"].get<std::string>() : excerpt(reply.body);
     throw ServerError(what + ": " + std::to_string(reply.status) + " " + reply.reason + ": " +
-                      reason + std::string(hint(reply.status)));
+                      reason + std::string(hint(reply.status, options)));
   }
   if (!body.is_object())
     throw ServerError(what + " answered with something that is not JSON: '" +
@@ -130,9 +138,17 @@ void print_text(std::ostream& out, std::uint64_t round, const WatchOptions& opti
       << format_size(total["size_diff"].get<double>(), true)
       << "), count=" << total["count"].get<std::int64_t>() << " ("
       << signed_count(total["count_diff"].get<std::int64_t>()) << ") since the baseline";
+  if (diff.contains("pids") && diff["pids"].is_array())
+    out << " of pids " << diff["pids"].dump();
+  else if (!options.pid.empty())
+    out << " of pid " << options.pid;
   if (diff.contains("mode") && diff["mode"].is_string())
     out << " (mode=" << diff["mode"].get<std::string>() << ")";
   out << "\n";
+  if (diff.contains("failed") && diff["failed"].is_array())  // pid=all: who did not answer
+    for (const json& f : diff["failed"])
+      if (f.is_object())
+        out << "pid " << f.value("pid", 0L) << " did not answer: " << f.value("error", "") << "\n";
   const KeyType key = parse_key_type(options.key);
   for (const json& stat : diff["stats"]) {
     if (!stat.is_object()) continue;
@@ -156,7 +172,7 @@ void print_json(std::ostream& out, std::uint64_t round, const WatchOptions& opti
 }  // namespace
 
 int watch(const WatchOptions& options, std::ostream& out, std::ostream& err) {
-  if (options.baseline) fetch_json(options, "POST", "/baseline?format=json");
+  if (options.baseline) fetch_json(options, "POST", "/baseline?format=json" + pid_param(options));
   const std::string target = diff_target(options);
   for (std::uint64_t round = 1; !options.rounds || round <= *options.rounds; ++round) {
     std::this_thread::sleep_for(options.interval);

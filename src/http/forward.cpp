@@ -355,7 +355,8 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
 Response processes_report(RouteState& state, const ReplyTo& to) {
   json list = json::array();
   for (const pid_t pid : group_pids()) list.push_back(process_entry(state, pid));
-  if (to.format == Format::json) return make_json(to, Status::ok, {{"processes", list}});
+  if (to.format == Format::json)  // this_pid: who answers a request without pid= (the dashboard's default)
+    return make_json(to, Status::ok, {{"processes", list}, {"this_pid", ::getpid()}});
   std::string text = std::to_string(list.size()) + " process" + (list.size() == 1 ? "" : "es") +
                      " (this one: pid " + std::to_string(::getpid()) + ")\n";
   char line[160];

@@ -20,8 +20,9 @@ export class Target {
     return target;
   }
 
-  constructor(program, args) {
-    this.child = spawn(program, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  // `env`: the program's whole environment (default: ours).
+  constructor(program, args, env = process.env) {
+    this.child = spawn(program, args, { stdio: ['pipe', 'pipe', 'inherit'], env });
     this.lines = [];
     this.waiters = [];
     this.exited = new Promise((resolve) => this.child.on('exit', resolve));

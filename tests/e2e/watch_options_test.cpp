@@ -48,6 +48,22 @@ TEST(WatchOptionsTest, FlagsAndTheirDefaults) {
   EXPECT_EQ(options->token, "from-env");
   EXPECT_EQ(options->limit, 10u);
 
+  EXPECT_EQ(options->pid, "");
+
+  const char* pid[] = {"liveheap-watch", "--pid", "4242"};
+  EXPECT_EQ(parse_command_line(3, pid, nullptr)->pid, "4242");
+  const char* all[] = {"liveheap-watch", "--pid", "all"};
+  EXPECT_EQ(parse_command_line(3, all, nullptr)->pid, "all");
+  for (const char* bad : {"0", "-1", "all1", "All", "1.5", "", "4194305"}) {
+    const char* args[] = {"liveheap-watch", "--pid", bad};
+    try {
+      parse_command_line(3, args, nullptr);
+      ADD_FAILURE() << bad;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--pid"), std::string::npos) << e.what();
+    }
+  }
+
   const char* help[] = {"liveheap-watch", "--help"};
   EXPECT_FALSE(parse_command_line(2, help, nullptr));
   const char* token[] = {"liveheap-watch", "--token", "flag"};

@@ -121,7 +121,8 @@ TEST(WatchTest, BadUsageIsAClearError) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--fail-over", "ten"}, {"--key", "lines"}, {"--limit", "0"},
         {"--interval", "-1"}, {"--url", "https://x/"}, {"--url", "http://h:99999/"},
-        {"--rounds"}, {"--frobnicate", "1"}}) {
+        {"--rounds"}, {"--frobnicate", "1"}, {"--pid", "0"}, {"--pid", "-3"}, {"--pid", "ALL"},
+        {"--pid", "12x"}, {"--pid", "4194305"}, {"--pid"}}) {
     const WatchRun run = run_watch(args);
     EXPECT_EQ(run.exit_code, 2) << args[0] << ": " << run.output;
     EXPECT_TRUE(run.output.starts_with("liveheap-watch: ")) << run.output;

@@ -144,6 +144,7 @@ TEST_F(Prefork, ProcessesListsTheMasterAndItsForkedWorkers) {
     if (p["pid"] != master_pid_) EXPECT_EQ(p["ppid"], master_pid_);
   }
   EXPECT_EQ(pids, (std::set<long>{master_pid_, workers_[0], workers_[1]}));
+  EXPECT_EQ(get(port_, "/debug/memory/processes?format=json").json()["this_pid"], master_pid_);
   const Reply text = get(port_, "/debug/memory/processes");
   EXPECT_TRUE(text.body.starts_with("3 processes (this one: pid " + std::to_string(master_pid_) + ")"))
       << text.body;

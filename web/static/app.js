@@ -9,6 +9,7 @@ import { History } from './history.js';
 import { SitesTable } from './table.js';
 import { lineChart } from './charts.js';
 import { formatSize, formatCount, formatClock, formatAge } from './format.js';
+import { pickerOptions, sumOf } from './processes.js';
 
 const $ = (id) => document.getElementById(id);
 // Page settings live in the fragment (#key=function&refresh=500): the server refuses query
@@ -25,7 +26,19 @@ const state = {
   paused: false, busy: false, again: false, timer: 0, settingBaseline: false,
   stats: null, baseline: null,  // the last answers of /stats and /baseline
   lastOk: 0,
+  // pid= of every request: '' the process holding the port (as without the picker), a
+  // process id, or 'all' (every process merged). From the fragment: #pid=4242 is shareable.
+  pid: /^(all|[1-9][0-9]*)$/.test(url.get('pid') ?? '') ? url.get('pid') : '',
+  processes: [], thisPid: null,  // the last GET processes
+  allBaselineAt: 0,  // when this page took the baselines of every process (merged view)
 };
+// Routes that answer for one process only (stats, GET baseline, start, stop, trim): the
+// merged view shows the holder's.
+const onePid = () => (state.pid === 'all' ? '' : state.pid);
+// Thrown when the picker changed while a refresh was in flight: its answers are another
+// process's and must not be shown.
+class Stale extends Error {}
+const check = (pid) => { if (pid !== state.pid) throw new Stale(); };
 const sizes = new History();                       // callsite id -> size at each refresh
 const memory = new History({ maxSamples: 1200 });  // heap / peak / rss at each refresh
 const api = new Api(apiBase(location.pathname));
@@ -85,12 +98,16 @@ function refreshNow() {
 async function refresh() {
   if (state.busy) { state.again = true; return; }
   state.busy = true;
+  const pid = state.pid;
   try {
-    const stats = await api.get('stats');
+    await loadProcesses();
+    const stats = await api.get('stats', { pid: onePid() });
+    check(pid);
     showStats(stats);
     if (stats.tracing) {
-      await ensureBaseline();
-      showDiff(await api.get('diff', query()), stats);
+      const diff = pid === 'all' ? await mergedDiff() : (await ensureBaseline(pid), await api.get('diff', { ...query(), pid }));
+      check(pid);
+      showDiff(diff, stats);
     } else {
       table.clear();
       $('card-growth').textContent = '–';
@@ -103,26 +120,103 @@ async function refresh() {
     document.body.classList.remove('stale');
     banner('error', '');
   } catch (error) {
-    failed(error);
+    if (!(error instanceof Stale)) failed(error);
   } finally {
     state.busy = false;
     if (state.again) { state.again = false; refresh(); } else schedule();
   }
 }
 
+// ---- the process picker ----
+// GET processes, and the picker shown when there is more than one process to choose from.
+// A server without the route (404) has one process.
+async function loadProcesses() {
+  let answer = { processes: [] };
+  try {
+    answer = await api.get('processes');
+  } catch (error) {
+    if (error.status === 0 || error.status === 401) throw error;
+  }
+  const list = Array.isArray(answer.processes) ? answer.processes : [];
+  state.processes = list;
+  state.thisPid = answer.this_pid ?? null;
+  if (state.pid && state.pid !== 'all' && list.length && !list.some((p) => String(p.pid) === state.pid)) {
+    const gone = state.pid;
+    choosePid('');
+    notice(`Process ${gone} is not listed any more (it exited); showing the process holding the port.`);
+    state.again = true;  // refresh at once, for the holder
+    throw new Stale();
+  }
+  $('picker').hidden = list.length < 2 && state.pid === '';
+  renderPicker(pickerOptions(list, state.thisPid));
+}
+
+// Rebuilds the options only when the processes change: a refresh must not close the list
+// while someone is choosing (the labels' figures are updated in place).
+function renderPicker(options) {
+  const select = $('pid');
+  const values = options.map((o) => o.value).join(',');
+  if (select.dataset.values !== values) {
+    select.replaceChildren(...options.map((o) => new Option(o.label, o.value)));
+    select.dataset.values = values;
+  }
+  options.forEach((o, i) => { select.options[i].textContent = o.label; select.options[i].title = o.title ?? ''; });
+  if (![...select.options].some((o) => o.value === state.pid)) select.add(new Option(state.pid ? `pid ${state.pid}` : 'the process holding the port', state.pid));
+  select.value = state.pid;
+}
+
+function choosePid(value) {
+  state.pid = value;
+  const q = new URLSearchParams(location.hash.slice(1));
+  value ? q.set('pid', value) : q.delete('pid');
+  history.replaceState(null, '', `${location.pathname}${location.search}#${q}`);
+  // Another process's heap: its history, baseline and notices start over.
+  table.clear(); sizes.clear(); memory.clear();
+  state.baseline = null;
+  state.allBaselineAt = 0;
+  notice('');
+}
+$('pid').addEventListener('change', () => { choosePid($('pid').value); refreshNow(); });
+
+// The merged view: every process's diff, summed by callsite. A process without a baseline
+// is left out of the sum (the answer's `failed`); when none has one, the page takes one in
+// every process, as on first look.
+async function mergedDiff() {
+  const params = { ...query(), pid: 'all' };
+  let diff;
+  try {
+    diff = await api.get('diff', params);
+  } catch (error) {
+    if (error.status !== 409) throw error;
+    await takeBaseline('all');
+    check('all');
+    notice(`No process had a baseline yet, so this page took one in each of them at ${formatClock(Date.now())}. Growth is measured from them.`);
+    diff = await api.get('diff', params);
+  }
+  check('all');
+  const failed = Array.isArray(diff.failed) ? diff.failed : [];
+  if (failed.length) {
+    notice(`Not in the sum: ${failed.map((f) => `pid ${f.pid} (${f.status === 409 ? 'no baseline yet; “Set baseline” takes one in every process' : f.error})`).join(', ')}.`);
+  }
+  showBaseline(state.allBaselineAt ? { age_ms: Date.now() - state.allBaselineAt } : null);
+  return diff;
+}
+
 // As the manual workflow does, the first look takes the baseline when there is none. A
 // known baseline that vanished means the server or its tracking restarted: the history
-// describes what came before, so it starts over.
-async function ensureBaseline() {
+// describes what came before, so it starts over. `pid`: the process the refresh is for.
+async function ensureBaseline(pid) {
   let info = null;
   try {
-    info = await api.get('baseline');
+    info = await api.get('baseline', { pid });
   } catch (error) {
     if (error.status !== 409) throw error;
   }
+  check(pid);
   if (!info) {
     const restarted = state.baseline !== null;
-    info = await takeBaseline();
+    info = await takeBaseline(pid);
+    check(pid);
     if (restarted) { sizes.clear(); memory.clear(); }
     notice(restarted
       ? `The server had no baseline any more (it or its tracking restarted), so this page took a new one at ${formatClock(Date.now())}. Growth is measured from it.`
@@ -133,11 +227,18 @@ async function ensureBaseline() {
   showBaseline(info);
 }
 
-async function takeBaseline() {
+async function takeBaseline(pid = state.pid) {
   state.settingBaseline = true;  // a refresh in flight must not mistake ours for someone else's
   try {
-    const answer = await api.post('baseline');
-    const info = 'taken_at_ms' in answer ? answer : await api.get('baseline');
+    const answer = await api.post('baseline', { pid });
+    check(pid);
+    if (pid === 'all') {  // one baseline per process: {processes: [{pid, status, ...}]}
+      state.allBaselineAt = Date.now();
+      const info = { age_ms: 0 };
+      showBaseline(info);
+      return info;
+    }
+    const info = 'taken_at_ms' in answer ? answer : await api.get('baseline', { pid });
     showBaseline(info);
     return info;
   } finally {
@@ -151,8 +252,9 @@ function showBaseline(info) {
   state.baseline = info;
   const age = Number(info?.age_ms);
   const wall = Number.isFinite(age) ? Date.now() - age : null;
-  $('card-baseline').textContent = wall ? formatClock(wall) : 'taken';
-  $('card-baseline-age').textContent = wall ? `${formatAge(age)} ago` : '';
+  const each = state.pid === 'all';
+  $('card-baseline').textContent = wall ? formatClock(wall) : each ? '–' : 'taken';
+  $('card-baseline-age').textContent = wall ? `${formatAge(age)} ago${each ? ', in every process' : ''}` : each ? 'one per process' : '';
 }
 
 function showStats(stats) {
@@ -168,17 +270,23 @@ function showStats(stats) {
   $('btn-tracking').classList.toggle('primary', !stats.tracing);
   $('btn-tracking').title = stats.tracing ? 'Stop tracing; as tracemalloc.stop(), this forgets every trace' : 'Start tracing allocations again';
 
-  const heap = stats.traced?.current ?? 0;
+  // The merged view sums every process's traced heap and RSS (GET processes); the rest is
+  // the holder's.
+  const merged = state.pid === 'all' ? sumOf(state.processes) : null;
+  const heap = merged ? merged.traced : stats.traced?.current ?? 0;
+  const rss = merged ? merged.rss : stats.rss ?? 0;
+  const peak = merged ? heap : stats.traced?.peak ?? heap;
   $('card-heap').textContent = formatSize(heap);
-  $('card-heap-peak').textContent = `peak ${formatSize(stats.traced?.peak)}`;
-  $('card-rss').textContent = formatSize(stats.rss);
-  $('card-rss-peak').textContent = `peak ${formatSize(stats.peak_rss)} · ${formatSize(Math.max(0, (stats.rss ?? 0) - heap))} beyond the traced heap` +
-    allocatorHolds(stats.allocator);
+  $('card-heap-peak').textContent = merged ? `sum of ${merged.answered} processes` : `peak ${formatSize(stats.traced?.peak)}`;
+  $('card-rss').textContent = formatSize(rss);
+  $('card-rss-peak').textContent = merged
+    ? `sum of ${merged.answered} processes · ${formatSize(Math.max(0, rss - heap))} beyond the traced heaps`
+    : `peak ${formatSize(stats.peak_rss)} · ${formatSize(Math.max(0, rss - heap))} beyond the traced heap` + allocatorHolds(stats.allocator);
   $('card-tracker').textContent = formatSize(stats.tracker_memory);
   $('card-tracker-sub').textContent = `${formatCount(stats.live_blocks)} live blocks · ${formatCount(stats.stacks)} stacks` +
-    (stats.dropped ? ` · ${formatCount(stats.dropped)} dropped` : '');
+    (stats.dropped ? ` · ${formatCount(stats.dropped)} dropped` : '') + (merged ? ` · pid ${state.thisPid} (port)` : '');
 
-  memory.record(Date.now(), [['heap', heap], ['peak', stats.traced?.peak ?? heap], ['rss', stats.rss ?? 0]]);
+  memory.record(Date.now(), [['heap', heap], ['peak', peak], ['rss', rss]]);
   drawChart();
 }
 
@@ -220,7 +328,7 @@ function showDiff(diff, stats) {
 // stacks of the key=traceback diff that pass through this callsite.
 async function loadStacks(stat) {
   if (query().key === 'traceback') return [{ ...stat, frames: stat.traceback ?? [] }];
-  const diff = await api.get('diff', { key: 'traceback', limit: 1000, include: query().include, exclude: query().exclude });
+  const diff = await api.get('diff', { key: 'traceback', limit: 1000, include: query().include, exclude: query().exclude, pid: state.pid });
   const matches = (f) => (!stat.file || f.file === stat.file) && (!stat.line || f.line === stat.line) &&
     (query().key === 'file' || !stat.function || f.function === stat.function);
   return (diff.stats ?? []).filter((s) => (s.traceback ?? []).some(matches)).slice(0, 5)
@@ -232,7 +340,7 @@ async function act(work) {
   try {
     await work();
   } catch (error) {
-    failed(error);
+    if (!(error instanceof Stale)) failed(error);
   }
   refreshNow();
 }
@@ -254,11 +362,20 @@ $('btn-baseline').addEventListener('click', () => act(async () => {
   await takeBaseline();
   notice(`Baseline set at ${formatClock(Date.now())}: growth now counts from here.`);
 }));
-$('btn-tracking').addEventListener('click', () => act(() => api.post(state.stats?.tracing ? 'stop' : 'start')));
+// start, stop and trim act on one process; in the merged view, on every process in turn.
+async function postEach(route) {
+  if (state.pid !== 'all') return [await api.post(route, { pid: state.pid })];
+  const answers = [];
+  for (const p of state.processes) answers.push(await api.post(route, { pid: String(p.pid) }));
+  return answers;
+}
+$('btn-tracking').addEventListener('click', () => act(() => postEach(state.stats?.tracing ? 'stop' : 'start')));
 $('btn-trim').addEventListener('click', () => act(async () => {
-  const r = await api.post('trim');
-  $('trim-result').textContent = `RSS ${formatSize(r.rss_before)} → ${formatSize(r.rss_after)} ` +
-    `(${formatSize(r.rss_after - r.rss_before, true)}) at ${formatClock(Date.now())}`;
+  const answers = await postEach('trim');
+  const total = (field) => answers.reduce((s, r) => s + (r[field] ?? 0), 0);
+  const [before, after] = [total('rss_before'), total('rss_after')];
+  $('trim-result').textContent = `RSS ${formatSize(before)} → ${formatSize(after)} ` +
+    `(${formatSize(after - before, true)}) at ${formatClock(Date.now())}` + (answers.length > 1 ? `, ${answers.length} processes` : '');
 }));
 $('btn-pause').addEventListener('click', () => {
   state.paused = !state.paused;

@@ -1,0 +1,160 @@
+// The founding story on its real libraries, all from Debian's packages: a Flask app that
+// draws a matplotlib figure per request and never closes it (stories/figure_app.py),
+// served by `gunicorn -w 2` under LD_PRELOAD. Through the one port, POST /baseline?pid=all,
+// K requests over both workers, then GET /diff?pid=all: the merged diff names matplotlib's
+// Agg renderer buffer (RendererAgg's pixel buffer, width x height x 4 bytes) with one block
+// per request, and each worker's own /diff?pid= has the blocks of the requests it served.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "e2e_support.hpp"
+
+namespace liveheap::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kPython = "/usr/bin/python3";  // Debian's, with its packages
+constexpr int kRequests = 10;                        // K, in pairs over the two workers
+
+// The statistic of a diff in matplotlib's RendererAgg constructor whose blocks are
+// `bytes` each, or null.
+json renderer_stat(const json& diff, std::int64_t bytes) {
+  for (const json& stat : diff.at("stats"))
+    if (stat.value("function", "").find("RendererAgg::RendererAgg") != std::string::npos &&
+        stat.value("count", std::int64_t{0}) > 0 &&
+        stat.value("size", std::int64_t{0}) == bytes * stat.value("count", std::int64_t{0}))
+      return stat;
+  return nullptr;
+}
+
+class GunicornStory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("/usr/bin/python3 -c 'import flask, gunicorn, matplotlib' 2>/dev/null") != 0)
+      GTEST_SKIP() << "needs Debian's python3-flask, gunicorn and python3-matplotlib "
+                      "(./build.sh test installs them)";
+    char name[] = "/tmp/lhg-XXXXXX";
+    dir_ = ::mkdtemp(name);
+    app_port_ = http_test::free_port();
+    port_ = http_test::free_port();
+    gunicorn_ = std::make_unique<http_test::ChildProcess>(
+        std::vector<std::string>{kPython, "-m", "gunicorn", "-w", "2", "-b",
+                                 "127.0.0.1:" + std::to_string(app_port_), "--chdir",
+                                 LIVEHEAP_STORIES_DIR, "figure_app:app"},
+        std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
+                                 "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_,
+                                 "MPLCONFIGDIR=" + dir_ + "/mpl", "MPLBACKEND=Agg",
+                                 "PYTHONDONTWRITEBYTECODE=1"});
+  }
+  void TearDown() override {
+    if (!gunicorn_) return;
+    ::kill(gunicorn_->pid(), SIGTERM);  // the arbiter stops its workers
+    gunicorn_->wait(10000);
+    gunicorn_.reset();
+    fs::remove_all(dir_);
+  }
+
+  json processes() const {
+    const auto reply = http_test::get(port_, "/debug/memory/processes?format=json");
+    return reply.status == 200 ? reply.json()["processes"] : json::array();
+  }
+
+  // `pairs` x 2 concurrent GET /plot: a worker holds each request 100 ms, so the two of a
+  // pair are served by different workers. Their answers.
+  std::vector<json> plot(int pairs) const {
+    std::vector<json> answers;
+    for (int i = 0; i < pairs; ++i) {
+      json a, b;
+      std::thread other([&] {
+        try {
+          a = http_test::get(app_port_, "/plot").json();
+        } catch (const std::exception& e) {  // a thread must not throw: the check below fails
+          a = {{"error", e.what()}};
+        }
+      });
+      b = http_test::get(app_port_, "/plot").json();
+      other.join();
+      answers.push_back(a);
+      answers.push_back(b);
+    }
+    return answers;
+  }
+
+  std::string dir_;
+  std::uint16_t app_port_ = 0, port_ = 0;
+  std::unique_ptr<http_test::ChildProcess> gunicorn_;
+};
+
+TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
+  // The arbiter and its two workers, each with its endpoint, and the app answering.
+  json list;
+  for (int i = 0; i < 300 && list.size() != 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      list = processes();
+    } catch (const std::runtime_error&) {  // the port is not bound yet
+    }
+  }
+  ASSERT_EQ(list.size(), 3u) << list.dump();
+  for (const json& p : list) EXPECT_EQ(p["mode"], "exact") << p.dump();
+  // Warm-up until both workers have served (one may still be importing matplotlib): each
+  // worker's first figure loads fonts and fills caches once.
+  std::set<long> workers;
+  for (int i = 0; i < 20 && workers.size() < 2; ++i)
+    for (const json& a : plot(1)) workers.insert(a.value("pid", 0L));
+  ASSERT_EQ(workers.size(), 2u) << "one worker never served a request";
+  ASSERT_EQ(workers.count(0), 0u) << "a request failed";
+  std::vector<json> answers;
+
+  const auto baseline = http_test::post(port_, "/debug/memory/baseline?pid=all&format=json");
+  ASSERT_EQ(baseline.status, 200) << baseline.body;
+  for (const json& p : baseline.json()["processes"]) ASSERT_EQ(p["status"], 200) << p.dump();
+
+  answers = plot(kRequests / 2);
+  std::map<long, int> served;  // worker pid -> requests
+  for (const json& a : answers) ++served[a.value("pid", 0L)];
+  ASSERT_EQ(served.size(), 2u);
+  const std::int64_t width = answers[0]["width"], height = answers[0]["height"];
+  ASSERT_EQ(width * height, 400 * 300);
+  const std::int64_t buffer = width * height * 4;  // RGBA, one byte each
+
+  const auto all = http_test::get(port_, "/debug/memory/diff?pid=all&format=json&limit=1000");
+  ASSERT_EQ(all.status, 200) << all.body;
+  EXPECT_EQ(all.json()["pids"].size(), 3u) << all.body;
+  const json merged = renderer_stat(all.json(), buffer);
+  ASSERT_FALSE(merged.is_null()) << all.json()["stats"].dump(1);
+  EXPECT_TRUE(merged["file"].get<std::string>().ends_with("/_backend_agg.cpp")) << merged.dump();
+  EXPECT_EQ(merged["count_diff"], kRequests) << merged.dump();
+  EXPECT_EQ(merged["size_diff"], kRequests * buffer) << merged.dump();
+
+  // Each worker's own diff: the requests it served.
+  for (const auto& [pid, count] : served) {
+    const auto one = http_test::get(port_, "/debug/memory/diff?format=json&limit=1000&pid=" + std::to_string(pid));
+    ASSERT_EQ(one.status, 200) << one.body;
+    const json stat = renderer_stat(one.json(), buffer);
+    ASSERT_FALSE(stat.is_null()) << pid;
+    EXPECT_EQ(stat["count_diff"], count) << pid;
+    EXPECT_EQ(stat["size_diff"], count * buffer) << pid;
+  }
+  // The text report names it the same way, with one block per request.
+  const auto text = http_test::get(port_, "/debug/memory/diff?pid=all&limit=1000");
+  const std::string key = merged["key"];
+  const auto at = text.body.find(key.substr(key.rfind('/') + 1) + ": size=");
+  ASSERT_NE(at, std::string::npos) << text.body;
+  const std::string line = text.body.substr(at, text.body.find('\n', at) - at);
+  EXPECT_NE(line.find(" (+4688 KiB), count="), std::string::npos) << line;  // 10 x 480000 B
+  EXPECT_NE(line.find(" (+" + std::to_string(kRequests) + "), average=469 KiB"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace liveheap::e2e

@@ -1,0 +1,127 @@
+// liveheap-watch --pid against a prefork server under LD_PRELOAD (prefork_truth: a master
+// whose forked workers keep known bytes): one worker's growth exactly, and all of them merged.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "e2e_support.hpp"
+
+namespace liveheap::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  return {std::istream_iterator<std::string>(in), {}};
+}
+
+// prefork_truth 2 under the preload library, in a registry of its own; killed at the end.
+class PreforkServer {
+ public:
+  PreforkServer() : port_(http_test::free_port()) {
+    char name[] = "/tmp/lhw-XXXXXX";
+    dir_ = ::mkdtemp(name);
+    master_ = std::make_unique<http_test::ChildProcess>(
+        std::vector<std::string>{LIVEHEAP_PREFORK_TRUTH, "2"},
+        std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
+                                 "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_});
+    master_->read_line(20000);  // MASTER <pid>
+    for (int k = 0; k < 2; ++k)
+      workers_.push_back(std::stol(words(master_->read_line(20000).value_or("x 0 0")).at(2)));
+    // Every worker registered: /processes lists three.
+    for (int i = 0; i < 150 && listed() != 3; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ~PreforkServer() {
+    for (const long pid : workers_)
+      if (pid > 0) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    master_.reset();
+    fs::remove_all(dir_);
+  }
+
+  std::size_t listed() const {
+    const auto reply = http_test::get(port_, "/debug/memory/processes?format=json");
+    return reply.status == 200 ? reply.json()["processes"].size() : 0;
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/debug/memory"; }
+  long worker(int k) const { return workers_.at(k); }
+
+  // Tells the workers to keep their bytes: 3 x 1000 B in worker 0, 3 x 2000 B in worker 1,
+  // at one line; returns that "file:line".
+  std::string keep() {
+    master_->write_line("go");
+    std::string where;
+    for (int k = 0; k < 2; ++k) where = words(master_->read_line(20000).value_or("x x x")).at(2);
+    return where;
+  }
+
+ private:
+  std::uint16_t port_;
+  std::string dir_;
+  std::unique_ptr<http_test::ChildProcess> master_;
+  std::vector<long> workers_;
+};
+
+// The figures a round printed for `where` ("/path/prefork_truth.cpp:34" -> what follows
+// "prefork_truth.cpp:34: " up to the end of the line), or "" when it printed none.
+std::string figures_of(const std::string& output, const std::string& where) {
+  const std::string base = where.substr(where.rfind('/') + 1) + ": ";
+  const auto at = output.find(base);
+  if (at == std::string::npos) return "";
+  const auto from = at + base.size();
+  return output.substr(from, output.find('\n', from) - from);
+}
+
+TEST(WatchPidTest, OneWorkerAndAllWorkersMerged) {
+  PreforkServer server;
+  ASSERT_EQ(server.listed(), 3u);
+  // --baseline with --pid all: every process takes its baseline.
+  const WatchRun before = run_watch({"--url", server.url(), "--pid", "all", "--baseline",
+                                     "--rounds", "1", "--interval", "0"});
+  ASSERT_EQ(before.exit_code, 0) << before.output;
+  const std::string where = server.keep();
+
+  const std::string worker1 = std::to_string(server.worker(1));
+  const WatchRun one = run_watch({"--url", server.url(), "--pid", worker1, "--rounds", "1",
+                                  "--interval", "0", "--limit", "100"});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find(" of pid " + worker1 + " (mode=exact)"), std::string::npos) << one.output;
+  EXPECT_EQ(figures_of(one.output, where), "size=6000 B (+6000 B), count=3 (+3), average=2000 B")
+      << one.output;
+
+  const WatchRun all = run_watch({"--url", server.url(), "--pid", "all", "--rounds", "1",
+                                  "--interval", "0", "--limit", "100", "--fail-over", "8000"});
+  EXPECT_EQ(all.exit_code, 1) << all.output;  // the merged growth is over 8000 B
+  EXPECT_NE(all.output.find(" of pids ["), std::string::npos) << all.output;
+  EXPECT_EQ(figures_of(all.output, where), "size=9000 B (+9000 B), count=6 (+6), average=1500 B")
+      << all.output;
+
+  const WatchRun lines = run_watch({"--url", server.url(), "--pid", "all", "--rounds", "1",
+                                    "--interval", "0", "--json", "--limit", "1000"});
+  ASSERT_EQ(lines.exit_code, 0) << lines.output;
+  const json round = json::parse(lines.output);
+  EXPECT_EQ(round["pids"].size(), 3u) << lines.output;
+  EXPECT_TRUE(round["failed"].empty()) << lines.output;
+}
+
+TEST(WatchPidTest, APidNotInTheGroupIsAClearError) {
+  PreforkServer server;
+  const WatchRun run = run_watch({"--url", server.url(), "--pid", "1", "--rounds", "1",
+                                  "--interval", "0", "--baseline"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("404 Not Found: no liveheap process with pid 1 in this group"),
+            std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("is liveheap mounted"), std::string::npos) << run.output;
+}
+
+}  // namespace
+}  // namespace liveheap::e2e

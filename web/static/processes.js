@@ -1,0 +1,34 @@
+// The process picker: when the port answers for several processes (a prefork server's
+// workers, a wrapper's program), the page reads one of them, or all of them merged.
+// Pure helpers; app.js owns the <select> and the page's state.
+import { formatSize } from './format.js';
+
+const CMDLINE_CHARS = 48;
+
+// "pid 4242 · exact · 12.3 KiB traced · gunicorn: worker [app:app]" (the holder of the port
+// says so: a request without pid= is its own).
+export function processLabel(p, thisPid) {
+  const cmd = String(p.cmdline ?? '');
+  const parts = [`pid ${p.pid}${p.pid === thisPid ? ' (port)' : ''}`, p.mode ?? '?'];
+  if (Number.isFinite(p.traced)) parts.push(`${formatSize(p.traced)} traced`);
+  parts.push(cmd.length > CMDLINE_CHARS ? `${cmd.slice(0, CMDLINE_CHARS - 1)}…` : cmd);
+  return parts.join(' · ');
+}
+
+// The <option>s: every process merged, then one per process; '' is the holder of the port
+// (no pid= at all, as a request without the picker).
+export function pickerOptions(list, thisPid) {
+  const options = [{ value: 'all', label: `all ${list.length} processes, merged` }];
+  for (const p of list) options.push({ value: p.pid === thisPid ? '' : String(p.pid), label: processLabel(p, thisPid), title: String(p.cmdline ?? '') });
+  return options;
+}
+
+// Traced bytes and RSS of every process that answered: the cards of the merged view.
+export function sumOf(list) {
+  const live = list.filter((p) => Number.isFinite(p.traced));
+  return {
+    traced: live.reduce((s, p) => s + p.traced, 0),
+    rss: live.reduce((s, p) => s + (p.rss ?? 0), 0),
+    answered: live.length,
+  };
+}
