@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -112,9 +114,11 @@ TEST(History, ForkedChildRecordsWithAThreadOfItsOwn) {
   ASSERT_EQ(parent_points, 1u);
   const pid_t child = fork();
   if (child == 0) {
-    const std::size_t inherited = liveheap::history().points.size();  // restarts the thread
+    // The raw history, unsymbolized: what is tested is the recorder's thread, not the
+    // symbolizer's fork handling (its worker's condition variable can hang a forked child).
+    const std::size_t inherited = liveheap::tracker::history_raw().points.size();  // restarts
     std::this_thread::sleep_for(std::chrono::milliseconds(2300));
-    const std::size_t later = liveheap::history().points.size();
+    const std::size_t later = liveheap::tracker::history_raw().points.size();
     liveheap::stop();
     _exit(inherited == 1 && later == 3 ? 0 : 10 + static_cast<int>(later));
   }
@@ -168,6 +172,32 @@ TEST(History, TickCostAndBoundAtTenThousandStacks) {
   EXPECT_GT(h.points[0].bytes_dropped, (10000 - 512) * 64);
   for (void* b : blocks) std::free(b);
   liveheap::stop();
+}
+
+}  // namespace
+
+namespace {
+
+TEST(History, IntervalFromTheEnvironment) {
+  ::setenv("LIVEHEAP_HISTORY_INTERVAL", "1", 1);
+  EXPECT_EQ(liveheap::options_from_environment(liveheap::Mode::exact)->history_interval_s, 1u);
+  ::setenv("LIVEHEAP_HISTORY_INTERVAL", "0", 1);
+  EXPECT_EQ(liveheap::options_from_environment(liveheap::Mode::exact)->history_interval_s, 0u);
+  for (const char* bad : {"", "ten", "-1", "1.5", "86401"}) {
+    ::setenv("LIVEHEAP_HISTORY_INTERVAL", bad, 1);
+    try {
+      liveheap::options_from_environment(liveheap::Mode::exact);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "LIVEHEAP_HISTORY_INTERVAL='" + std::string(bad) +
+                                           "' is not a whole number from 0 to 86400");
+    }
+  }
+  ::unsetenv("LIVEHEAP_HISTORY_INTERVAL");
+  EXPECT_EQ(liveheap::options_from_environment(liveheap::Mode::exact)->history_interval_s, 10u);
+  liveheap::Options o;
+  o.history_interval_s = 86401;
+  EXPECT_THROW(liveheap::start(o), std::invalid_argument);
 }
 
 }  // namespace
