@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "liveheap/history.hpp"
 #include "liveheap/pprof.hpp"
 #include "liveheap/snapshot.hpp"
 
@@ -22,12 +23,16 @@ struct Options {
   // their callers: "GLOB" on a frame's file, "function:GLOB" on its function (see
   // set_plumbing). Empty: only the built-in list (malloc, operator new, std::, ...).
   std::vector<std::string> plumbing;
+  // Seconds between two points of the history (history()); 0: no history. 1..86400.
+  unsigned history_interval_s = 10;
 };
 inline constexpr unsigned kMaxFrames = 128;
+inline constexpr unsigned kMaxHistoryInterval = 86400;  // a day
 
 // Options from the environment: LIVEHEAP_MODE=off|exact|sampled (unset: `default_mode`),
 // LIVEHEAP_FRAMES=1..kMaxFrames, LIVEHEAP_SAMPLE_INTERVAL=bytes, LIVEHEAP_PLUMBING=comma-
-// separated plumbing globs ("function:arena_*,*/obmalloc.c"). std::nullopt for "off".
+// separated plumbing globs ("function:arena_*,*/obmalloc.c"), LIVEHEAP_HISTORY_INTERVAL=
+// seconds between history points (0: off). std::nullopt for "off".
 // Throws std::invalid_argument naming the variable and its bad value.
 std::optional<Options> options_from_environment(Mode default_mode);
 
@@ -96,6 +101,11 @@ Snapshot take_snapshot();
 // started, live or not (size and count 0 when nothing of it is live): what a pprof
 // profile's alloc_* values need. Their alloc_size/alloc_count never go back with clear().
 Snapshot take_allocation_snapshot();
+
+// The history recorded since start or clear, every options().history_interval_s seconds
+// (the last hour at 10 s; see docs/history.md), its stacks symbolized now: the biggest
+// stacks of each point, at most a few thousand in all. interval_s is 0 when history is off.
+History history();
 
 // While alive, allocations made by this thread are not traced and count as the tracker's
 // own memory. Reports and routes hold one so that looking never shows up as growth.

@@ -330,7 +330,12 @@ std::uint64_t live_blocks() noexcept {
 
 std::uint64_t dropped() noexcept { return g_dropped.load(std::memory_order_relaxed); }
 
-void visit_stacks(StackVisitor fn, void* ctx, bool include_freed) noexcept {
+namespace {
+
+// Calls fn(record, sums) for every stack with live blocks (or, with include_freed, every
+// stack that allocated since start-up).
+template <typename Fn>
+void for_each_stack(bool include_freed, Fn&& fn) noexcept {
   const std::uint32_t n = g_stacks.size();
   for (StackId id = 1; id <= n; ++id) {
     const StackRecord* r = g_stacks.record(id);
@@ -344,10 +349,27 @@ void visit_stacks(StackVisitor fn, void* ctx, bool include_freed) noexcept {
     }
     const std::int64_t count = alloc_count - freed_count, bytes = alloc_bytes - freed_bytes;
     if (count <= 0 && bytes <= 0 && !(include_freed && alloc_count > 0)) continue;
-    const StackSums sums{bytes, (count + kCountUnit / 2) / kCountUnit, alloc_bytes,
-                         (alloc_count + kCountUnit / 2) / kCountUnit};
-    fn(ctx, r->frames, r->depth, sums);
+    fn(r, StackSums{bytes, (count + kCountUnit / 2) / kCountUnit, alloc_bytes,
+                    (alloc_count + kCountUnit / 2) / kCountUnit});
   }
+}
+
+}  // namespace
+
+void visit_stacks(StackVisitor fn, void* ctx, bool include_freed) noexcept {
+  for_each_stack(include_freed, [&](const StackRecord* r, const StackSums& sums) {
+    fn(ctx, r->frames, r->depth, sums);
+  });
+}
+
+void visit_stack_ids(StackIdVisitor fn, void* ctx) noexcept {
+  for_each_stack(false, [&](const StackRecord* r, const StackSums& sums) { fn(ctx, r->id, sums); });
+}
+
+const std::uintptr_t* stack_frames(std::uint32_t id, std::uint32_t* depth) noexcept {
+  const StackRecord* r = id > kMaxStacks ? nullptr : g_stacks.record(id);
+  *depth = r == nullptr ? 0 : r->depth;
+  return r == nullptr ? nullptr : r->frames;
 }
 
 void begin_ignore() noexcept { ++t_thread.ignore_depth; }

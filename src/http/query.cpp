@@ -21,6 +21,7 @@ constexpr std::array kParamNames{
     ParamName{"frames", kStartOptions}, ParamName{"sample_interval", kStartOptions},
     ParamName{"traceback", kTraceback},
     ParamName{"pid", kPid},
+    ParamName{"verdicts", kVerdicts},
 };
 
 [[noreturn]] void bad_request(const std::string& reason) {
@@ -154,6 +155,9 @@ void set_param(Query& query, std::string_view name, const std::string& value, Pa
   } else if (name == "traceback") {
     if (value != "0" && value != "1") bad_request("traceback=" + excerpt(value) + " is not 0 or 1");
     query.traceback = value == "1";
+  } else if (name == "verdicts") {
+    if (value != "0" && value != "1") bad_request("verdicts=" + excerpt(value) + " is not 0 or 1");
+    query.verdicts = value == "1";
   } else if (name == "pid") {
     std::uint64_t pid = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), pid);

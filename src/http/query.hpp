@@ -28,6 +28,7 @@ enum Param : unsigned {
   kFolded = 1u << 8,        // format=folded accepted (with kFormat)
   kFolded2 = 1u << 9,       // format=folded2 accepted too (/diff)
   kPid = 1u << 10,          // pid=N|all: which process of the registry answers (forward.hpp)
+  kVerdicts = 1u << 11,     // verdicts=0|1: each text line ends with its history's verdict
 };
 using ParamSet = unsigned;
 
@@ -52,6 +53,7 @@ struct Query {
   std::optional<unsigned> frames;
   std::optional<std::uint64_t> sample_interval;
   bool traceback = false;  // traceback=1; key=traceback implies it
+  bool verdicts = false;   // verdicts=1 (text; JSON stats always carry theirs)
   std::optional<long> pid;  // kAllProcesses for pid=all
 };
 

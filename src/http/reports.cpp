@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "allocator.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/history.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace liveheap::http {
@@ -113,6 +115,24 @@ void append_text_rows(const ReplyTo& to, std::string& text, std::size_t wanted, 
   }
 }
 
+// Each statistic's verdict, from the tracker's history grouped as the report groups.
+class Verdicts {
+ public:
+  explicit Verdicts(const Query& query)
+      : history_(liveheap::history()),
+        index_(history_, query.key, query.cumulative, query.filters),
+        times_(point_times(history_)) {}
+  Verdict of(const Traceback& key) {
+    const KeySeries* series = index_.find(key);
+    return series == nullptr ? Verdict{} : classify(times_, series->sizes, history_.noise);
+  }
+
+ private:
+  History history_;
+  HistoryIndex index_;
+  std::vector<std::int64_t> times_;
+};
+
 std::string size_and_count(std::int64_t size, std::int64_t count) {
   return "size=" + format_size(static_cast<double>(size), false) +
          ", count=" + std::to_string(count);
@@ -150,19 +170,26 @@ Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& 
   if (to.format == Format::folded) return folded_report(to, snapshot);
   const std::vector<Statistic> stats = snapshot.statistics(query.key, query.cumulative);
   const std::size_t shown = std::min(stats.size(), query.limit);
+  std::optional<Verdicts> verdicts;
+  if (to.format == Format::json || query.verdicts) verdicts.emplace(query);
   if (to.format == Format::json) {
     json body = report_json(snapshot.info(), query);
     body["total"] = {{"size", snapshot.total_size()}, {"count", snapshot.total_count()}};
     body["keys"] = stats.size();
-    return json_with_rows(to, std::move(body), shown,
-                          [&](std::size_t i) { return stat_json(stats[i], query); });
+    return json_with_rows(to, std::move(body), shown, [&](std::size_t i) {
+      json row = stat_json(stats[i], query);
+      add_verdict_json(row, verdicts->of(stats[i].traceback));
+      return row;
+    });
   }
   std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(stats.size()) +
                      " " + std::string(plural(query.key)) + ": " +
                      size_and_count(snapshot.total_size(), snapshot.total_count()) + " " +
                      report_text(snapshot.info(), query) + "\n";
   append_text_rows(to, text, shown, [&](std::size_t i) {
-    std::string row = (whole_tracebacks ? "\n" : "") + format_statistic(stats[i], query.key) + "\n";
+    std::string row = (whole_tracebacks ? "\n" : "") + format_statistic(stats[i], query.key);
+    if (verdicts) row += verdict_text(verdicts->of(stats[i].traceback));
+    row += "\n";
     if (whole_tracebacks)
       for (const std::string& line : format_traceback(stats[i].traceback)) row += line + "\n";
     return row;
@@ -248,6 +275,8 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
   const std::size_t shown = std::min(diffs.size(), query.limit);
   const std::int64_t size_diff = current.total_size() - previous.total_size();
   const std::int64_t count_diff = current.total_count() - previous.total_count();
+  std::optional<Verdicts> verdicts;
+  if (to.format == Format::json || query.verdicts) verdicts.emplace(query);
   if (to.format == Format::json) {
     json body = report_json(current.info(), query);
     body["against"] = against;
@@ -255,8 +284,11 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
     body["total"] = {{"size", current.total_size()}, {"size_diff", size_diff},
                      {"count", current.total_count()}, {"count_diff", count_diff}};
     body["keys"] = diffs.size();
-    return json_with_rows(to, std::move(body), shown,
-                          [&](std::size_t i) { return stat_json(diffs[i], query); });
+    return json_with_rows(to, std::move(body), shown, [&](std::size_t i) {
+      json row = stat_json(diffs[i], query);
+      add_verdict_json(row, verdicts->of(diffs[i].traceback));
+      return row;
+    });
   }
   std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(diffs.size()) +
                      " " + std::string(plural(query.key)) + " against " + against +
@@ -264,8 +296,63 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
                      " (" + format_size(static_cast<double>(size_diff), true) +
                      "), count=" + std::to_string(current.total_count()) + " (" +
                      signed_count(count_diff) + ") " + report_text(current.info(), query) + "\n";
-  append_text_rows(to, text, shown,
-                   [&](std::size_t i) { return format_statistic_diff(diffs[i], query.key) + "\n"; });
+  append_text_rows(to, text, shown, [&](std::size_t i) {
+    std::string row = format_statistic_diff(diffs[i], query.key);
+    if (verdicts) row += verdict_text(verdicts->of(diffs[i].traceback));
+    return row + "\n";
+  });
+  return make_text(to, Status::ok, std::move(text));
+}
+
+Response history_report(const ReplyTo& to, const History& history, const Query& query) {
+  HistoryIndex index(history, query.key, query.cumulative, query.filters);
+  const std::vector<std::int64_t> times = point_times(history);
+  const std::vector<KeySeries>& all = index.all();
+  const std::size_t shown = std::min(all.size(), query.limit);
+  const auto last = [](const std::vector<std::int64_t>& v) { return v.empty() ? 0 : v.back(); };
+  if (to.format == Format::json) {
+    json points = json::array();
+    for (const HistoryPoint& p : history.points)
+      points.push_back({{"t_ms", p.t_ms}, {"traced", p.traced}, {"peak", p.peak}, {"rss", p.rss},
+                        {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped}});
+    json stats = json::array();
+    for (std::size_t i = 0; i < shown; ++i) {
+      const KeySeries& s = all[i];
+      json stat = stat_json(Statistic{s.key, last(s.sizes), last(s.counts)}, query);
+      json series = json::array();
+      for (std::size_t p = 0; p < times.size(); ++p) series.push_back({times[p], s.sizes[p], s.counts[p]});
+      stat["series"] = std::move(series);
+      add_verdict_json(stat, classify(times, s.sizes, history.noise));
+      stats.push_back(std::move(stat));
+    }
+    return make_json(to, Status::ok,
+                     {{"interval_s", history.interval_s},
+                      {"max_points", history.max_points},
+                      {"points_dropped", history.points_dropped},
+                      {"stacks_per_point", history.stacks_per_point},
+                      {"key", to_string(query.key)},
+                      {"limit", query.limit},
+                      {"include", query.include},
+                      {"exclude", query.exclude},
+                      {"keys", all.size()},
+                      {"points", std::move(points)},
+                      {"stats", std::move(stats)}});
+  }
+  const auto size = [](std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); };
+  std::string text = "History: " + std::to_string(history.points.size()) + " points every " +
+                     std::to_string(static_cast<unsigned>(history.interval_s)) + " s";
+  if (!history.points.empty()) {
+    const HistoryPoint& p = history.points.back();
+    text += " over " + std::to_string((p.t_ms - history.points.front().t_ms) / 1000) +
+            " s; last: traced=" + size(p.traced) + ", peak=" + size(p.peak) + ", rss=" + size(p.rss);
+  }
+  text += "\nTop " + std::to_string(shown) + " of " + std::to_string(all.size()) + " " +
+          std::string(plural(query.key)) + " by size now:\n";
+  for (std::size_t i = 0; i < shown; ++i) {
+    const KeySeries& s = all[i];
+    text += format_statistic(Statistic{s.key, last(s.sizes), last(s.counts)}, query.key) +
+            verdict_text(classify(times, s.sizes, history.noise)) + "\n";
+  }
   return make_text(to, Status::ok, std::move(text));
 }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "liveheap/history.hpp"
 #include "liveheap/snapshot.hpp"
 #include "process_memory.hpp"
 #include "query.hpp"
@@ -23,6 +24,10 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
 
 // GET /tracebacks: the biggest stacks of `now`, each whole.
 Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query);
+
+// GET /history: the points, and per key its series and verdict (the top query.limit by
+// size at the last point).
+Response history_report(const ReplyTo& to, const History& history, const Query& query);
 
 // GET and POST /baseline: when it was taken and its totals.
 Response baseline_report(const ReplyTo& to, const Snapshot& baseline);

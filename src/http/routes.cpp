@@ -132,6 +132,11 @@ Outcome tracebacks(RouteState& state, const ReplyTo& to, const Query& query) {
   return tracebacks_report(to, snapshot_now(state), whole);
 }
 
+Outcome history(RouteState& state, const ReplyTo& to, const Query& query) {
+  require_tracing(state);
+  return history_report(to, liveheap::history(), query);
+}
+
 Outcome start_tracing(RouteState& state, const ReplyTo& to, const Query& query) {
   // tracemalloc's start() would keep going; here a second start would silently clear
   // every trace, so it is refused.
@@ -228,8 +233,9 @@ const Route kRoutes[] = {
     {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, the allocator and its figures"},
     {"/baseline", Verb::get, kFormat, get_baseline, "when the baseline was taken, and its totals"},
     {"/baseline", Verb::post, kFormat, post_baseline, "remember the heap now as the baseline"},
-    {"/diff", Verb::get, kReport | kSeconds | kFolded | kFolded2, diff, "the heap now against the baseline"},
-    {"/top", Verb::get, kReport | kSeconds | kFolded, top, "statistics of the heap now"},
+    {"/diff", Verb::get, kReport | kSeconds | kFolded | kFolded2 | kVerdicts, diff, "the heap now against the baseline"},
+    {"/top", Verb::get, kReport | kSeconds | kFolded | kVerdicts, top, "statistics of the heap now"},
+    {"/history", Verb::get, kReport, history, "the heap over time: points, and each callsite's series and verdict"},
     {"/tracebacks", Verb::get, kFormat | kLimit | kFilters | kFolded, tracebacks, "the biggest stacks, whole"},
     {"/start", Verb::post, kFormat | kStartOptions, start_tracing, "start tracing"},
     {"/stop", Verb::post, kFormat, stop_tracing, "stop tracing and forget the traces"},

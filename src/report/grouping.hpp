@@ -61,4 +61,7 @@ class GroupIndex {
   std::uint64_t trace_number_ = 0;
 };
 
+// Whether each trace passes `filters` (as Snapshot::filter_traces keeps it).
+std::vector<bool> passes_filters(const std::vector<Trace>& traces, const std::vector<Filter>& filters);
+
 }  // namespace liveheap::report

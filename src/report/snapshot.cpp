@@ -35,12 +35,14 @@ std::int64_t Snapshot::total_count() const noexcept {
   return total;
 }
 
-Snapshot Snapshot::filter_traces(const std::vector<Filter>& filters) const {
-  // Each filter tests each distinct frame once; kept traces share this snapshot's table.
-  report::UserFrames user_frames;
-  std::vector<report::FrameMemo<bool>> matched(filters.size());
+namespace report {
+
+std::vector<bool> passes_filters(const std::vector<Trace>& traces, const std::vector<Filter>& filters) {
+  // Each filter tests each distinct frame once.
+  UserFrames user_frames;
+  std::vector<FrameMemo<bool>> matched(filters.size());
   auto passes = [&](std::size_t k, const Traceback& tb) {
-    return report::traceback_matches(
+    return traceback_matches(
         filters[k], tb, [&](const Traceback& t) { return user_frames.index(t); },
         [&](std::size_t i) {
           return matched[k].get(tb, i, [&](const Traceback& t, std::size_t j) {
@@ -50,16 +52,27 @@ Snapshot Snapshot::filter_traces(const std::vector<Filter>& filters) const {
   };
   const bool any_inclusive =
       std::any_of(filters.begin(), filters.end(), [](const Filter& f) { return f.inclusive; });
-  std::vector<Trace> kept;
-  for (const Trace& trace : traces_) {
+  std::vector<bool> kept(traces.size());
+  for (std::size_t t = 0; t < traces.size(); ++t) {
     bool included = !any_inclusive;
     bool excluded = false;
     for (std::size_t k = 0; k < filters.size(); ++k) {
-      if (filters[k].inclusive) included = included || passes(k, trace.traceback);
-      else excluded = excluded || passes(k, trace.traceback);
+      if (filters[k].inclusive) included = included || passes(k, traces[t].traceback);
+      else excluded = excluded || passes(k, traces[t].traceback);
     }
-    if (included && !excluded) kept.push_back(trace);
+    kept[t] = included && !excluded;
   }
+  return kept;
+}
+
+}  // namespace report
+
+Snapshot Snapshot::filter_traces(const std::vector<Filter>& filters) const {
+  // Kept traces share this snapshot's table.
+  const std::vector<bool> passes = report::passes_filters(traces_, filters);
+  std::vector<Trace> kept;
+  for (std::size_t t = 0; t < traces_.size(); ++t)
+    if (passes[t]) kept.push_back(traces_[t]);
   return Snapshot(std::move(kept), info_);
 }
 

@@ -66,6 +66,9 @@ std::optional<Options> options_from_environment(Mode default_mode) {
         parse_number("LIVEHEAP_SAMPLE_INTERVAL", interval, 1, std::uint64_t{1} << 40);
   if (const char* plumbing = std::getenv("LIVEHEAP_PLUMBING"))
     options.plumbing = parse_plumbing(plumbing);
+  if (const char* history = std::getenv("LIVEHEAP_HISTORY_INTERVAL"))
+    options.history_interval_s =
+        static_cast<unsigned>(parse_number("LIVEHEAP_HISTORY_INTERVAL", history, 0, kMaxHistoryInterval));
   if (options.mode == Mode::off) return std::nullopt;
   return options;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "engine.hpp"
+#include "history.hpp"
 #include "symbolizer.hpp"
 
 namespace liveheap {
@@ -40,6 +42,9 @@ void validate(const Options& o) {
   if (o.sample_interval < 1 || o.sample_interval > (std::uint64_t{1} << 40))
     throw std::invalid_argument("sample_interval must be 1..2^40 bytes, got " +
                                 std::to_string(o.sample_interval));
+  if (o.history_interval_s > kMaxHistoryInterval)
+    throw std::invalid_argument("history_interval_s must be 0.." + std::to_string(kMaxHistoryInterval) +
+                                " seconds, got " + std::to_string(o.history_interval_s));
 }
 
 void install_symbolizer_hook() {
@@ -102,10 +107,12 @@ void start(const Options& options) {
   if (!engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
                       options.sample_seed}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
+  tracker::history_start(options.history_interval_s);
 }
 
 void stop() {
   std::lock_guard lock(g_control);
+  tracker::history_stop();
   engine::stop();
 }
 
@@ -119,6 +126,7 @@ Options options() noexcept {
 void clear() {
   std::lock_guard lock(g_control);
   engine::clear();
+  tracker::history_clear();
 }
 
 TracedMemory traced_memory() noexcept {
@@ -164,6 +172,88 @@ EngineStats engine_stats() noexcept {
 
 namespace {
 
+// Each stack's frames symbolized, every distinct address once; tracebacks share one table.
+std::vector<Traceback> symbolized(const std::vector<RawTrace>& raw) {
+  std::vector<std::uintptr_t> addresses;
+  for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  const SnapshotFrames table = build_frame_table(symbolize::symbolize(addresses));
+  std::vector<Traceback> tracebacks;
+  tracebacks.reserve(raw.size());
+  std::vector<std::uint32_t> indices;
+  for (const RawTrace& r : raw) {
+    indices.clear();
+    for (std::uintptr_t a : r.frames) {
+      const auto k = static_cast<std::size_t>(
+          std::lower_bound(addresses.begin(), addresses.end(), a) - addresses.begin());
+      for (std::uint32_t i = table.first[k]; i < table.first[k + 1]; ++i) indices.push_back(i);
+    }
+    tracebacks.emplace_back(table.frames, indices);
+  }
+  return tracebacks;
+}
+
+// The ids of the recorded stacks to report: the biggest (by their largest recorded size)
+// kHistoryReportStacks, in id order.
+std::vector<std::uint32_t> reported_ids(const tracker::RawHistory& raw) {
+  std::vector<std::pair<std::uint32_t, std::int64_t>> biggest;  // id, largest size
+  for (const auto& entries : raw.entries)
+    for (const tracker::HistoryEntry& e : entries) biggest.emplace_back(e.id, e.size);
+  std::sort(biggest.begin(), biggest.end());
+  std::vector<std::pair<std::int64_t, std::uint32_t>> by_size;
+  for (std::size_t i = 0; i < biggest.size(); ++i)
+    if (i + 1 == biggest.size() || biggest[i + 1].first != biggest[i].first)
+      by_size.emplace_back(biggest[i].second, biggest[i].first);  // the id's largest: sorted last
+  if (by_size.size() > tracker::kHistoryReportStacks) {
+    std::nth_element(by_size.begin(), by_size.begin() + tracker::kHistoryReportStacks, by_size.end(),
+                     std::greater<>());
+    by_size.resize(tracker::kHistoryReportStacks);
+  }
+  std::vector<std::uint32_t> ids;
+  for (const auto& [size, id] : by_size) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace
+
+History history() {
+  IgnoreScope ignore;
+  const tracker::RawHistory raw = tracker::history_raw();
+  const Options opts = options();
+  History h;
+  h.interval_s = raw.interval_s;
+  h.points = raw.points;
+  h.stacks_per_point = tracker::kHistoryStacksPerPoint;
+  h.max_points = tracker::kHistoryPoints;
+  h.points_dropped = raw.points_dropped;
+  h.noise = opts.mode == Mode::sampled ? opts.sample_interval : 0;
+  const std::vector<std::uint32_t> ids = reported_ids(raw);
+  std::vector<RawTrace> stacks;
+  for (std::uint32_t id : ids) {
+    std::uint32_t depth = 0;
+    const std::uintptr_t* frames = engine::stack_frames(id, &depth);
+    stacks.push_back({std::vector<std::uintptr_t>(frames, frames + depth), {}});
+  }
+  std::vector<Traceback> tracebacks = symbolized(stacks);
+  const std::size_t n = raw.points.size();
+  h.stacks.reserve(ids.size());
+  for (Traceback& tb : tracebacks)
+    h.stacks.push_back({std::move(tb), std::vector<std::int64_t>(n), std::vector<std::int64_t>(n)});
+  for (std::size_t p = 0; p < n; ++p)
+    for (const tracker::HistoryEntry& e : raw.entries[p]) {
+      const auto it = std::lower_bound(ids.begin(), ids.end(), e.id);
+      if (it == ids.end() || *it != e.id) continue;
+      StackHistory& s = h.stacks[static_cast<std::size_t>(it - ids.begin())];
+      s.sizes[p] = e.size;
+      s.counts[p] = e.count;
+    }
+  return h;
+}
+
+namespace {
+
 Snapshot snapshot_of(bool include_freed) {
   IgnoreScope ignore;
   const Options opts = options();
@@ -181,25 +271,12 @@ Snapshot snapshot_of(bool include_freed) {
   std::vector<RawTrace> raw;
   engine::visit_stacks(collect, &raw, include_freed);
 
-  std::vector<std::uintptr_t> addresses;
-  for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
-  std::sort(addresses.begin(), addresses.end());
-  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
-  const SnapshotFrames table = build_frame_table(symbolize::symbolize(addresses));
-
+  std::vector<Traceback> tracebacks = symbolized(raw);
   std::vector<Trace> traces;
   traces.reserve(raw.size());
-  std::vector<std::uint32_t> indices;
-  for (const RawTrace& r : raw) {
-    indices.clear();
-    for (std::uintptr_t a : r.frames) {
-      const auto k = static_cast<std::size_t>(
-          std::lower_bound(addresses.begin(), addresses.end(), a) - addresses.begin());
-      for (std::uint32_t i = table.first[k]; i < table.first[k + 1]; ++i) indices.push_back(i);
-    }
-    traces.push_back({Traceback(table.frames, indices), r.sums.bytes, r.sums.count,
-                      r.sums.alloc_bytes, r.sums.alloc_count});
-  }
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    traces.push_back({std::move(tracebacks[i]), raw[i].sums.bytes, raw[i].sums.count,
+                      raw[i].sums.alloc_bytes, raw[i].sums.alloc_count});
   info.tracker_memory = tracker_memory();
   return Snapshot(std::move(traces), info);
 }

@@ -1,0 +1,224 @@
+// The history recorder's thread, its bounded ring of points, and fork/exit handling: the
+// thread stops at stop() and at exit; a forked child restarts it on its next use.
+#include "history.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <thread>
+
+#include "engine.hpp"
+#include "liveheap/tracker.hpp"
+
+namespace liveheap::tracker {
+namespace {
+
+std::int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// Resident bytes from /proc/self/statm (its second field, in pages); -1 when unknown.
+std::int64_t resident_bytes() noexcept {
+  char buffer[128];
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t n = ::read(fd, buffer, sizeof buffer - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buffer[n] = '\0';
+  long size = 0, resident = 0;
+  if (std::sscanf(buffer, "%ld %ld", &size, &resident) != 2) return -1;
+  return static_cast<std::int64_t>(resident) * ::sysconf(_SC_PAGESIZE);
+}
+
+struct Point {
+  HistoryPoint point;
+  std::vector<HistoryEntry> entries;
+};
+
+// Every field guarded by `mutex`, except the tick's scratch (under tick_mutex, so that
+// history_tick() from a test cannot race the thread). fork() takes `mutex` first (this
+// handler is registered after the engine's, so it runs before the engine locks malloc).
+struct Recorder {
+  std::mutex mutex;
+  std::condition_variable* wake = new std::condition_variable;  // replaced in a forked child
+  std::thread* thread = nullptr;
+  bool stopping = false;
+  bool forked = false;  // set in a child: the thread is gone
+  unsigned interval_s = 0;
+  std::uint64_t generation = 0;  // bumped by start/stop/clear: a tick in flight is dropped
+  std::deque<Point> points;
+  std::uint64_t points_dropped = 0;
+  std::mutex* tick_mutex = new std::mutex;  // replaced in a forked child
+  std::vector<HistoryEntry> scratch;
+};
+
+Recorder& recorder();
+
+// In a forked child, under `mutex`: the parent's thread is not here. Its object and the
+// objects it may have held (the tick mutex, the condition it waited on) are left as they
+// are, never used again. Returns whether the thread was running in the parent.
+bool adopt_fork(Recorder& r) {
+  if (!r.forked) return false;
+  r.forked = false;
+  r.wake = new std::condition_variable;
+  r.tick_mutex = new std::mutex;
+  new (&r.scratch) std::vector<HistoryEntry>();  // the parent's tick may have been mid-push
+  const bool was_running = r.thread != nullptr;
+  r.thread = nullptr;
+  r.stopping = false;
+  return was_running;
+}
+
+Recorder& recorder() {
+  static Recorder* r = [] {
+    auto* made = new Recorder;  // never destroyed: the thread may outlive static destructors
+    ::pthread_atfork([] { recorder().mutex.lock(); }, [] { recorder().mutex.unlock(); },
+                     [] {
+                       Recorder& me = recorder();
+                       me.forked = true;
+                       me.mutex.unlock();
+                     });
+    return made;
+  }();
+  return *r;
+}
+
+void run(unsigned interval_s) {
+  engine::begin_ignore();  // this thread's allocations are the tracker's own
+  Recorder& r = recorder();
+  std::unique_lock lock(r.mutex);
+  while (!r.stopping) {
+    if (r.wake->wait_for(lock, std::chrono::seconds(interval_s), [&] { return r.stopping; })) break;
+    lock.unlock();
+    history_tick();
+    lock.lock();
+  }
+}
+
+// Joins the thread; called with `lock` held, returns with it held.
+void join_thread(std::unique_lock<std::mutex>& lock) {
+  Recorder& r = recorder();
+  adopt_fork(r);
+  if (r.thread == nullptr) return;
+  r.stopping = true;
+  r.wake->notify_all();
+  std::thread* thread = r.thread;
+  r.thread = nullptr;
+  lock.unlock();
+  thread->join();
+  delete thread;
+  lock.lock();
+  r.stopping = false;
+}
+
+void start_thread(Recorder& r) {
+  static std::once_flag at_exit;
+  std::call_once(at_exit, [] { std::atexit([] { history_stop(); }); });
+  IgnoreScope ignore;  // std::thread's state and the thread's TLS are the tracker's own
+  r.thread = new std::thread(run, r.interval_s);
+}
+
+void forget(Recorder& r) {
+  r.points.clear();
+  r.points.shrink_to_fit();
+  r.points_dropped = 0;
+  ++r.generation;
+}
+
+}  // namespace
+
+void history_start(unsigned interval_s) {
+  Recorder& r = recorder();
+  std::unique_lock lock(r.mutex);
+  join_thread(lock);
+  IgnoreScope ignore;
+  forget(r);
+  r.interval_s = interval_s;
+  if (interval_s > 0) start_thread(r);
+}
+
+void history_stop() {
+  Recorder& r = recorder();
+  std::unique_lock lock(r.mutex);
+  join_thread(lock);
+  IgnoreScope ignore;
+  forget(r);
+  r.interval_s = 0;
+}
+
+void history_clear() {
+  Recorder& r = recorder();
+  std::lock_guard lock(r.mutex);
+  IgnoreScope ignore;
+  if (adopt_fork(r) && r.interval_s > 0) start_thread(r);
+  forget(r);
+}
+
+void history_tick() {
+  Recorder& r = recorder();
+  IgnoreScope ignore;
+  std::mutex* tick_mutex = nullptr;
+  std::uint64_t generation = 0;
+  {
+    std::lock_guard lock(r.mutex);
+    adopt_fork(r);
+    tick_mutex = r.tick_mutex;
+    generation = r.generation;
+  }
+  std::lock_guard tick_lock(*tick_mutex);
+  Point p;
+  p.point.t_ms = now_ms();
+  const engine::Totals traced = engine::traced();
+  p.point.traced = traced.current;
+  p.point.peak = traced.peak;
+  p.point.rss = resident_bytes();
+  r.scratch.clear();
+  engine::visit_stack_ids(
+      [](void* ctx, std::uint32_t id, const engine::StackSums& s) {
+        const auto count = static_cast<std::uint32_t>(std::clamp<std::int64_t>(s.count, 0, UINT32_MAX));
+        static_cast<std::vector<HistoryEntry>*>(ctx)->push_back({id, count, s.bytes});
+      },
+      &r.scratch);
+  auto bigger = [](const HistoryEntry& a, const HistoryEntry& b) { return a.size > b.size; };
+  auto kept_end = r.scratch.end();
+  if (r.scratch.size() > kHistoryStacksPerPoint) {
+    kept_end = r.scratch.begin() + kHistoryStacksPerPoint;
+    std::nth_element(r.scratch.begin(), kept_end, r.scratch.end(), bigger);
+    for (auto it = kept_end; it != r.scratch.end(); ++it) p.point.bytes_dropped += it->size;
+    p.point.stacks_dropped = static_cast<std::int64_t>(r.scratch.end() - kept_end);
+  }
+  p.entries.assign(r.scratch.begin(), kept_end);
+  std::lock_guard lock(r.mutex);
+  if (generation != r.generation || !engine::active()) return;  // cleared or stopped meanwhile
+  r.points.push_back(std::move(p));
+  if (r.points.size() > kHistoryPoints) r.points.pop_front(), ++r.points_dropped;
+}
+
+RawHistory history_raw() {
+  Recorder& r = recorder();
+  IgnoreScope ignore;
+  std::lock_guard lock(r.mutex);
+  if (adopt_fork(r) && engine::active()) start_thread(r);  // a forked child: ours
+  RawHistory raw;
+  raw.interval_s = r.interval_s;
+  raw.points_dropped = r.points_dropped;
+  raw.points.reserve(r.points.size());
+  raw.entries.reserve(r.points.size());
+  for (const Point& p : r.points) {
+    raw.points.push_back(p.point);
+    raw.entries.push_back(p.entries);
+  }
+  return raw;
+}
+
+}  // namespace liveheap::tracker

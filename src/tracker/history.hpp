@@ -1,0 +1,46 @@
+// The history recorder: a liveheap thread that, every interval, records the traced heap,
+// RSS and the biggest stacks' live totals by stack id (integers only: no symbolization on
+// the tick), in bounded memory. Thread-safety: every member may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "liveheap/history.hpp"
+
+namespace liveheap::tracker {
+
+// The bounds: an hour at the default 10 s, the biggest 512 stacks per point, 16 bytes each
+// (~2.9 MiB of points at most), and the stacks a report symbolizes.
+inline constexpr std::size_t kHistoryPoints = 360;
+inline constexpr std::size_t kHistoryStacksPerPoint = 512;
+inline constexpr std::size_t kHistoryReportStacks = 2048;
+
+// One stack's totals at one point.
+struct HistoryEntry {
+  std::uint32_t id = 0;
+  std::uint32_t count = 0;  // live blocks, capped at 2^32 - 1
+  std::int64_t size = 0;
+};
+
+// What the recorder holds, unsymbolized.
+struct RawHistory {
+  unsigned interval_s = 0;
+  std::vector<HistoryPoint> points;
+  std::vector<std::vector<HistoryEntry>> entries;  // per point
+  std::uint64_t points_dropped = 0;
+};
+
+// Starts recording every `interval_s` seconds (0: off), forgetting what was recorded.
+void history_start(unsigned interval_s);
+// Stops the thread (joins it) and forgets the points.
+void history_stop();
+// Forgets the points; the thread goes on.
+void history_clear();
+// Records one point now (the thread's tick; tests call it to control time).
+void history_tick();
+// A copy of what is recorded; restarts the thread first in a forked child.
+RawHistory history_raw();
+
+}  // namespace liveheap::tracker

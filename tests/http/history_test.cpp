@@ -1,0 +1,119 @@
+// GET /history and the verdicts of /top and /diff over a real socket: known bytes at known
+// lines, recorded tick by tick, give exact series and the verdict of each shape.
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "history.hpp"
+#include "server_fixture.hpp"
+
+namespace http_test {
+namespace {
+
+std::vector<void*> g_leak;
+std::vector<void*> g_cache;
+int g_leak_line = 0;
+int g_cache_line = 0;
+
+[[gnu::noinline]] void leak_step() {
+  g_leak.push_back(std::malloc(1000)); g_leak_line = __LINE__;
+}
+[[gnu::noinline]] void cache_step() {
+  if (g_cache.size() < 2) { g_cache.push_back(std::malloc(4096)); } g_cache_line = __LINE__;
+}
+
+// The stat of `report` at this file's `line`, or null.
+nlohmann::json stat_at(const nlohmann::json& report, int line) {
+  for (const nlohmann::json& s : report.at("stats"))
+    if (s.at("line") == line && s.at("file").get<std::string>().ends_with("history_test.cpp")) return s;
+  return nullptr;
+}
+
+class HistoryRoute : public ServerTest {
+ protected:
+  void SetUp() override {
+    liveheap::stop();
+    liveheap::Options o;
+    o.history_interval_s = 0;  // the test ticks
+    liveheap::start(o);
+    ServerTest::SetUp();
+    g_leak.reserve(16);
+    g_cache.reserve(16);
+    for (int i = 0; i < 6; ++i) {
+      leak_step();
+      cache_step();
+      liveheap::tracker::history_tick();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  void TearDown() override {
+    ServerTest::TearDown();
+    for (void* p : g_leak) std::free(p);
+    for (void* p : g_cache) std::free(p);
+    g_leak.clear();
+    g_cache.clear();
+    liveheap::stop();
+    liveheap::start();
+  }
+};
+
+TEST_F(HistoryRoute, SeriesAreExactAndVerdictsNameTheShapes) {
+  const Reply reply = get(port(), "/debug/memory/history?format=json&include=*history_test.cpp&limit=5");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const nlohmann::json h = reply.json();
+  EXPECT_EQ(h["interval_s"], 0);
+  EXPECT_EQ(h["points"].size(), 6u);
+  EXPECT_EQ(h["keys"], 4);  // this file: the leak, the cache, and the two reserve() lines
+  const nlohmann::json leak = stat_at(h, g_leak_line);
+  const nlohmann::json cache = stat_at(h, g_cache_line);
+  ASSERT_FALSE(leak.is_null()) << h.dump();
+  ASSERT_FALSE(cache.is_null()) << h.dump();
+  std::vector<std::int64_t> leak_sizes, cache_sizes;
+  for (const auto& p : leak["series"]) leak_sizes.push_back(p[1]);
+  for (const auto& p : cache["series"]) cache_sizes.push_back(p[1]);
+  EXPECT_EQ(leak_sizes, (std::vector<std::int64_t>{1000, 2000, 3000, 4000, 5000, 6000}));
+  EXPECT_EQ(cache_sizes, (std::vector<std::int64_t>{4096, 8192, 8192, 8192, 8192, 8192}));
+  EXPECT_EQ(leak["series"][5][2], 6);  // blocks
+  EXPECT_EQ(leak["series"][0][0], h["points"][0]["t_ms"]);
+  EXPECT_EQ(leak["verdict"], "growing");
+  EXPECT_EQ(leak["since_last_growth_s"], 0.0);
+  EXPECT_GT(leak["growth_per_min"].get<double>(), 0);
+  EXPECT_EQ(cache["verdict"], "plateaued");
+  EXPECT_EQ(cache["growth_per_min"], 0.0);
+  EXPECT_EQ(leak["size"], 6000);
+
+  const Reply text = get(port(), "/debug/memory/history?include=*history_test.cpp");
+  ASSERT_EQ(text.status, 200);
+  EXPECT_TRUE(text.body.starts_with("History: 6 points every 0 s")) << text.body;
+  EXPECT_NE(text.body.find(":" + std::to_string(g_cache_line) + ": size=8192 B, count=2, average=4096 B [plateaued, +0 B/min, last grew "),
+            std::string::npos) << text.body;
+}
+
+TEST_F(HistoryRoute, TopAndDiffCarryVerdictsTextOnlyWhenAsked) {
+  const nlohmann::json top = get(port(), "/debug/memory/top?format=json&include=*history_test.cpp").json();
+  EXPECT_EQ(stat_at(top, g_leak_line)["verdict"], "growing");
+  EXPECT_EQ(stat_at(top, g_cache_line)["verdict"], "plateaued");
+
+  const std::string plain = get(port(), "/debug/memory/top?include=*history_test.cpp").body;
+  EXPECT_EQ(plain.find('['), std::string::npos) << plain;  // tracemalloc's lines, unchanged
+  const std::string with = get(port(), "/debug/memory/top?include=*history_test.cpp&verdicts=1").body;
+  EXPECT_NE(with.find(":" + std::to_string(g_leak_line) + ": size=6000 B, count=6, average=1000 B [growing, +"),
+            std::string::npos) << with;
+
+  ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);
+  const nlohmann::json diff = get(port(), "/debug/memory/diff?format=json&include=*history_test.cpp").json();
+  EXPECT_EQ(stat_at(diff, g_leak_line)["verdict"], "growing");
+  const std::string diff_text = get(port(), "/debug/memory/diff?include=*history_test.cpp&verdicts=1").body;
+  EXPECT_NE(diff_text.find("[plateaued, "), std::string::npos) << diff_text;
+}
+
+TEST_F(HistoryRoute, BadParametersAreRefused) {
+  EXPECT_EQ(get(port(), "/debug/memory/history?verdicts=1").status, 400);
+  EXPECT_EQ(get(port(), "/debug/memory/history?key=nope").status, 400);
+  EXPECT_EQ(get(port(), "/debug/memory/top?verdicts=2").status, 400);
+  EXPECT_EQ(post(port(), "/debug/memory/history").status, 405);
+}
+
+}  // namespace
+}  // namespace http_test

@@ -1,0 +1,203 @@
+// The tracker's history: known bytes at known lines over ticks, exact series and verdicts;
+// the thread's interval, stop and fork; the tick's cost at 10,000 stacks.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "history.hpp"
+#include "liveheap/tracker.hpp"
+
+namespace {
+
+using liveheap::History;
+using liveheap::HistoryIndex;
+using liveheap::KeySeries;
+using liveheap::KeyType;
+
+std::vector<void*> g_leak;
+std::vector<void*> g_cache;
+int g_leak_line = 0;
+int g_cache_line = 0;
+
+[[gnu::noinline]] void leak_step() {
+  g_leak.push_back(std::malloc(1000)); g_leak_line = __LINE__;
+}
+[[gnu::noinline]] void cache_step() {
+  if (g_cache.size() < 3) { g_cache.push_back(std::malloc(4096)); } g_cache_line = __LINE__;
+}
+
+// The series of this file's `line` in `h` (under key=line), or nullptr.
+const KeySeries* series_of(HistoryIndex& index, int line) {
+  for (const KeySeries& s : index.all())
+    if (!s.key.empty() && s.key[0].line == static_cast<unsigned>(line) &&
+        s.key[0].file.ends_with("history_test.cpp"))
+      return &s;
+  return nullptr;
+}
+
+liveheap::Options no_thread() {
+  liveheap::Options o;
+  o.history_interval_s = 0;
+  return o;
+}
+
+TEST(History, TicksRecordExactSeriesAndVerdicts) {
+  g_leak.reserve(64);
+  g_cache.reserve(64);
+  liveheap::start(no_thread());
+  for (int i = 0; i < 8; ++i) {
+    leak_step();
+    cache_step();
+    liveheap::tracker::history_tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // distinct times
+  }
+  const History h = liveheap::history();
+  ASSERT_EQ(h.points.size(), 8u);
+  EXPECT_EQ(h.interval_s, 0);
+  EXPECT_EQ(h.stacks_per_point, 512u);
+  HistoryIndex index(h, KeyType::line, false, {});
+  const KeySeries* leak = series_of(index, g_leak_line);
+  const KeySeries* cache = series_of(index, g_cache_line);
+  ASSERT_NE(leak, nullptr);
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(leak->sizes, (std::vector<std::int64_t>{1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000}));
+  EXPECT_EQ(leak->counts, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(cache->sizes,
+            (std::vector<std::int64_t>{4096, 8192, 12288, 12288, 12288, 12288, 12288, 12288}));
+  const std::vector<std::int64_t> t = liveheap::point_times(h);
+  EXPECT_EQ(liveheap::classify(t, leak->sizes).trend, liveheap::Trend::growing);
+  EXPECT_EQ(liveheap::classify(t, cache->sizes).trend, liveheap::Trend::plateaued);
+  for (const liveheap::HistoryPoint& p : h.points) {
+    EXPECT_GT(p.rss, 0);
+    EXPECT_GE(p.peak, p.traced);
+    EXPECT_EQ(p.stacks_dropped, 0);
+  }
+
+  liveheap::clear();  // forgets the points
+  EXPECT_TRUE(liveheap::history().points.empty());
+  liveheap::stop();
+  for (void* p : g_leak) std::free(p);
+  for (void* p : g_cache) std::free(p);
+  g_leak.clear();
+  g_cache.clear();
+}
+
+TEST(History, ThreadTicksEveryIntervalAndStopsAtOnce) {
+  liveheap::Options o;
+  o.history_interval_s = 1;
+  liveheap::start(o);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  const History h = liveheap::history();
+  EXPECT_EQ(h.interval_s, 1);
+  ASSERT_EQ(h.points.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(h.points[1].t_ms - h.points[0].t_ms), 1000, 100);
+  const auto before = std::chrono::steady_clock::now();
+  liveheap::stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(200));
+  EXPECT_TRUE(liveheap::history().points.empty());
+}
+
+TEST(History, ForkedChildRecordsWithAThreadOfItsOwn) {
+  liveheap::Options o;
+  o.history_interval_s = 1;
+  liveheap::start(o);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const std::size_t parent_points = liveheap::history().points.size();
+  ASSERT_EQ(parent_points, 1u);
+  const pid_t child = fork();
+  if (child == 0) {
+    // The raw history, unsymbolized: what is tested is the recorder's thread, not the
+    // symbolizer's fork handling (its worker's condition variable can hang a forked child).
+    const std::size_t inherited = liveheap::tracker::history_raw().points.size();  // restarts
+    std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+    const std::size_t later = liveheap::tracker::history_raw().points.size();
+    liveheap::stop();
+    _exit(inherited == 1 && later == 3 ? 0 : 10 + static_cast<int>(later));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child saw 10 + its points";
+  liveheap::stop();
+}
+
+// 2^14 stacks apart by the return addresses of f0/f1 at each level: the bits of n.
+[[gnu::noinline]] void* stack_by_bits(unsigned n, int bits);
+[[gnu::noinline]] void* f0(unsigned n, int bits) { return stack_by_bits(n, bits); }
+[[gnu::noinline]] void* f1(unsigned n, int bits) { return stack_by_bits(n, bits); }
+void* stack_by_bits(unsigned n, int bits) {
+  if (bits == 0) return std::malloc(64 + n % 7);
+  void* p = (n & 1) ? f1(n >> 1, bits - 1) : f0(n >> 1, bits - 1);
+  asm volatile("" ::: "memory");  // not a tail call: each level keeps its frame
+  return p;
+}
+
+TEST(History, TickCostAndBoundAtTenThousandStacks) {
+  liveheap::Options o = no_thread();
+  o.max_frames = 32;
+  liveheap::start(o);
+  std::vector<void*> blocks;
+  blocks.reserve(10000);
+  for (unsigned n = 0; n < 10000; ++n) blocks.push_back(stack_by_bits(n, 14));
+  ASSERT_GE(liveheap::engine_stats().stacks, 10000u);
+  liveheap::tracker::history_tick();  // grows the tick's scratch once (16 bytes per live stack)
+  const std::int64_t memory_before = liveheap::tracker_memory();
+  double worst_ms = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    liveheap::tracker::history_tick();
+    worst_ms = std::max(worst_ms, std::chrono::duration<double, std::milli>(
+                                      std::chrono::steady_clock::now() - t0).count());
+  }
+  const std::int64_t per_point = (liveheap::tracker_memory() - memory_before) / 20;
+  std::printf("history tick at %llu stacks: worst %.2f ms; %lld bytes per point\n",
+              static_cast<unsigned long long>(liveheap::engine_stats().stacks), worst_ms,
+              static_cast<long long>(per_point));
+  EXPECT_LT(worst_ms, 25.0);  // a shared CI machine gets slack; docs/history.md has the numbers
+  // 512 entries of 16 bytes per point: an hour at 10 s (360 points) stays under 4 MiB.
+  EXPECT_LE(per_point * 360, 4 << 20);
+  const History h = liveheap::history();
+  ASSERT_EQ(h.points.size(), 21u);
+  // 10,000 live stacks of ours (and a few of the test's): all but the biggest 512 dropped.
+  EXPECT_GE(h.points[0].stacks_dropped, 10000 - 512);
+  EXPECT_LE(h.points[0].stacks_dropped, 10000 - 512 + 16);
+  EXPECT_GT(h.points[0].bytes_dropped, (10000 - 512) * 64);
+  for (void* b : blocks) std::free(b);
+  liveheap::stop();
+}
+
+}  // namespace
+
+namespace {
+
+TEST(History, IntervalFromTheEnvironment) {
+  ::setenv("LIVEHEAP_HISTORY_INTERVAL", "1", 1);
+  EXPECT_EQ(liveheap::options_from_environment(liveheap::Mode::exact)->history_interval_s, 1u);
+  ::setenv("LIVEHEAP_HISTORY_INTERVAL", "0", 1);
+  EXPECT_EQ(liveheap::options_from_environment(liveheap::Mode::exact)->history_interval_s, 0u);
+  for (const char* bad : {"", "ten", "-1", "1.5", "86401"}) {
+    ::setenv("LIVEHEAP_HISTORY_INTERVAL", bad, 1);
+    try {
+      liveheap::options_from_environment(liveheap::Mode::exact);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "LIVEHEAP_HISTORY_INTERVAL='" + std::string(bad) +
+                                           "' is not a whole number from 0 to 86400");
+    }
+  }
+  ::unsetenv("LIVEHEAP_HISTORY_INTERVAL");
+  EXPECT_EQ(liveheap::options_from_environment(liveheap::Mode::exact)->history_interval_s, 10u);
+  liveheap::Options o;
+  o.history_interval_s = 86401;
+  EXPECT_THROW(liveheap::start(o), std::invalid_argument);
+}
+
+}  // namespace
