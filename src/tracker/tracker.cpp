@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine.hpp"
+#include "peak.hpp"
 #include "symbolizer.hpp"
 
 namespace liveheap {
@@ -102,11 +103,13 @@ void start(const Options& options) {
   if (!engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
                       options.sample_seed}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
+  peak::on_start();
 }
 
 void stop() {
   std::lock_guard lock(g_control);
   engine::stop();
+  peak::forget();
 }
 
 bool is_tracing() noexcept { return engine::active(); }
@@ -119,6 +122,7 @@ Options options() noexcept {
 void clear() {
   std::lock_guard lock(g_control);
   engine::clear();
+  peak::forget();
 }
 
 TracedMemory traced_memory() noexcept {
@@ -126,7 +130,10 @@ TracedMemory traced_memory() noexcept {
   return {t.current, t.peak};
 }
 
-void reset_peak() noexcept { engine::reset_peak(); }
+void reset_peak() noexcept {
+  engine::reset_peak();
+  peak::record_now();
+}
 
 std::int64_t tracker_memory() noexcept { return engine::own_memory(); }
 
@@ -164,8 +171,8 @@ EngineStats engine_stats() noexcept {
 
 namespace {
 
-Snapshot snapshot_of(bool include_freed) {
-  IgnoreScope ignore;
+// What every snapshot of the current session says about how it was made.
+SnapshotInfo session_info() {
   const Options opts = options();
   if (!is_tracing())
     throw std::runtime_error("tracing is off: start it first (liveheap::start)");
@@ -177,10 +184,11 @@ Snapshot snapshot_of(bool include_freed) {
   const TracedMemory traced = traced_memory();
   info.traced_current = traced.current;
   info.traced_peak = traced.peak;
+  return info;
+}
 
-  std::vector<RawTrace> raw;
-  engine::visit_stacks(collect, &raw, include_freed);
-
+// Raw stacks, symbolized: every distinct address once. Call under an IgnoreScope.
+Snapshot symbolized(const std::vector<RawTrace>& raw, SnapshotInfo info) {
   std::vector<std::uintptr_t> addresses;
   for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
   std::sort(addresses.begin(), addresses.end());
@@ -204,10 +212,37 @@ Snapshot snapshot_of(bool include_freed) {
   return Snapshot(std::move(traces), info);
 }
 
+Snapshot snapshot_of(bool include_freed) {
+  IgnoreScope ignore;
+  const SnapshotInfo info = session_info();
+  std::vector<RawTrace> raw;
+  engine::visit_stacks(collect, &raw, include_freed);
+  return symbolized(raw, info);
+}
+
 }  // namespace
 
 Snapshot take_snapshot() { return snapshot_of(false); }
 Snapshot take_allocation_snapshot() { return snapshot_of(true); }
+
+Snapshot take_peak_snapshot() {
+  IgnoreScope ignore;
+  SnapshotInfo info = session_info();
+  std::shared_ptr<const peak::Record> record = peak::latest();
+  if (!record) {  // tracing began less than a poll ago: the heap now is its peak so far
+    peak::record_now();
+    record = peak::latest();
+  }
+  std::vector<RawTrace> raw;
+  if (record) {
+    raw.reserve(record->stacks.size());
+    for (const peak::StackAtPeak& s : record->stacks)
+      raw.push_back({std::vector<std::uintptr_t>(s.frames, s.frames + s.depth), {s.bytes, s.count, 0, 0}});
+    info.taken_at_ms = record->taken_at_ms;
+    info.traced_current = record->total;
+  }
+  return symbolized(raw, info);
+}
 
 IgnoreScope::IgnoreScope() noexcept { engine::begin_ignore(); }
 IgnoreScope::~IgnoreScope() { engine::end_ignore(); }
