@@ -51,6 +51,7 @@ TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
   std::free(a);
   void* b = std::malloc(kB); const int line_y = __LINE__;
   g_escape = b;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // 10 polls: the record stays
 
   const nlohmann::json peak = report(port(), "peak");
   ASSERT_FALSE(at_line(peak, line_x).is_null()) << peak.dump();

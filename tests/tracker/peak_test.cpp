@@ -42,6 +42,7 @@ TEST(Peak, KeepsWhatWasLiveAtTheHighWaterMark) {
   ASSERT_TRUE(wait_for_record(line_a, kA));
   std::free(a);
   void* b = std::malloc(kB); const int line_b = __LINE__;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // 10 polls: the record stays
 
   const Snapshot peak = liveheap::take_peak_snapshot();
   EXPECT_EQ(at_line(peak, line_a).size, kA);
