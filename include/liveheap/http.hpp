@@ -82,7 +82,7 @@ struct Config {
   // Opt-in per-request comparison (request_comparison.hpp): every request the Handler
   // declines -- the host's own -- is counted, and every N of them the heap is compared
   // with a snapshot taken at the first and the top K growth lines are logged. The
-  // comparison runs on the thread that handed the request in.
+  // comparison runs on a liveheap thread: the request that asks for one does not wait.
   std::optional<ComparisonConfig> compare_requests;
 };
 

@@ -1,6 +1,8 @@
 // Per-request comparison: the manual tracemalloc workflow, automated. The first request
-// takes a reference snapshot; every N requests after it, the heap is compared with that
-// reference and the top K lines of growth are logged through a callback the host chooses.
+// has a reference snapshot taken (logged as "liveheap: request 1: reference snapshot
+// taken, heap SIZE"); every N requests after it, the heap is compared with that reference
+// and the top K lines of growth are logged through a callback the host chooses. Both run on
+// a liveheap thread, shortly after the request that asks for them: the request goes on.
 #pragma once
 
 #include <cstdint>
@@ -16,12 +18,15 @@ struct ComparisonConfig {
   unsigned every_n = 100;       // compare on requests 1 + N, 1 + 2N, ...
   unsigned top_k = 10;          // lines of growth per comparison
   KeyType key = KeyType::line;
-  std::function<void(std::string_view line)> log;  // one call per line, no trailing '\n'
+  // One call per line, no trailing '\n', on the comparison's thread (never concurrently).
+  std::function<void(std::string_view line)> log;
 };
 
-// Thread-safety: on_request may be called from any number of threads at once; a mutex
-// guards the reference and the count, so comparisons run one at a time (on the thread of
-// the request that triggers one, which that request waits for: a snapshot and a diff).
+// Thread-safety: on_request may be called from any number of threads at once and never
+// waits: it adds one to an atomic count and, on request 1 and every N-th after it, wakes the
+// comparison's own thread (started at request 1), which takes the snapshots and calls `log`.
+// Comparisons run one at a time; requests due while one runs are served by one comparison
+// after it, named by the latest of them. The destructor waits for a running comparison.
 class RequestComparison {
  public:
   // Throws std::invalid_argument when every_n or top_k is 0 or log is empty.

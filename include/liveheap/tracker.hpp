@@ -107,6 +107,15 @@ Snapshot take_allocation_snapshot();
 // stacks of each point, at most a few thousand in all. interval_s is 0 when history is off.
 History history();
 
+// The heap at its high-water mark, as heaptrack's "peak" view: per stack, what was live when
+// the traced heap last passed the recorded peak by 1/32 of it (at least 64 KiB). A liveheap
+// thread checks the traced total every 5 ms while tracing (the allocation hooks do nothing
+// more), so a peak that lasts less than that may be missed and the record may stand up to
+// 1/32 below the peak. Its info's taken_at_ms is when the record was taken, traced_current
+// its total, traced_peak the peak now. clear(), stop() and start() forget it; reset_peak()
+// records the heap now. Throws std::runtime_error when tracing is off.
+Snapshot take_peak_snapshot();
+
 // While alive, allocations made by this thread are not traced and count as the tracker's
 // own memory. Reports and routes hold one so that looking never shows up as growth.
 class IgnoreScope {

@@ -126,6 +126,16 @@ Outcome top(RouteState& state, const ReplyTo& to, const Query& query) {
   return top_report(to, snapshot_now(state), query);
 }
 
+// The heap at its high-water mark, as /top shows the heap now.
+Outcome peak(RouteState& state, const ReplyTo& to, const Query& query) {
+  require_tracing(state);
+  try {
+    return top_report(to, take_peak_snapshot(), query);
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+    conflict("tracing is off: POST " + state.config.prefix + "/start first");
+  }
+}
+
 Outcome tracebacks(RouteState& state, const ReplyTo& to, const Query& query) {
   Query whole = query;
   whole.key = KeyType::traceback;
@@ -236,11 +246,12 @@ const Route kRoutes[] = {
     {"/diff", Verb::get, kReport | kSeconds | kFolded | kFolded2 | kVerdicts, diff, "the heap now against the baseline"},
     {"/top", Verb::get, kReport | kSeconds | kFolded | kVerdicts, top, "statistics of the heap now"},
     {"/history", Verb::get, kReport, history, "the heap over time: points, and each callsite's series and verdict"},
+    {"/peak", Verb::get, kReport | kFolded | kVerdicts, peak, "statistics of the heap at its high-water mark (as /top)"},
     {"/tracebacks", Verb::get, kFormat | kLimit | kFilters | kFolded, tracebacks, "the biggest stacks, whole"},
     {"/start", Verb::post, kFormat | kStartOptions, start_tracing, "start tracing"},
     {"/stop", Verb::post, kFormat, stop_tracing, "stop tracing and forget the traces"},
     {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
-    {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak to now"},
+    {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak (and /peak's record) to now"},
     {"/trim", Verb::post, kFormat, trim, "the allocator gives free memory back (malloc_trim(0) on glibc), with RSS before and after"},
     {"/pprof/heap", Verb::get, kSeconds, pprof_heap, "gzip'd pprof heap profile (inuse_space first)"},
     {"/pprof/allocs", Verb::get, kSeconds, pprof_allocs, "the same profile, alloc_space first"},

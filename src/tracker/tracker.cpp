@@ -15,6 +15,7 @@
 
 #include "engine.hpp"
 #include "history.hpp"
+#include "peak.hpp"
 #include "symbolizer.hpp"
 
 namespace liveheap {
@@ -108,12 +109,14 @@ void start(const Options& options) {
                       options.sample_seed}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
   tracker::history_start(options.history_interval_s);
+  peak::on_start();
 }
 
 void stop() {
   std::lock_guard lock(g_control);
   tracker::history_stop();
   engine::stop();
+  peak::forget();
 }
 
 bool is_tracing() noexcept { return engine::active(); }
@@ -127,6 +130,7 @@ void clear() {
   std::lock_guard lock(g_control);
   engine::clear();
   tracker::history_clear();
+  peak::forget();
 }
 
 TracedMemory traced_memory() noexcept {
@@ -134,7 +138,10 @@ TracedMemory traced_memory() noexcept {
   return {t.current, t.peak};
 }
 
-void reset_peak() noexcept { engine::reset_peak(); }
+void reset_peak() noexcept {
+  engine::reset_peak();
+  peak::record_now();
+}
 
 std::int64_t tracker_memory() noexcept { return engine::own_memory(); }
 
@@ -254,8 +261,8 @@ History history() {
 
 namespace {
 
-Snapshot snapshot_of(bool include_freed) {
-  IgnoreScope ignore;
+// What every snapshot of the current session says about how it was made.
+SnapshotInfo session_info() {
   const Options opts = options();
   if (!is_tracing())
     throw std::runtime_error("tracing is off: start it first (liveheap::start)");
@@ -267,10 +274,11 @@ Snapshot snapshot_of(bool include_freed) {
   const TracedMemory traced = traced_memory();
   info.traced_current = traced.current;
   info.traced_peak = traced.peak;
+  return info;
+}
 
-  std::vector<RawTrace> raw;
-  engine::visit_stacks(collect, &raw, include_freed);
-
+// Raw stacks with their totals as a Snapshot. Call under an IgnoreScope.
+Snapshot snapshot_from(const std::vector<RawTrace>& raw, SnapshotInfo info) {
   std::vector<Traceback> tracebacks = symbolized(raw);
   std::vector<Trace> traces;
   traces.reserve(raw.size());
@@ -281,10 +289,37 @@ Snapshot snapshot_of(bool include_freed) {
   return Snapshot(std::move(traces), info);
 }
 
+Snapshot snapshot_of(bool include_freed) {
+  IgnoreScope ignore;
+  const SnapshotInfo info = session_info();
+  std::vector<RawTrace> raw;
+  engine::visit_stacks(collect, &raw, include_freed);
+  return snapshot_from(raw, info);
+}
+
 }  // namespace
 
 Snapshot take_snapshot() { return snapshot_of(false); }
 Snapshot take_allocation_snapshot() { return snapshot_of(true); }
+
+Snapshot take_peak_snapshot() {
+  IgnoreScope ignore;
+  SnapshotInfo info = session_info();
+  std::shared_ptr<const peak::Record> record = peak::latest();
+  if (!record) {  // tracing began less than a poll ago: the heap now is its peak so far
+    peak::record_now();
+    record = peak::latest();
+  }
+  std::vector<RawTrace> raw;
+  if (record) {
+    raw.reserve(record->stacks.size());
+    for (const peak::StackAtPeak& s : record->stacks)
+      raw.push_back({std::vector<std::uintptr_t>(s.frames, s.frames + s.depth), {s.bytes, s.count, 0, 0}});
+    info.taken_at_ms = record->taken_at_ms;
+    info.traced_current = record->total;
+  }
+  return snapshot_from(raw, info);
+}
 
 IgnoreScope::IgnoreScope() noexcept { engine::begin_ignore(); }
 IgnoreScope::~IgnoreScope() { engine::end_ignore(); }

@@ -35,7 +35,7 @@ TEST_F(RoutesTest, IndexListsTheRoutesOrServesTheDashboard) {
   EXPECT_NE(text.body.find("GET  /debug/memory/stats"), std::string::npos) << text.body;
   EXPECT_NE(text.body.find("POST /debug/memory/trim"), std::string::npos) << text.body;
   const Reply json = get(port(), "/debug/memory/?format=json");
-  EXPECT_EQ(json.json().at("routes").size(), 17u);
+  EXPECT_EQ(json.json().at("routes").size(), 18u);
   const Reply page = get(port(), "/debug/memory/");
   EXPECT_EQ(page.status, 200);
   if (web::find_asset("index.html") != nullptr) {

@@ -1,0 +1,132 @@
+// Per-request comparison against the first request's snapshot (liveheap/request_comparison.hpp).
+// The request path only counts (one atomic add); the snapshots, diffs and log lines happen on
+// the comparison's own thread, under IgnoreScope: watching must not show up as growth.
+#include "liveheap/request_comparison.hpp"
+
+#include <atomic>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "liveheap/format.hpp"
+#include "liveheap/tracker.hpp"
+
+namespace liveheap::http {
+namespace {
+
+constexpr std::uint64_t kStopping = std::numeric_limits<std::uint64_t>::max();
+
+}  // namespace
+
+struct RequestComparison::Impl {
+  ComparisonConfig config;
+  std::atomic<std::uint64_t> requests{0};
+  // The latest request that asked for work (request 1, 1 + N, ...); the worker waits for it
+  // to change. kStopping ends the worker.
+  std::atomic<std::uint64_t> due{0};
+  std::once_flag worker_started;
+  std::thread worker;
+
+  // The worker's own: touched by no other thread.
+  std::uint64_t done = 0;               // the last `due` handled
+  std::optional<Snapshot> reference;    // taken at the first request that found tracing on
+  std::uint64_t reference_request = 0;  // when `reference` was taken
+
+  void start_worker() noexcept {
+    std::call_once(worker_started, [this] {
+      try {
+        const IgnoreScope ignore;
+        worker = std::thread([this] { run(); });
+      } catch (const std::exception& e) {
+        log_failure(std::string("no comparison thread: ") + e.what());
+      }
+    });
+  }
+
+  void run() noexcept {
+    const IgnoreScope ignore;  // for the thread's whole life
+    for (;;) {
+      due.wait(done, std::memory_order_acquire);
+      done = due.load(std::memory_order_acquire);
+      if (done == kStopping) return;
+      work(done);
+    }
+  }
+
+  // The reference at the first call, a comparison at every later one.
+  void work(std::uint64_t request) noexcept {
+    try {
+      if (reference) return compare(request);
+      reference = take_snapshot();
+      reference_request = request;
+      config.log("liveheap: request " + std::to_string(request) + ": reference snapshot taken, heap " +
+                 format_size(static_cast<double>(reference->total_size()), false));
+    } catch (const std::exception& e) {
+      log_failure(e.what());
+    }
+  }
+
+  void log_failure(const std::string& what) noexcept {
+    try {
+      config.log("liveheap: request comparison skipped: " + what);
+    } catch (...) {
+      // The host's logger failed too; nothing else to tell.
+    }
+  }
+
+  // Logs the top K growing lines of the heap now against the reference.
+  void compare(std::uint64_t request) {
+    const Snapshot now = take_snapshot();
+    const auto diffs = now.compare_to(*reference, config.key);
+    const std::int64_t growth = now.total_size() - reference->total_size();
+    config.log("liveheap: request " + std::to_string(request) + ": heap " +
+               format_size(static_cast<double>(now.total_size()), false) + " (" +
+               format_size(static_cast<double>(growth), true) + " since request " +
+               std::to_string(reference_request) + "); what grew most, by " +
+               std::string(to_string(config.key)) + ":");
+    unsigned shown = 0;
+    for (const StatisticDiff& diff : diffs) {
+      if (shown == config.top_k) break;
+      if (diff.size_diff <= 0) continue;  // leaks grow; what shrank is not the question here
+      config.log("  " + format_statistic_diff(diff, config.key));
+      ++shown;
+    }
+    if (shown == 0) config.log("  (nothing grew)");
+  }
+};
+
+RequestComparison::RequestComparison(ComparisonConfig config) : impl_(std::make_unique<Impl>()) {
+  if (config.every_n == 0) throw std::invalid_argument("RequestComparison: every_n must be > 0");
+  if (config.top_k == 0) throw std::invalid_argument("RequestComparison: top_k must be > 0");
+  if (!config.log) throw std::invalid_argument("RequestComparison: log must be set");
+  impl_->config = std::move(config);
+}
+
+RequestComparison::~RequestComparison() {
+  impl_->due.store(kStopping, std::memory_order_release);
+  impl_->due.notify_one();
+  if (impl_->worker.joinable()) impl_->worker.join();
+}
+
+void RequestComparison::on_request() noexcept {
+  const std::uint64_t request = impl_->requests.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Work only on request 1 and every N after it.
+  if (request != 1 && (request - 1) % impl_->config.every_n != 0) return;
+  impl_->start_worker();
+  // Raised, never lowered: a later request's store may have come first.
+  std::uint64_t due = impl_->due.load(std::memory_order_relaxed);
+  while (due < request &&
+         !impl_->due.compare_exchange_weak(due, request, std::memory_order_release,
+                                           std::memory_order_relaxed)) {
+  }
+  impl_->due.notify_one();  // a futex wake, no lock (and no call at all while no one waits)
+}
+
+std::uint64_t RequestComparison::requests() const noexcept {
+  return impl_->requests.load(std::memory_order_relaxed);
+}
+
+}  // namespace liveheap::http
