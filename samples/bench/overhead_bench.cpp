@@ -147,6 +147,7 @@ std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Setting
 // here) run bare and under each liveheap mode, interleaved over rounds; CPU time per
 // operation as the workload measured it, with its page faults and madvise calls.
 struct ProcessRow {
+  std::string name;               // its --only key, in progress lines and notes
   std::string title;              // printed above the row's table
   std::vector<std::string> argv;
   std::string cpu_unit;           // the workload prints cpu_ns_per_<cpu_unit>=
@@ -204,7 +205,7 @@ std::optional<RowRun> measure_process(const ProcessRow& row, const RowTool& tool
     return std::nullopt;
   }
   if (!outcome.ok()) {
-    note_failure(row.argv.back() + " under " + tool.name, row.argv, tool.env, outcome);
+    note_failure(row.name + " under " + tool.name, row.argv, tool.env, outcome);
     return std::nullopt;
   }
   note_unexpected_lines(tool.name, outcome.output, {"_per_"});
@@ -247,7 +248,7 @@ void run_process_row(const ProcessRow& row, const std::vector<bench::Tool>& tool
   std::vector<std::vector<double>> ratios(used.size());
   std::string skipped;
   for (int round = 0; round < s.rounds && skipped.empty(); ++round) {
-    std::fprintf(stderr, "%s round %d/%d...\n", row.argv.back().c_str(), round + 1, s.rounds);
+    std::fprintf(stderr, "%s round %d/%d...\n", row.name.c_str(), round + 1, s.rounds);
     std::vector<std::optional<RowRun>> this_round(used.size());
     for (std::size_t k = 0; k < used.size() && skipped.empty(); ++k) {
       const std::size_t i = (k + static_cast<std::size_t>(round)) % used.size();
@@ -270,18 +271,21 @@ void run_process_row(const ProcessRow& row, const std::vector<bench::Tool>& tool
 void run_issue11_rows(const std::vector<bench::Tool>& tools, const Settings& s) {
   const std::string python = "/usr/bin/python3", scripts = LIVEHEAP_BENCH_SCRIPTS;
   if (s.only.count("large"))
-    run_process_row({"large short-lived blocks: large_blocks, rounds of 40 std::vector<char> of "
+    run_process_row({"large",
+                     "large short-lived blocks: large_blocks, rounds of 40 std::vector<char> of "
                      "64 KiB..16 MiB (log-uniform, fixed seed), each built, filled, dropped",
                      {LIVEHEAP_BENCH_LARGE, "--rounds", "40"}, "round", "vector"},
                     tools, s);
   if (s.only.count("matplotlib"))
-    run_process_row({"matplotlib: Debian's python3 + python3-matplotlib, a 12x8 in figure at "
+    run_process_row({"matplotlib",
+                     "matplotlib: Debian's python3 + python3-matplotlib, a 12x8 in figure at "
                      "130 dpi saved as PNG and closed; median of 10 figures per process",
                      {python, scripts + "/matplotlib_figure.py", "--count", "10"}, "figure",
                      "figure", true},
                     tools, s);
   if (s.only.count("torch"))
-    run_process_row({"PyTorch: Debian's python3 + python3-torch, 1 thread, a training step of "
+    run_process_row({"torch",
+                     "PyTorch: Debian's python3 + python3-torch, 1 thread, a training step of "
                      "Conv1d(16,16,3) on 8x16x2000 + Linear(1024,1024) on 64x1024; median of 30 "
                      "steps per process",
                      {python, scripts + "/torch_step.py", "--count", "30", "--warmup", "5"},
