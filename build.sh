@@ -16,7 +16,8 @@ BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
 TEST_PACKAGES=(libgtest-dev chromium valgrind libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
                python3 perl sqlite3 git golang-go golang-github-google-pprof-dev prometheus
                python3-flask gunicorn python3-matplotlib)
-BENCH_PACKAGES=(heaptrack libjemalloc2 wrk)
+# python3-matplotlib and python3-torch (~136 MB of archives): the real workloads of issue 11.
+BENCH_PACKAGES=(heaptrack libjemalloc2 wrk python3 python3-matplotlib python3-torch)
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -8,17 +8,12 @@
 // (a fixed seed: the same sizes every round and every run); each is value-initialized (the
 // vector zeroes it), a byte written on every page, and dropped. Prints the median CPU time
 // of a round (`cpu_ns_per_round=`), and per vector the page faults (`minflt_per_vector=`,
-// getrusage) and madvise calls (`madvise_per_vector=`, counted here: this binary exports its
-// own madvise, which a preloaded library's calls reach; glibc's malloc calls its internal
-// one, so glibc's own calls are not counted).
-#include <dlfcn.h>
+// getrusage) and madvise calls (`madvise_per_vector=`, madvise_counter.cpp compiled in: this
+// binary exports its own madvise, which a preloaded library's calls reach).
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -26,9 +21,9 @@
 #include <cstring>
 #include <vector>
 
-namespace {
+#include "madvise_counter.hpp"
 
-std::atomic<long> g_madvise_calls{0};
+namespace {
 
 double thread_cpu_ns() {
   timespec ts{};
@@ -80,11 +75,6 @@ long parse_long(const char* text) {
 
 }  // namespace
 
-extern "C" int madvise(void* addr, std::size_t length, int advice) {
-  g_madvise_calls.fetch_add(1, std::memory_order_relaxed);
-  return static_cast<int>(syscall(SYS_madvise, addr, length, advice));
-}
-
 int main(int argc, char** argv) {
   long rounds = 15, vectors = 40;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -100,7 +90,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 2; ++i) sink = sink + one_round(sizes);  // warm-up: heap grown, pages in
   std::vector<double> cpu;
   const long faults_before = minor_faults();
-  const long madvise_before = g_madvise_calls.load();
+  const long madvise_before = liveheap_bench_madvise_calls();
   for (long r = 0; r < rounds; ++r) {
     const double begin = thread_cpu_ns();
     sink = sink + one_round(sizes);
@@ -110,6 +100,6 @@ int main(int argc, char** argv) {
   std::sort(cpu.begin(), cpu.end());
   std::printf("cpu_ns_per_round=%.0f\nminflt_per_vector=%.2f\nmadvise_per_vector=%.2f\n",
               cpu[cpu.size() / 2], static_cast<double>(minor_faults() - faults_before) / ops,
-              static_cast<double>(g_madvise_calls.load() - madvise_before) / ops);
+              static_cast<double>(liveheap_bench_madvise_calls() - madvise_before) / ops);
   return 0;
 }

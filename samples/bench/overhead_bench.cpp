@@ -6,7 +6,7 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,large,report] [--judge cpu|wall]
+//                  [--only loop,server,large,matplotlib,torch,report] [--judge cpu|wall]
 //                  [--heaptrack-lib PATH] [--jemalloc-lib PATH]
 #include <signal.h>
 #include <sys/utsname.h>
@@ -38,7 +38,7 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop", "server", "large", "report"};
+  std::set<std::string> only = {"loop", "server", "large", "matplotlib", "torch", "report"};
   std::string heaptrack_lib;
   std::string jemalloc_lib;
   bench::Clock judged_by = bench::Clock::cpu;
@@ -72,7 +72,7 @@ void note_failure(const std::string& what, const std::vector<std::string>& argv,
 }
 
 // Lines a child printed that the driver does not understand (a tracker's warnings, say).
-void note_unexpected_lines(const bench::Tool& tool, const std::string& output,
+void note_unexpected_lines(const std::string& who, const std::string& output,
                            std::initializer_list<const char*> known) {
   std::size_t begin = 0;
   while (begin < output.size()) {
@@ -83,7 +83,7 @@ void note_unexpected_lines(const bench::Tool& tool, const std::string& output,
     if (line.empty()) continue;
     if (std::none_of(known.begin(), known.end(),
                      [&](const char* k) { return line.find(k) != std::string::npos; }))
-      g_notes.insert(tool.name + " printed: " + line);
+      g_notes.insert(who + " printed: " + line);
   }
 }
 
@@ -95,7 +95,7 @@ std::optional<bench::Cost> measure_loop(const bench::Tool& tool, int threads, lo
     note_failure("alloc_loop under " + tool.name, argv, tool.env, outcome);
     return std::nullopt;
   }
-  note_unexpected_lines(tool, outcome.output, {"ns_per_pair=", "jemalloc_prof="});
+  note_unexpected_lines(tool.name, outcome.output, {"ns_per_pair=", "jemalloc_prof="});
   const auto cpu = find_value(outcome.output, "cpu_ns_per_pair=");
   const auto wall = find_value(outcome.output, "ns_per_pair=");
   if (!cpu || !wall) return std::nullopt;
@@ -143,72 +143,154 @@ std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Setting
   return bench::Cost{stopped.cpu_seconds * 1e9 / requests, 1e9 / *per_second};
 }
 
-// The large short-lived blocks row (issue 11): one large_blocks run per tool and round.
-struct LargeRun {
-  double cpu_ns_per_round = 0;
-  double faults_per_vector = 0;
-  double madvise_per_vector = 0;
+// The rows of issue 11: a workload process (large_blocks, or Debian's python3 on a script
+// here) run bare and under each liveheap mode, interleaved over rounds; CPU time per
+// operation as the workload measured it, with its page faults and madvise calls.
+struct ProcessRow {
+  std::string name;               // its --only key, in progress lines and notes
+  std::string title;              // printed above the row's table
+  std::vector<std::string> argv;
+  std::string cpu_unit;           // the workload prints cpu_ns_per_<cpu_unit>=
+  std::string count_unit;         // ... and minflt_per_<count_unit>=, madvise_per_<count_unit>=
+  bool preload_counter = false;   // preload libbench_madvise_counter.so (Python counts nothing)
+  bool with_jemalloc = false;     // also jemalloc bare and sampled liveheap in front of it
 };
 
-std::optional<LargeRun> measure_large(const bench::Tool& tool) {
-  const std::vector<std::string> argv = {LIVEHEAP_BENCH_LARGE, "--rounds", "40"};
-  const bench::Outcome outcome = bench::run(argv, tool.env, 600s);
-  if (!outcome.ok()) {
-    note_failure("large_blocks under " + tool.name, argv, tool.env, outcome);
-    return std::nullopt;
+struct RowTool {
+  std::string name;
+  bench::Environment env;
+  std::size_t base = 0;  // the RowTool its ratio divides by (0: no liveheap)
+  const char* target = "";
+};
+
+struct RowRun {
+  double cpu_ns = 0;
+  double faults = 0;
+  double madvises = 0;
+};
+
+std::vector<RowTool> row_tools(const std::vector<bench::Tool>& tools, const ProcessRow& row,
+                               const std::string& jemalloc_lib) {
+  std::vector<RowTool> used;
+  std::string liveheap;
+  for (const bench::Tool& t : tools) {
+    if (!t.missing.empty() || (t.id != ToolId::none && t.id != ToolId::off &&
+                               t.id != ToolId::sampled && t.id != ToolId::exact))
+      continue;
+    if (t.id != ToolId::none) liveheap = t.env.front().second;
+    used.push_back({t.name, t.env, 0, t.id == ToolId::sampled ? "<= 1.03x" : ""});
   }
-  note_unexpected_lines(tool, outcome.output, {"_per_round=", "_per_vector="});
-  const auto cpu = find_value(outcome.output, "cpu_ns_per_round=");
-  const auto faults = find_value(outcome.output, "minflt_per_vector=");
-  const auto madvises = find_value(outcome.output, "madvise_per_vector=");
-  if (!cpu || !faults || !madvises) return std::nullopt;
-  return LargeRun{*cpu, *faults, *madvises};
+  if (row.with_jemalloc && !jemalloc_lib.empty() && !liveheap.empty()) {
+    used.push_back({"jemalloc (no prof)", {{"LD_PRELOAD", jemalloc_lib}}, 0, ""});
+    used.push_back({"sampled, jemalloc",
+                    {{"LD_PRELOAD", liveheap + " " + jemalloc_lib}, {"LIVEHEAP_MODE", "sampled"}},
+                    used.size() - 1, "<= 1.03x jemalloc"});
+  }
+  if (row.preload_counter)
+    for (RowTool& t : used) {
+      if (t.env.empty() || t.env.front().first != "LD_PRELOAD")
+        t.env.insert(t.env.begin(), {"LD_PRELOAD", ""});
+      std::string& preload = t.env.front().second;
+      preload += (preload.empty() ? "" : " ") + std::string(LIVEHEAP_BENCH_MADVISE_COUNTER);
+    }
+  return used;
 }
 
-// Interleaved rounds of no liveheap and each liveheap mode; ratios pair each run with the
-// untracked run of the same round; medians over rounds.
-void run_large_row(const std::vector<bench::Tool>& tools, int rounds) {
-  std::vector<const bench::Tool*> used;
-  for (const bench::Tool& t : tools)
-    if (t.missing.empty() && (t.id == ToolId::none || t.id == ToolId::off ||
-                              t.id == ToolId::sampled || t.id == ToolId::exact))
-      used.push_back(&t);
-  std::map<ToolId, std::vector<LargeRun>> runs;
-  std::map<ToolId, std::vector<double>> ratios;
-  for (int round = 0; round < rounds; ++round) {
-    std::fprintf(stderr, "large blocks round %d/%d...\n", round + 1, rounds);
-    std::map<ToolId, LargeRun> this_round;
-    for (std::size_t k = 0; k < used.size(); ++k) {
-      const bench::Tool& tool = *used[(k + static_cast<std::size_t>(round)) % used.size()];
-      if (const auto run = measure_large(tool)) this_round[tool.id] = *run;
-    }
-    for (const auto& [id, run] : this_round) {
-      runs[id].push_back(run);
-      if (this_round.count(ToolId::none) && this_round[ToolId::none].cpu_ns_per_round > 0)
-        ratios[id].push_back(run.cpu_ns_per_round / this_round[ToolId::none].cpu_ns_per_round);
-    }
+// One run; `skipped` receives the workload's "skipped: ..." line when it cannot run here.
+std::optional<RowRun> measure_process(const ProcessRow& row, const RowTool& tool,
+                                      std::string& skipped) {
+  const bench::Outcome outcome = bench::run(row.argv, tool.env, 600s);
+  if (const std::size_t at = outcome.output.find("skipped: "); at != std::string::npos) {
+    skipped = outcome.output.substr(at, outcome.output.find('\n', at) - at);
+    return std::nullopt;
   }
-  std::printf("\nlarge short-lived blocks: large_blocks, rounds of 40 std::vector<char> of "
-              "64 KiB..16 MiB (log-uniform, fixed seed), each built, filled, dropped\n");
-  std::printf("%-18s %13s %7s %14s %16s  %s\n", "mode", "cpu/round", "ratio", "faults/vector",
-              "madvise/vector", "target");
-  for (const bench::Tool* tool : used) {
-    const auto& r = runs[tool->id];
-    if (r.empty()) {
-      std::printf("%-18s FAILED (see notes)\n", tool->name.c_str());
+  if (!outcome.ok()) {
+    note_failure(row.name + " under " + tool.name, row.argv, tool.env, outcome);
+    return std::nullopt;
+  }
+  note_unexpected_lines(tool.name, outcome.output, {"_per_"});
+  const auto cpu = find_value(outcome.output, "cpu_ns_per_" + row.cpu_unit + "=");
+  const auto faults = find_value(outcome.output, "minflt_per_" + row.count_unit + "=");
+  const auto madvises = find_value(outcome.output, "madvise_per_" + row.count_unit + "=");
+  if (!cpu || !faults || !madvises) return std::nullopt;
+  return RowRun{*cpu, *faults, *madvises};
+}
+
+void print_process_row(const ProcessRow& row, const std::vector<RowTool>& used,
+                       const std::vector<std::vector<RowRun>>& runs,
+                       const std::vector<std::vector<double>>& ratios) {
+  std::printf("\n%s\n", row.title.c_str());
+  std::printf("%-20s %13s %7s %17s %18s  %s\n", "mode", ("cpu/" + row.cpu_unit).c_str(), "ratio",
+              ("faults/" + row.count_unit).c_str(), ("madvise/" + row.count_unit).c_str(),
+              "target");
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    if (runs[i].empty()) {
+      std::printf("%-20s FAILED (see notes)\n", used[i].name.c_str());
       continue;
     }
-    const auto med = [&](double LargeRun::*field) {
+    const auto med = [&](double RowRun::*field) {
       std::vector<double> v;
-      for (const LargeRun& run : r) v.push_back(run.*field);
+      for (const RowRun& run : runs[i]) v.push_back(run.*field);
       return bench::median(v);
     };
-    const double ratio = bench::median(ratios[tool->id]);
-    const char* target = tool->id == ToolId::sampled ? "<= 1.03x" : tool->id == ToolId::exact ? "~1.04x" : "";
-    std::printf("%-18s %10.2f ms %6.2fx %14.2f %16.2f  %s\n", tool->name.c_str(),
-                med(&LargeRun::cpu_ns_per_round) / 1e6, ratio, med(&LargeRun::faults_per_vector),
-                med(&LargeRun::madvise_per_vector), target);
+    std::printf("%-20s %10.2f ms %6.2fx %17.2f %18.2f  %s\n", used[i].name.c_str(),
+                med(&RowRun::cpu_ns) / 1e6, bench::median(ratios[i]), med(&RowRun::faults),
+                med(&RowRun::madvises), used[i].target);
   }
+}
+
+// Interleaved rounds (the order rotates each round); ratios pair each run with its base's
+// run of the same round; medians over rounds.
+void run_process_row(const ProcessRow& row, const std::vector<bench::Tool>& tools,
+                     const Settings& s) {
+  const std::vector<RowTool> used = row_tools(tools, row, s.jemalloc_lib);
+  std::vector<std::vector<RowRun>> runs(used.size());
+  std::vector<std::vector<double>> ratios(used.size());
+  std::string skipped;
+  for (int round = 0; round < s.rounds && skipped.empty(); ++round) {
+    std::fprintf(stderr, "%s round %d/%d...\n", row.name.c_str(), round + 1, s.rounds);
+    std::vector<std::optional<RowRun>> this_round(used.size());
+    for (std::size_t k = 0; k < used.size() && skipped.empty(); ++k) {
+      const std::size_t i = (k + static_cast<std::size_t>(round)) % used.size();
+      this_round[i] = measure_process(row, used[i], skipped);
+    }
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      if (!this_round[i]) continue;
+      runs[i].push_back(*this_round[i]);
+      const auto& base = this_round[used[i].base];
+      if (base && base->cpu_ns > 0) ratios[i].push_back(this_round[i]->cpu_ns / base->cpu_ns);
+    }
+  }
+  if (!skipped.empty()) {
+    std::printf("\n%s\n%s\n", row.title.c_str(), skipped.c_str());
+    return;
+  }
+  print_process_row(row, used, runs, ratios);
+}
+
+void run_issue11_rows(const std::vector<bench::Tool>& tools, const Settings& s) {
+  const std::string python = "/usr/bin/python3", scripts = LIVEHEAP_BENCH_SCRIPTS;
+  if (s.only.count("large"))
+    run_process_row({"large",
+                     "large short-lived blocks: large_blocks, rounds of 40 std::vector<char> of "
+                     "64 KiB..16 MiB (log-uniform, fixed seed), each built, filled, dropped",
+                     {LIVEHEAP_BENCH_LARGE, "--rounds", "40"}, "round", "vector"},
+                    tools, s);
+  if (s.only.count("matplotlib"))
+    run_process_row({"matplotlib",
+                     "matplotlib: Debian's python3 + python3-matplotlib, a 12x8 in figure at "
+                     "130 dpi saved as PNG and closed; median of 10 figures per process",
+                     {python, scripts + "/matplotlib_figure.py", "--count", "10"}, "figure",
+                     "figure", true},
+                    tools, s);
+  if (s.only.count("torch"))
+    run_process_row({"torch",
+                     "PyTorch: Debian's python3 + python3-torch, 1 thread, a training step of "
+                     "Conv1d(16,16,3) on 8x16x2000 + Linear(1024,1024) on 64x1024; median of 30 "
+                     "steps per process",
+                     {python, scripts + "/torch_step.py", "--count", "30", "--warmup", "5"},
+                     "step", "step", true, true},
+                    tools, s);
 }
 
 // The in-process section: median of each key over `processes` fresh runs (cold is cold
@@ -253,7 +335,8 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,large,report] [--judge cpu|wall]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report]\n"
+                  "                      [--judge cpu|wall]\n"
                   "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
     }
@@ -338,7 +421,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!workloads.empty()) bench::print_overhead_table(workloads, tools, m, s.judged_by);
-  if (s.only.count("large")) run_large_row(tools, s.rounds);
+  run_issue11_rows(tools, s);
 
   if (s.only.count("report")) {
     std::fprintf(stderr, "report_bench...\n");
