@@ -69,8 +69,10 @@ bool loopback_or_allowed(std::string_view host) {
 // The dashboard's page and files hold no data: they are served without the token.
 bool is_dashboard(std::string_view target) {
   const std::string path = liveheap::http::split_target(target).path;  // served: it parsed
+  // Its files are also served beside the page (/debug/memory/app.js); no data route has a '.'.
   return path == "/debug/memory" || path == "/debug/memory/" ||
-         path.starts_with("/debug/memory/static/");
+         path.starts_with("/debug/memory/static/") ||
+         (path.starts_with("/debug/memory/") && path.find('.', path.rfind('/')) != std::string::npos);
 }
 
 bool is_success(const Response& res) { return res.result_int() < 300; }
