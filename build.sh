@@ -3,6 +3,8 @@
 #   ./build.sh run    install what is missing, build, start the sample server with the dashboard
 #   ./build.sh test   install what is missing, build, run every test (ends with ctest's summary)
 #   ./build.sh bench  install what is missing, build, run the overhead benchmark
+#   ./build.sh fuzz   install what is missing, build the fuzzers (clang, ASan+UBSan), run each
+#                     for LIVEHEAP_FUZZ_SECONDS (600) at once; exits non-zero on any finding
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -15,7 +17,9 @@ BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
 # The allocators, unmodified programs and ecosystem tools liveheap is tested with.
 TEST_PACKAGES=(libgtest-dev chromium valgrind libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
                python3 perl sqlite3 git golang-go golang-github-google-pprof-dev prometheus
-               python3-flask gunicorn python3-matplotlib)
+               python3-flask gunicorn python3-matplotlib clang libclang-rt-14-dev)
+# The fuzzers: clang's libFuzzer and sanitizer runtimes (docs/fuzzing.md).
+FUZZ_PACKAGES=(libgtest-dev clang libclang-rt-14-dev)
 # python3-matplotlib and python3-torch (~136 MB of archives): the real workloads of issue 11.
 BENCH_PACKAGES=(heaptrack libjemalloc2 wrk python3 python3-matplotlib python3-torch)
 
@@ -66,8 +70,27 @@ case "${1:-}" in
     build -DLIVEHEAP_BUILD_TESTS=OFF
     exec "$BUILD_DIR/samples/overhead_bench" "${@:2}"
     ;;
+  fuzz)
+    install_packages "${BUILD_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
+    cmake -DSOURCE=. -DBINARY="$BUILD_DIR/asan" -DSANITIZE=address -DCXX=clang++ -DCC=clang \
+      "-DTARGETS=query_fuzzer;handler_fuzzer" -DJOBS="$JOBS" -P tests/sanitize/build_tree.cmake
+    pids=()
+    for fuzzer in query handler; do
+      tests/fuzz/run_fuzzer.sh "$BUILD_DIR/asan/tests/fuzz/${fuzzer}_fuzzer" \
+        "tests/fuzz/corpus/$fuzzer" "$BUILD_DIR/asan/fuzz-long-$fuzzer" -seed=0 \
+        -max_total_time="${LIVEHEAP_FUZZ_SECONDS:-600}" >"$BUILD_DIR/asan/fuzz-long-$fuzzer.log" 2>&1 &
+      pids+=($!)
+    done
+    status=0
+    for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+    for fuzzer in query handler; do
+      echo "== $fuzzer: $(grep -E '^(stat::number_of_executed_units|==.*ERROR)' \
+        "$BUILD_DIR/asan/fuzz-long-$fuzzer.log" | tr '\n' ' ')(log: $BUILD_DIR/asan/fuzz-long-$fuzzer.log)"
+    done
+    exit $status
+    ;;
   *)
-    echo "usage: $0 run|test|bench" >&2
+    echo "usage: $0 run|test|bench|fuzz" >&2
     exit 2
     ;;
 esac

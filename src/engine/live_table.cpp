@@ -29,6 +29,12 @@ LiveBlock unpack(std::uint64_t packed) noexcept {
   return {packed >> kStackIdBits, static_cast<StackId>(packed & kMaxStacks)};
 }
 
+// A shard's count is written under its lock but read without it by size() (/stats): both
+// sides atomic, or the read is a data race (TSan found it).
+void set_used(std::size_t& used, std::size_t value) noexcept {
+  __atomic_store_n(&used, value, __ATOMIC_RELAXED);
+}
+
 }  // namespace
 
 std::uint64_t LiveTable::hash(std::uintptr_t ptr) noexcept {
@@ -80,7 +86,7 @@ bool LiveTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced)
   std::size_t i = home_slot(h, shard.capacity);
   while (shard.slots[i].ptr != 0) i = next_slot(i, shard.capacity);
   shard.slots[i] = {ptr, pack(block)};
-  ++shard.used;
+  set_used(shard.used, shard.used + 1);
   return true;
 }
 
@@ -97,7 +103,7 @@ void LiveTable::erase_at(Shard& shard, std::size_t i) noexcept {
     }
   }
   shard.slots[i] = Entry{0, 0};
-  --shard.used;
+  set_used(shard.used, shard.used - 1);
 }
 
 bool LiveTable::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
@@ -128,7 +134,7 @@ void LiveTable::clear(void (*visit)(void* ctx, const LiveBlock& block), void* ct
     unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
     shard.slots = nullptr;
     shard.capacity = 0;
-    shard.used = 0;
+    set_used(shard.used, 0);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <malloc.h>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -67,6 +68,23 @@ TEST(Control, RejectsBadOptions) {
   EXPECT_THROW(liveheap::start({Mode::sampled, 32, 0}), std::invalid_argument);
   EXPECT_FALSE(liveheap::is_tracing());
 }
+
+#ifdef LIVEHEAP_SANITIZED
+// In a sanitized tree the sanitizer's malloc comes first, as another allocator would: start
+// says so and nothing changes.
+TEST(Control, StartRefusesWhenTheHooksAreNotInEffect) {
+  try {
+    liveheap::start({Mode::exact, 32});
+    ADD_FAILURE() << "start() succeeded without the hooks";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("LD_PRELOAD=libliveheap_preload.so"), std::string::npos);
+  }
+  EXPECT_FALSE(liveheap::is_tracing());
+  EXPECT_THROW((void)liveheap::take_snapshot(), std::runtime_error);
+  EXPECT_EQ(liveheap::traced_memory().current, 0);
+  liveheap::stop();
+}
+#endif
 
 TEST(Control, TrackerMemoryNeverShowsInReports) {
   liveheap::start({Mode::exact, 32});

@@ -1,0 +1,18 @@
+# Configures and builds a sanitized tree (cmake/sanitize.cmake) of only the given targets:
+#   cmake -DSOURCE=dir -DBINARY=dir -DSANITIZE=address|thread -DCXX=clang++ -DCC=clang
+#         -DTARGETS="a;b" [-DJOBS=n] [-DLAUNCHER=ccache] -P build_tree.cmake
+# Used by the test command (tests/sanitize/CMakeLists.txt) and by ./build.sh fuzz.
+if(NOT JOBS)
+  cmake_host_system_information(RESULT JOBS QUERY NUMBER_OF_LOGICAL_CORES)
+endif()
+set(launcher)
+if(LAUNCHER)
+  set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER} -DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER})
+endif()
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_C_COMPILER=${CC} -DLIVEHEAP_SANITIZE=${SANITIZE}
+    -DLIVEHEAP_BUILD_TESTS=ON -DLIVEHEAP_BUILD_SAMPLES=OFF -DLIVEHEAP_INSTALL=OFF ${launcher}
+  OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} -j ${JOBS} --target ${TARGETS}
+  COMMAND_ERROR_IS_FATAL ANY)
