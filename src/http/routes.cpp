@@ -352,7 +352,12 @@ std::string_view alias_of(const Config& config, std::string_view path) noexcept 
 
 bool is_cheap_request(const Config& config, const Request& req) noexcept {
   if (req.method() != bh::verb::get) return false;
-  const Target target = split_target(req.target());
+  Target target;
+  try {
+    target = split_target(req.target());
+  } catch (...) {  // a malformed target: the worker answers it with its 400
+    return false;
+  }
   if (target.query.find("pid=") != std::string_view::npos) return false;  // another process
   if (!target.path.starts_with(config.prefix)) return false;
   const std::string_view rest = std::string_view(target.path).substr(config.prefix.size());
