@@ -6,6 +6,8 @@
 #include <deque>
 #include <dlfcn.h>
 #include <mutex>
+#include <new>
+#include <pthread.h>
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
@@ -93,7 +95,14 @@ std::vector<Frame> resolve(std::uintptr_t address) {
 class Worker {
  public:
   static Worker& instance() {
-    static Worker* worker = new Worker;  // never destroyed: outlives static destructors
+    static Worker* worker = [] {
+      auto* w = new Worker;  // never destroyed: outlives static destructors
+      // fork(): the parent's worker may hold the lock or wait on a condition variable; the
+      // child has no such thread, and a broadcast to its waiters would hang forever there.
+      pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                     [] { instance().reset_in_child(); });
+      return w;
+    }();
     return *worker;
   }
 
@@ -118,6 +127,15 @@ class Worker {
     std::vector<std::vector<Frame>> frames;
     bool done;
   };
+
+  // In a child after fork: fresh synchronization (nothing waits on it here), no requests
+  // (their threads are gone); the cache stays, the worker restarts on first use.
+  void reset_in_child() {
+    new (&mutex_) std::mutex;
+    new (&wake_) std::condition_variable;
+    new (&done_) std::condition_variable;
+    queue_.clear();
+  }
 
   // After fork only the forking thread exists in the child: start a new worker there.
   void ensure_thread() {

@@ -86,6 +86,31 @@ TEST(Concurrency, ThreadsWhileSnapshotsAreTakenEndExact) {
   (void)base;
 }
 
+// The symbolizer's worker waits on a condition variable while idle: a child forked then
+// must still symbolize (a broadcast to the parent's waiter used to hang the child forever).
+TEST(Concurrency, AChildForkedWhileTheSymbolizerIdlesSymbolizes) {
+  liveheap::start({Mode::exact, 32});
+  void* parent_block = std::malloc(4343); const int parent_line = __LINE__;
+  std::int64_t count = 0;
+  ASSERT_EQ(size_at_line(liveheap::take_snapshot(), parent_line, &count), 4343);  // worker up
+  for (int i = 0; i < 5; ++i) {
+    (void)liveheap::take_snapshot();  // the worker has just answered: it waits again
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(20);  // a hang ends as SIGALRM, which the parent reports
+      std::int64_t n = 0;
+      _exit(size_at_line(liveheap::take_snapshot(), parent_line, &n) == 4343 ? 0 : 3);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child hung or crashed, status " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  std::free(parent_block);
+  liveheap::stop();
+}
+
 TEST(Concurrency, ForkedChildKeepsWorking) {
   liveheap::start({Mode::exact, 32});
   // Another thread busy in the allocator while we fork: its locks must not leak into the child.

@@ -120,7 +120,8 @@ TEST(History, ForkedChildRecordsWithAThreadOfItsOwn) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2300));
     const std::size_t later = liveheap::tracker::history_raw().points.size();
     liveheap::stop();
-    _exit(inherited == 1 && later == 3 ? 0 : 10 + static_cast<int>(later));
+    // Two more points at 1 s (three on a loaded machine, where the sleep runs long).
+    _exit(inherited == 1 && later >= 3 && later <= 4 ? 0 : 10 + static_cast<int>(later));
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
