@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { classify, tolerance, windowSize, MIN_SAMPLES } from '../../web/static/verdict.js';
 import { formatSize, formatCount } from '../../web/static/format.js';
 import { History } from '../../web/static/history.js';
+import { processLabel, shortCommand } from '../../web/static/processes.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -89,4 +90,14 @@ test('history keeps a capped series per key and forgets the least recently seen'
   assert.deepEqual(h.values('c'), [2]);
   h.clear();
   assert.deepEqual(h.values('c'), []);
+});
+
+test("a process's label names its program, however deep the directory it runs from", () => {
+  const deep = `/${'very-long-directory/'.repeat(6)}prefork_truth 2`;
+  assert.equal(shortCommand(deep), 'prefork_truth 2');
+  assert.equal(shortCommand('gunicorn: worker [app:app]'), 'gunicorn: worker [app:app]');
+  assert.equal(shortCommand('python3 /srv/app/main.py --port 1'), 'python3 /srv/app/main.py --port 1');
+  assert.equal(shortCommand(''), '');
+  assert.equal(processLabel({ pid: 7, mode: 'exact', traced: 4952, cmdline: deep }, 7), 'pid 7 (port) · exact · 4952 B traced · prefork_truth 2');
+  assert.match(processLabel({ pid: 8, mode: 'sampled', cmdline: `/bin/${'x'.repeat(80)}` }, 7), /^pid 8 · sampled · x{47}…$/);
 });

@@ -8,11 +8,20 @@ const CMDLINE_CHARS = 48;
 // "pid 4242 · exact · 12.3 KiB traced · gunicorn: worker [app:app]" (the holder of the port
 // says so: a request without pid= is its own).
 export function processLabel(p, thisPid) {
-  const cmd = String(p.cmdline ?? '');
+  const cmd = shortCommand(String(p.cmdline ?? ''));
   const parts = [`pid ${p.pid}${p.pid === thisPid ? ' (port)' : ''}`, p.mode ?? '?'];
   if (Number.isFinite(p.traced)) parts.push(`${formatSize(p.traced)} traced`);
   parts.push(cmd.length > CMDLINE_CHARS ? `${cmd.slice(0, CMDLINE_CHARS - 1)}…` : cmd);
   return parts.join(' · ');
+}
+
+// The program's own name, not the directory it was installed in: "/opt/app/bin/server -c x"
+// reads "server -c x" (the full command line is the option's hover title).
+export function shortCommand(cmdline) {
+  const space = cmdline.indexOf(' ');
+  const program = space < 0 ? cmdline : cmdline.slice(0, space);
+  const slash = program.lastIndexOf('/');
+  return slash < 0 ? cmdline : cmdline.slice(slash + 1);
 }
 
 // The <option>s: every process merged, then one per process; '' is the holder of the port
