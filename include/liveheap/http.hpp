@@ -45,6 +45,7 @@
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -139,6 +140,13 @@ class Handler {
   // through `executor` (as boost::asio::post does), unless the Handler is destroyed first.
   bool handle_async(Request&& req, boost::asio::any_io_executor executor,
                     std::function<void(Response)> done);
+
+  // The same, stopped early when `cancel` is emitted (as Asio's per-operation cancellation:
+  // emit from the thread that called handle_async, e.g. when the client has gone away): a
+  // ?seconds=N window stops waiting and a queued report is not made. `done` is still called
+  // exactly once, then with 503 "cancelled". The admin server does this for its clients.
+  bool handle_async(Request&& req, boost::asio::any_io_executor executor,
+                    std::function<void(Response)> done, boost::asio::cancellation_slot cancel);
 
  private:
   struct Impl;

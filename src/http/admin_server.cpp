@@ -124,13 +124,40 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     const auto send = [self = shared_from_this()](Response res) {
       self->send_response(std::move(res));
     };
-    if (handler_.handle_async(std::move(req), stream_.get_executor(), send)) return;
+    if (handler_.handle_async(std::move(req), stream_.get_executor(), send, hangup_.slot()))
+      return watch_for_hangup();
     send_response(make_error(reply_to(req), Status::not_found,
                              "not found: this server answers only under " +
                                  handler_.config().prefix + "/"));
   }
 
+  // While the answer is being made (a report on the worker, a ?seconds= window), a client
+  // that hangs up cancels it: the window's place and the report's work are given back at
+  // once. An end of stream counts as gone, as Go's net/http cancels a request's context: a
+  // client that half-closes its side while it waits is not told apart from one that left.
+  void watch_for_hangup() {
+    watching_ = true;
+    stream_.socket().async_wait(net::socket_base::wait_read,
+                                beast::bind_front_handler(&Session::on_readable, shared_from_this()));
+  }
+
+  void on_readable(beast::error_code ec) {
+    if (!watching_) return;  // answered meanwhile
+    watching_ = false;
+    if (ec == net::error::operation_aborted) return;
+    char byte;
+    const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    const bool gone = ec || n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    // n > 0: the client sent its next request early (pipelining); it is still there.
+    if (gone) hangup_.emit(net::cancellation_type::terminal);
+  }
+
   void send_response(Response res) {
+    if (watching_) {
+      watching_ = false;
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);  // the hang-up watch: the answer is here
+    }
     const bool keep_alive = res.keep_alive() && parser_->is_done();
     res.keep_alive(keep_alive);
     stream_.expires_after(kWriteTimeout);
@@ -160,6 +187,8 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
   static constexpr std::int64_t kBusy = -1;
   std::atomic<std::int64_t> waiting_since_{kBusy};  // steady_clock ticks; read by the listener
   std::atomic<bool> evicted_{false};
+  net::cancellation_signal hangup_;  // emitted on the session's executor only
+  bool watching_ = false;
 };
 
 // Accepts connections and starts a session for each.

@@ -42,7 +42,15 @@ struct Job {
   Request req;
   net::any_io_executor executor;
   std::function<void(Response)> done;
+  std::atomic<bool> cancelled{false};         // set from the caller's thread
+  std::shared_ptr<net::steady_timer> window;  // the worker thread's: a window's wait
 };
+
+// What a cancelled request gets: its client is gone, so nobody reads it.
+Response cancelled_response(const Request& req) {
+  return make_error(reply_to(req), Status::service_unavailable,
+                    "cancelled: the client went away before the answer was ready");
+}
 
 }  // namespace
 
@@ -84,14 +92,29 @@ struct Handler::Impl {
   }
 
   void run(const std::shared_ptr<Job>& job) {
+    if (job->cancelled) {  // a report nobody will read is not made
+      pending.fetch_sub(1);
+      return deliver(job, cancelled_response(job->req));
+    }
     Outcome outcome = answer(state, job->req);
     pending.fetch_sub(1);  // a window's wait holds no snapshot work: it does not count
     if (auto* res = std::get_if<Response>(&outcome)) return deliver(job, std::move(*res));
     Window window = std::get<Window>(std::move(outcome));
-    auto timer = std::make_shared<net::steady_timer>(worker_io, window.wait);
-    timer->async_wait([this, job, timer, finish = std::move(window.finish)](
-                          boost::system::error_code ec) {
-      if (!ec) deliver(job, finish());
+    if (job->cancelled) return deliver(job, cancelled_response(job->req));
+    job->window = std::make_shared<net::steady_timer>(worker_io, window.wait);
+    // The handler holds the window's slot (Config::max_windows) until it has run: a
+    // cancelled window gives its slot back at once.
+    job->window->async_wait([job, finish = std::move(window.finish)](boost::system::error_code ec) {
+      if (!ec) return deliver(job, finish());
+      if (job->cancelled) deliver(job, cancelled_response(job->req));
+    });
+  }
+
+  // On the caller's thread, when its cancellation slot is emitted.
+  void on_cancel(const std::shared_ptr<Job>& job) {
+    job->cancelled = true;
+    net::post(worker_io, [job] {
+      if (job->window) job->window->cancel();
     });
   }
 
@@ -106,6 +129,7 @@ struct Handler::Impl {
   RouteState state;
   std::unique_ptr<RequestComparison> comparison;  // null unless Config::compare_requests
   std::atomic<int> pending{0};                    // jobs posted to the worker, not yet run
+  std::shared_ptr<void> alive = std::make_shared<int>(0);  // cancellation handlers' check
   net::io_context worker_io{1};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::once_flag worker_started;
@@ -149,12 +173,31 @@ std::optional<Response> Handler::handle(const Request& req) {
 
 bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
                            std::function<void(Response)> done) {
+  return handle_async(std::move(req), std::move(executor), std::move(done),
+                      boost::asio::cancellation_slot());
+}
+
+bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
+                           std::function<void(Response)> done,
+                           boost::asio::cancellation_slot cancel) {
   if (!accepts(req)) {
     impl_->count_host_request();
     return false;
   }
   IgnoreScope ignore;
-  auto job = std::make_shared<Job>(Job{std::move(req), std::move(executor), std::move(done)});
+  auto job = std::make_shared<Job>();
+  job->req = std::move(req);
+  job->executor = std::move(executor);
+  job->done = std::move(done);
+  if (cancel.is_connected()) {
+    // A weak reference: the signal may outlive the job (and the session owning the signal
+    // is kept alive by `done`, which the job holds).
+    cancel.assign([impl = impl_.get(), handler_alive = std::weak_ptr<void>(impl_->alive),
+                   weak = std::weak_ptr<Job>(job)](net::cancellation_type) {
+      const auto impl_alive = handler_alive.lock();  // emitted after the Handler went: nothing
+      if (auto alive = weak.lock(); alive && impl_alive) impl->on_cancel(alive);
+    });
+  }
   if (is_cheap_request(impl_->state.config, job->req)) {  // never behind the reports
     Impl::deliver(job, std::get<Response>(answer(impl_->state, job->req)));
     return true;

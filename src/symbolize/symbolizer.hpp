@@ -22,4 +22,7 @@ void set_worker_start_hook(std::function<void()> on_worker_start);
 // addresses: the line looked up is the call's (address - 1).
 std::vector<std::vector<Frame>> symbolize(std::span<const std::uintptr_t> addresses);
 
+// How many debug-information states the symbolizer has made (DebugInfo::kMaxStates at most).
+int debug_info_states();
+
 }  // namespace liveheap::symbolize

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace http_test {
 
@@ -103,6 +104,15 @@ Reply send(std::uint16_t port, std::string_view method, std::string_view target,
   }
   reply.body = raw.substr(head_end + 4);
   return reply;
+}
+
+bool wait_until(std::chrono::milliseconds timeout, const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace http_test

@@ -2,7 +2,9 @@
 // timeout so a broken server fails a test instead of hanging it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -44,6 +46,10 @@ std::string send_raw(std::uint16_t port, std::string_view bytes, bool half_close
                      int timeout_ms = 15000);
 // The status code of a raw response ("HTTP/1.1 400 ..." -> 400), 0 when there is none.
 int status_of(std::string_view raw);
+
+// Polls `condition` every 20 ms until it holds (true) or `timeout` passes (false): tests wait
+// on observable state, not on fixed sleeps.
+bool wait_until(std::chrono::milliseconds timeout, const std::function<bool()>& condition);
 
 // A TCP connection left open, for slow-client tests.
 class Connection {

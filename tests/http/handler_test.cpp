@@ -104,6 +104,35 @@ TEST(Handler, PendingAnswersAreDroppedWhenTheHandlerGoes) {
   EXPECT_FALSE(called);
 }
 
+// Issue 12: a window whose client has gone stops when the caller says so (Asio's
+// per-operation cancellation): `done` comes at once with 503, not after 30 s.
+TEST(Handler, ACancelledWindowStopsWaitingAndAnswersOnce) {
+  if (!is_tracing()) start();
+  Handler handler;
+  boost::asio::io_context ioc;
+  boost::asio::cancellation_signal hangup;
+  std::vector<Response> answers;
+  const auto asked = std::chrono::steady_clock::now();
+  ASSERT_TRUE(handler.handle_async(make_request(bh::verb::get, "/debug/memory/diff?seconds=30"),
+                                   ioc.get_executor(),
+                                   [&](Response res) { answers.push_back(std::move(res)); },
+                                   hangup.slot()));
+  const auto work = boost::asio::make_work_guard(ioc);
+  ioc.run_for(std::chrono::milliseconds(300));  // the window is waiting on its timer now
+  EXPECT_TRUE(answers.empty());
+  hangup.emit(boost::asio::cancellation_type::terminal);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (answers.empty() && std::chrono::steady_clock::now() < deadline)
+    ioc.run_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].result(), bh::status::service_unavailable);
+  EXPECT_TRUE(answers[0].body().starts_with("cancelled")) << answers[0].body();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(10));
+  hangup.emit(boost::asio::cancellation_type::terminal);  // again, after the answer: nothing
+  ioc.run_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(answers.size(), 1u);
+}
+
 // Issue 12: 20 concurrent big reports made /stats wait 390 ms. The queue holds 8 reports;
 // more get 503 with Retry-After at once, and /stats never waits behind them.
 TEST(Handler, ABoundedReportQueueAndStatsBypassIt) {

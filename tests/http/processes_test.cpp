@@ -141,7 +141,9 @@ TEST_F(Prefork, ProcessesListsTheMasterAndItsForkedWorkers) {
     EXPECT_GT(p["rss"].get<long>(), 0);
     EXPECT_GT(p["started_ms"].get<long>(), 1600000000000L);
     EXPECT_TRUE(std::string(p["cmdline"]).find("prefork_truth 2") != std::string::npos) << p.dump();
-    if (p["pid"] != master_pid_) EXPECT_EQ(p["ppid"], master_pid_);
+    if (p["pid"] != master_pid_) {
+      EXPECT_EQ(p["ppid"], master_pid_);
+    }
   }
   EXPECT_EQ(pids, (std::set<long>{master_pid_, workers_[0], workers_[1]}));
   EXPECT_EQ(get(port_, "/debug/memory/processes?format=json").json()["this_pid"], master_pid_);

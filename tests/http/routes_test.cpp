@@ -385,5 +385,25 @@ TEST_F(WindowLimitTest, TooManyWindowsAre429) {
   EXPECT_EQ(get(port(), "/debug/memory/top?seconds=1").status, 200);
 }
 
+// Issue 12: a window whose client hung up held its place (and the first snapshot) for its
+// whole length: with max_windows = 1, nobody could open another for up to a minute.
+TEST_F(WindowLimitTest, AWindowWhoseClientHungUpGivesItsPlaceBack) {
+  {
+    Connection gone(port());
+    gone.write("GET /debug/memory/diff?seconds=60 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    ASSERT_TRUE(wait_until(std::chrono::seconds(10), [&] {
+      return get(port(), "/debug/memory/top?seconds=1").status == 429;
+    })) << "the first window never started waiting";
+  }  // the client closes its connection
+  const auto hung_up = std::chrono::steady_clock::now();
+  Reply next;
+  ASSERT_TRUE(wait_until(std::chrono::seconds(10), [&] {
+    next = get(port(), "/debug/memory/top?seconds=1");
+    return next.status != 429;
+  })) << "the abandoned window still holds the only place";
+  EXPECT_EQ(next.status, 200) << next.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - hung_up, std::chrono::seconds(10));
+}
+
 }  // namespace
 }  // namespace http_test
