@@ -1,7 +1,8 @@
 // The dashboard in headless Chromium (Debian's /usr/bin/chromium via playwright-core) against
 // leak_target, a real program with two known leaks: the page must name them with the right
-// sizes, open their tracebacks, reset growth on "Set baseline", call the leak growing and
-// the capped cache plateaued, and survive bad input, a restart and a token. It saves a
+// sizes, open their tracebacks, draw them in the flame graph (exact sizes, widths by share,
+// zoom), reset growth on "Set baseline", call the leak growing and the capped cache
+// plateaued, and survive bad input, a restart and a token. It saves a
 // screenshot of each state in $SCREENSHOT_DIR for a person to look at.
 //
 // Usage: LEAK_TARGET=build/tests/browser/leak_target node dashboard.test.mjs
@@ -294,6 +295,21 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.match(root.title, /grew \+[\d.]+ KiB, shrank -[\d.]+ KiB/);
     await page.locator('#flame-panel').scrollIntoViewIfNeeded();
     await page.locator('#flame-panel').screenshot({ path: join(SHOTS, '05b-flame-shrink.png') });
+  });
+
+  await t.test('the flame graph hides, and then asks the server for no stacks', async () => {
+    const asked = [];
+    const count = (request) => { if (/[?&]key=traceback/.test(request.url())) asked.push(request.url()); };
+    await page.click('#btn-flame');
+    assert.equal(await page.locator('#flame-body').isHidden(), true);
+    assert.match(page.url(), /#.*flame=0/);
+    page.on('request', count);
+    await page.waitForTimeout(1600);  // three refresh periods
+    page.off('request', count);
+    assert.deepEqual(asked, [], 'no key=traceback request while hidden');
+    await page.click('#btn-flame');
+    await until('the graph back', async () => !(await page.locator('#flame-body').isHidden()) && (await flameFrame(page, null)) !== null);
+    assert.doesNotMatch(page.url(), /flame=0/);
   });
 
   await t.test('refresh pauses and resumes', async () => {
