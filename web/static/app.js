@@ -352,9 +352,10 @@ async function loadFlame(pid) {
   check(pid);
   const stacks = stacksFromDiff(diff.stats);
   const changed = (diff.stats ?? []).filter((s) => s.size_diff).length;
-  const cut = diff.truncated || (changed === (diff.stats ?? []).length && diff.keys > changed);
-  $('flame-note').textContent = cut
-    ? `The ${formatCount(stacks.length)} stacks that changed most (the server's answer was cut at its limit).`
+  const more = changed === (diff.stats ?? []).length && diff.keys > changed;  // changed ones left out
+  $('flame-note').textContent = diff.truncated
+    ? `The ${formatCount(stacks.length)} stacks that changed most (the server stopped at its report size cap).`
+    : more ? `The ${formatCount(stacks.length)} stacks that changed most (the page asks for at most ${FLAME_LIMIT}).`
     : `${formatCount(stacks.length)} stack${stacks.length === 1 ? '' : 's'} changed.`;
   flame.update(stacks);
 }
