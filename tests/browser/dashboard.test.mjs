@@ -1,7 +1,8 @@
 // The dashboard in headless Chromium (Debian's /usr/bin/chromium via playwright-core) against
 // leak_target, a real program with two known leaks: the page must name them with the right
-// sizes, open their tracebacks, reset growth on "Set baseline", call the leak growing and
-// the capped cache plateaued, and survive bad input, a restart and a token. It saves a
+// sizes, open their tracebacks, draw them in the flame graph (exact sizes, widths by share,
+// zoom), reset growth on "Set baseline", call the leak growing and the capped cache
+// plateaued, and survive bad input, a restart and a token. It saves a
 // screenshot of each state in $SCREENSHOT_DIR for a person to look at.
 //
 // Usage: LEAK_TARGET=build/tests/browser/leak_target node dashboard.test.mjs
@@ -66,6 +67,36 @@ async function rowOf(page, line) {
   }, `leak_target.cpp:${line}`);
 }
 
+// The flame graph's frames of one full name (their tooltip's first line), or the root for
+// null: each one's box in SVG units and on screen, its label, tooltip and classes.
+async function flameFrames(page, name) {
+  return page.evaluate((full) => {
+    const frames = [...document.querySelectorAll('#flame .flame-frame')];
+    return frames.filter((g) => (full === null ? g.dataset.path === '[]'
+      : g.querySelector('title')?.textContent.split('\n')[0] === full)).map((g) => {
+      const rect = g.querySelector('rect');
+      const box = rect.getBoundingClientRect();
+      const num = (n) => Number(rect.getAttribute(n));
+      return {
+        x: num('x'), y: num('y'), width: num('width'), label: g.querySelector('text')?.textContent ?? '',
+        title: g.querySelector('title').textContent, cls: g.getAttribute('class'), weight: Number(g.dataset.weight),
+        fill: getComputedStyle(rect).fill, svgWidth: Number(g.ownerSVGElement.getAttribute('width')),
+        centre: [box.left + box.width / 2, box.top + box.height / 2],
+      };
+    });
+  }, name);
+}
+// The first of them, or null.
+const flameFrame = async (page, name) => (await flameFrames(page, name))[0] ?? null;
+
+// A real click in the middle of a flame graph frame.
+async function clickFrame(page, name) {
+  await page.locator('#flame').scrollIntoViewIfNeeded();
+  const frame = await flameFrame(page, name);
+  assert.ok(frame, `${name ?? 'the root'} is drawn`);
+  await page.mouse.click(...frame.centre);
+}
+
 const shot = (page, name) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 // '' for a missing element, at once (a locator would wait 30 s for it).
 const text = (page, selector) => page.evaluate((s) => document.querySelector(s)?.innerText ?? '', selector);
@@ -114,6 +145,66 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.equal(grow.bar, 100);
     assert.ok(Math.abs(cache.bar - 64) < 1, `cache bar ${cache.bar}% of the biggest`);
     await shot(page, '02-two-leaks');
+  });
+
+  await t.test('the flame graph: growth by stack, exact sizes, widths by share, click to zoom', async () => {
+    // The state of the test above: 5 ticks since the baseline, the target paused.
+    const LEAK = 'leak_request_buffer()';
+    const CACHE = 'fill_shape_cache()';
+    const TICK = 'tick(bool)';
+    await until('both leaks in the flame graph', async () => {
+      const [leak, cache] = [await flameFrame(page, LEAK), await flameFrame(page, CACHE)];
+      return /\(\+512,000 B\)/.test(leak?.title) && /\(\+327,680 B\)/.test(cache?.title) ? true : { leak, cache };
+    });
+    await page.locator('#flame-panel').scrollIntoViewIfNeeded();
+    await page.locator('#flame-panel').screenshot({ path: join(SHOTS, '02b-flame.png') });
+    const leak = await flameFrame(page, LEAK);
+    const cache = await flameFrame(page, CACHE);
+    const tick = await flameFrame(page, TICK);
+    const root = await flameFrame(page, null);
+    const main = await flameFrame(page, 'main');
+    // The exact size in the tooltip, the short name and the size in the label, the line.
+    assert.equal(leak.title.split('\n')[2], '+500 KiB (+512,000 B) since the baseline, +5 blocks');
+    assert.equal(leak.label, 'leak_request_buffer +500 KiB');
+    assert.equal(cache.label, 'fill_shape_cache +320 KiB');
+    assert.match(leak.title, new RegExp(`leak_target\\.cpp:${LINES.grow}\\b`));
+    assert.match(root.label, /^all stacks \+/);
+    // Icicle: root on top, each callee one row below its caller.
+    assert.equal(root.y, 0);
+    assert.equal(leak.y, tick.y + 20);
+    assert.equal(cache.y, leak.y);
+    assert.ok(main && main.y < tick.y && tick.y > 0, 'main above tick');
+    // Widths: proportional to the bytes changed; a caller is as wide as its callees.
+    assert.equal(root.width, root.svgWidth);
+    assert.ok(Math.abs(leak.width / cache.width - 500 / 320) < 0.005, `leak ${leak.width} px, cache ${cache.width} px`);
+    assert.ok(Math.abs(tick.width - (leak.width + cache.width)) < 0.02, `tick ${tick.width} px`);
+    assert.ok(Math.abs(leak.width - (root.width * 512000) / root.weight) < 0.01, `leak share of ${root.weight} B`);
+    assert.ok(root.weight >= 512000 + 327680 && root.weight < (512000 + 327680) * 1.05, `root ${root.weight} B: the leaks dominate`);
+    assert.equal(leak.x, tick.x, 'the biggest callee first');
+    // The table's colours: growth is the red of its Δ Size column.
+    const tableRed = await page.evaluate(() => getComputedStyle(document.querySelector('.size-diff.up')).color);
+    assert.equal(leak.fill, tableRed);
+    assert.match(leak.cls, /\bup\b/);
+
+    // Click tick: it spans the width, its callees keep their shares of it.
+    await clickFrame(page, TICK);
+    await until('tick zoomed', async () => (await flameFrame(page, TICK))?.width === root.svgWidth);
+    const zoomed = await flameFrame(page, LEAK);
+    assert.ok(Math.abs(zoomed.width - (root.svgWidth * 500) / 820) < 0.02, `zoomed leak ${zoomed.width} px`);
+    assert.equal((await flameFrame(page, CACHE)).x, zoomed.width);
+    assert.match(await text(page, '#flame-crumbs'), /^all stacks › .* › tick$/);
+    assert.match((await flameFrame(page, 'main')).cls, /\bancestor\b/, 'callers stay above, to zoom out to');
+    await page.locator('#flame-panel').screenshot({ path: join(SHOTS, '02c-flame-zoomed.png') });
+    // Click the leak: it alone, full width.
+    await clickFrame(page, LEAK);
+    await until('the leak zoomed', async () => (await flameFrame(page, LEAK))?.width === root.svgWidth);
+    assert.equal(await flameFrame(page, CACHE), null);
+    // Zoom out: a caller above, then the path's root.
+    await clickFrame(page, TICK);
+    await until('back to tick', async () => (await flameFrame(page, CACHE)) !== null && (await flameFrame(page, TICK)).width === root.svgWidth);
+    await page.locator('#flame-crumbs button', { hasText: 'all stacks' }).click();
+    await until('zoomed out', async () => Math.abs((await flameFrame(page, TICK)).width - tick.width) < 0.02);
+    assert.equal(await text(page, '#flame-crumbs'), 'all stacks');
   });
 
   await t.test('a click opens the whole traceback, symbolized', async () => {
@@ -166,6 +257,59 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.equal(grow.size, fmt(growSize(ticks)), 'size stays, only growth resets');
     assert.match(await text(page, '#notice'), /Baseline set at/);
     await shot(page, '05-baseline-reset');
+  });
+
+  await t.test('the flame graph: shrinkage green, growth red, each as wide as its bytes', async () => {
+    // Since the baseline above: the timer thread's two latest buffers freed, one more from main.
+    await target.send('free 2');
+    await target.send('tick 1');
+    const LEAK = 'leak_request_buffer()';
+    const sides = async () => {
+      const frames = await flameFrames(page, LEAK);
+      return [frames.find((f) => /\bup\b/.test(f.cls)), frames.find((f) => /\bdown\b/.test(f.cls)), frames];
+    };
+    await until('growth and shrinkage in the flame graph', async () => {
+      const [up, down, frames] = await sides();
+      return /\(\+102,400 B\)/.test(up?.title) && /\(-204,800 B\)/.test(down?.title) &&
+        await page.locator('.size-diff.down').count() > 0 ? true : frames.map((f) => f.title);
+    });
+    const [up, down] = await sides();
+    assert.equal(up.label, 'leak_request_buffer +100 KiB');
+    assert.equal(down.label, 'leak_request_buffer -200 KiB');
+    assert.ok(Math.abs(down.width / up.width - 2) < 0.005, `shrank ${down.width} px, grew ${up.width} px`);
+    // The table's colours: the leak's line shrank by 100 KiB net there, in its green.
+    assert.equal((await rowOf(page, LINES.grow)).sizeDiff, '-100 KiB');
+    const green = await page.evaluate(() => getComputedStyle(document.querySelector('.size-diff.down')).color);
+    const red = await page.evaluate(() => {  // no row grows now: the class the table's growth uses
+      const probe = document.body.appendChild(Object.assign(document.createElement('span'), { className: 'size-diff up' }));
+      const colour = getComputedStyle(probe).color;
+      probe.remove();
+      return colour;
+    });
+    assert.equal(down.fill, green);
+    assert.equal(up.fill, red);
+    assert.notEqual(red, green);
+    // The root holds both sides: grew and shrank, the net in its colour.
+    const root = await flameFrame(page, null);
+    assert.ok(root.weight >= 3 * 102400, `root ${root.weight} B`);
+    assert.match(root.title, /grew \+[\d.]+ KiB, shrank -[\d.]+ KiB/);
+    await page.locator('#flame-panel').scrollIntoViewIfNeeded();
+    await page.locator('#flame-panel').screenshot({ path: join(SHOTS, '05b-flame-shrink.png') });
+  });
+
+  await t.test('the flame graph hides, and then asks the server for no stacks', async () => {
+    const asked = [];
+    const count = (request) => { if (/[?&]key=traceback/.test(request.url())) asked.push(request.url()); };
+    await page.click('#btn-flame');
+    assert.equal(await page.locator('#flame-body').isHidden(), true);
+    assert.match(page.url(), /#.*flame=0/);
+    page.on('request', count);
+    await page.waitForTimeout(1600);  // three refresh periods
+    page.off('request', count);
+    assert.deepEqual(asked, [], 'no key=traceback request while hidden');
+    await page.click('#btn-flame');
+    await until('the graph back', async () => !(await page.locator('#flame-body').isHidden()) && (await flameFrame(page, null)) !== null);
+    assert.doesNotMatch(page.url(), /flame=0/);
   });
 
   await t.test('refresh pauses and resumes', async () => {

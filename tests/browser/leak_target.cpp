@@ -5,7 +5,7 @@
 //
 // Usage: leak_target [--port N] [--token T] [--tick-ms MS] [--paused]
 // Prints "port N" once serving. Reads commands on stdin, one per line, answering each:
-//   pause | resume | tick N (N ticks now) | quit
+//   pause | resume | tick N (N ticks now) | free N (frees the N latest leaked buffers) | quit
 // The test finds the two allocation lines by their "LEAK:" markers below.
 #include <chrono>
 #include <cstdio>
@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
   for (std::string line; std::getline(std::cin, line);) {
     if (line.rfind("tick ", 0) == 0) {
       for (int n = std::atoi(line.c_str() + 5); n > 0; --n) tick(false);
+    } else if (line.rfind("free ", 0) == 0) {  // shrinkage, for the flame graph's green
+      std::lock_guard lock(tick_mutex);
+      for (int n = std::atoi(line.c_str() + 5); n > 0 && leaked_count > 0; --n) delete[] leaked[--leaked_count];
     } else if (line == "quit") {
       return 0;
     } else if (line != "pause" && line != "resume") {

@@ -1,7 +1,10 @@
-// The process the ecosystem tests profile: exact tracing, an AdminServer on a free port,
-// and known allocations at known lines, made when stdin says so.
+// The process the ecosystem tests profile: exact tracing (or what LIVEHEAP_MODE and
+// LIVEHEAP_SAMPLE_INTERVAL say, when set), an AdminServer on a free port, and known
+// allocations at known lines, made when stdin says so.
 //   prints "port N", then for each command line: "step1" -> leaks A and B and a transient
-//   loop; "step2" -> leak C. Each answers "<name> LINE BYTES COUNT" lines, then "ok".
+//   loop; "step2" -> leak C; "many" -> 20,000 blocks of 4 KiB kept and 50,000 of 1 KiB
+//   allocated and freed (enough for sampled mode's estimates). Each answers
+//   "<name> LINE BYTES COUNT" lines, then "ok".
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -41,16 +44,35 @@ void report(const char* name, int line, long bytes, long count) {
   report("leak_c", line, 7 * 2048, 7);
 }
 
+// Many blocks at two lines: what sampled estimates are checked against.
+[[gnu::noinline]] void many() {
+  constexpr long kKept = 20000;
+  constexpr long kChurn = 50000;
+  g_kept.reserve(g_kept.size() + kKept);  // the vector's own growth stays off these lines
+  int line = 0;
+  for (long i = 0; i < kKept; ++i) {
+    g_kept.push_back(std::malloc(4096)); line = __LINE__;
+  }
+  report("kept", line, kKept * 4096, kKept);
+  for (long i = 0; i < kChurn; ++i) {
+    void* p = std::malloc(1024); line = __LINE__; std::memset(p, 1, 8); std::free(p);
+  }
+  report("churn", line, kChurn * 1024, kChurn);
+}
+
 }  // namespace
 
 int main() {
-  liveheap::start({liveheap::Mode::exact, 64});
+  liveheap::Options options{liveheap::Mode::exact, 64};
+  if (std::getenv("LIVEHEAP_MODE") != nullptr) options = liveheap::options_from_environment(liveheap::Mode::exact).value();
+  liveheap::start(options);
   liveheap::http::AdminServer server({}, "127.0.0.1", 0);
   std::cout << "port " << server.port() << std::endl;
   std::string command;
   while (std::getline(std::cin, command)) {
     if (command == "step1") step1();
     else if (command == "step2") step2();
+    else if (command == "many") many();
     std::cout << "ok" << std::endl;
   }
   return 0;

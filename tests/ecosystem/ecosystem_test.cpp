@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,7 +32,8 @@ struct Site {
 // ecosystem_target as a process; its sites by name once run() made them.
 class Target {
  public:
-  Target() : process_({LIVEHEAP_ECOSYSTEM_TARGET}, {}) {
+  // env: extra variables, e.g. LIVEHEAP_MODE=sampled.
+  explicit Target(const std::vector<std::string>& env = {}) : process_({LIVEHEAP_ECOSYSTEM_TARGET}, env) {
     const auto first = process_.read_line(10000);
     if (!first || !first->starts_with("port "))
       throw std::runtime_error("ecosystem_target did not print its port");
@@ -161,6 +163,47 @@ TEST_F(Pprof, GoParserReadsExactInuseAndAllocValuesAtKnownLines) {
   const auto allocs = parse(profile(target, "/debug/memory/pprof/allocs", "allocs.pb.gz"), &allocs_header);
   EXPECT_EQ(allocs_header, "period space/bytes 1 default alloc_space");
   EXPECT_EQ(allocs.at(at(t.line)), values.at(at(t.line)));
+}
+
+// Sampled mode gives estimates, and their error is stated: a block of s bytes is sampled
+// with probability p = 1 - exp(-s/R) and weighs s/p bytes (1/p blocks), so N such blocks
+// estimate N blocks with standard error sqrt(N(1-p)/p), and N*s bytes with s times that:
+// docs/ecosystem.md's "about 1/sqrt(n) for n samples" (n = N*p; here ~1,200 and ~780).
+// Held to 6 standard errors: a correct build fails one of the four about once in 100 million
+// runs; one that forgot to scale the samples up (values ~16x and ~64x too small), every time.
+TEST_F(Pprof, GoParserReadsSampledEstimatesWithinTheirStatedError) {
+  constexpr double kInterval = 65536;
+  Target target({"LIVEHEAP_MODE=sampled", "LIVEHEAP_SAMPLE_INTERVAL=65536"});
+  target.run("many");
+  std::string header;
+  const auto values = parse(profile(target, "/debug/pprof/heap", "sampled.pb.gz"), &header);
+  EXPECT_EQ(header, "period space/bytes 65536 default ");
+  // {blocks, bytes}: the estimate's standard error for N blocks of one size.
+  const auto standard_error = [&](const Site& s) {
+    const double size = static_cast<double>(s.bytes) / static_cast<double>(s.count);
+    const double p = -std::expm1(-size / kInterval);
+    const double blocks = std::sqrt(static_cast<double>(s.count) * (1 - p) / p);
+    return std::pair{blocks, blocks * size};
+  };
+
+  const Site& kept = target.sites.at("kept");
+  ASSERT_TRUE(values.contains(at(kept.line))) << "no sample at the kept line";
+  const std::vector<long>& k = values.at(at(kept.line));  // alloc_objects, alloc_space, inuse_*
+  const auto [kept_blocks_se, kept_bytes_se] = standard_error(kept);
+  EXPECT_NEAR(k[3], kept.bytes, 6 * kept_bytes_se) << "inuse_space; standard error " << kept_bytes_se;
+  EXPECT_NEAR(k[2], kept.count, 6 * kept_blocks_se) << "inuse_objects; standard error " << kept_blocks_se;
+  // Nothing of it was freed: what was allocated there is what is in use, sample for sample.
+  EXPECT_EQ(k[1], k[3]);
+  EXPECT_EQ(k[0], k[2]);
+
+  const Site& churn = target.sites.at("churn");
+  ASSERT_TRUE(values.contains(at(churn.line))) << "no sample at the transient line";
+  const std::vector<long>& c = values.at(at(churn.line));
+  const auto [churn_blocks_se, churn_bytes_se] = standard_error(churn);
+  EXPECT_NEAR(c[1], churn.bytes, 6 * churn_bytes_se) << "alloc_space; standard error " << churn_bytes_se;
+  EXPECT_NEAR(c[0], churn.count, 6 * churn_blocks_se) << "alloc_objects; standard error " << churn_blocks_se;
+  EXPECT_EQ(c[2], 0) << "every block there was freed";
+  EXPECT_EQ(c[3], 0);
 }
 
 TEST_F(Pprof, GoToolPprofShowsTopAndDiffBase) {

@@ -10,6 +10,8 @@ import { SitesTable } from './table.js';
 import { lineChart } from './charts.js';
 import { formatSize, formatCount, formatClock, formatAge } from './format.js';
 import { pickerOptions, sumOf } from './processes.js';
+import { stacksFromDiff } from './flame.js';
+import { FlameGraph } from './flameview.js';
 
 const $ = (id) => document.getElementById(id);
 // Page settings live in the fragment (#key=function&refresh=500): the server refuses query
@@ -44,6 +46,12 @@ const memory = new History({ maxSamples: 1200 });  // heap / peak / rss at each 
 const api = new Api(apiBase(location.pathname));
 api.onUnauthorized = tokenPrompt(api, () => refreshNow());
 const table = new SitesTable($('sites'), { loadStacks });
+const flame = new FlameGraph($('flame'), $('flame-crumbs'), $('flame-empty'));
+// The flame graph asks for every changed stack: #flame=0 (the Hide button) spares the server.
+state.flame = url.get('flame') !== '0';
+// Stacks asked for the flame graph: the report is ordered by |size_diff|, so these are the
+// ones that changed most (and the server stops at its report cap anyway).
+const FLAME_LIMIT = 1000;
 
 // ---- the query (key, filters, limit), mirrored in the fragment so it can be shared ----
 for (const name of ['key', 'include', 'exclude', 'limit']) if (url.has(name)) $(name).value = url.get(name);
@@ -108,8 +116,11 @@ async function refresh() {
       const diff = pid === 'all' ? await mergedDiff() : (await ensureBaseline(pid), await api.get('diff', { ...query(), pid }));
       check(pid);
       showDiff(diff, stats);
+      if (state.flame) await loadFlame(pid);
     } else {
       table.clear();
+      flame.update([], 'Tracking is stopped: nothing to draw.');
+      $('flame-note').textContent = '';
       $('card-growth').textContent = '–';
       $('card-growth').className = 'big';
       $('card-growth-count').textContent = 'tracking is stopped';
@@ -324,6 +335,43 @@ function showDiff(diff, stats) {
     : 'Nothing traced yet: no live allocation since tracking started.');
 }
 
+// The flame graph's data: key=traceback, whose stats are whole stacks with their exact
+// size_diff and every frame's short name (format=folded has neither the short names nor, in
+// its one-column form, the stacks that shrank). A failure here is the flame graph's alone.
+async function loadFlame(pid) {
+  let diff;
+  try {
+    diff = await api.get('diff', { key: 'traceback', limit: FLAME_LIMIT, include: query().include, exclude: query().exclude, pid });
+  } catch (error) {
+    if (error.status === 0 || error.status === 401) throw error;
+    check(pid);
+    flame.update([], `No flame graph: ${error.message}`);
+    $('flame-note').textContent = '';
+    return;
+  }
+  check(pid);
+  const stacks = stacksFromDiff(diff.stats);
+  const changed = (diff.stats ?? []).filter((s) => s.size_diff).length;
+  const more = changed === (diff.stats ?? []).length && diff.keys > changed;  // changed ones left out
+  $('flame-note').textContent = diff.truncated
+    ? `The ${formatCount(stacks.length)} stacks that changed most (the server stopped at its report size cap).`
+    : more ? `The ${formatCount(stacks.length)} stacks that changed most (the page asks for at most ${FLAME_LIMIT}).`
+    : `${formatCount(stacks.length)} stack${stacks.length === 1 ? '' : 's'} changed.`;
+  flame.update(stacks);
+}
+function showFlamePanel() {
+  $('flame-body').hidden = !state.flame;
+  $('btn-flame').textContent = state.flame ? 'Hide' : 'Show';
+}
+$('btn-flame').addEventListener('click', () => {
+  state.flame = !state.flame;
+  const q = new URLSearchParams(location.hash.slice(1));
+  state.flame ? q.delete('flame') : q.set('flame', '0');
+  history.replaceState(null, '', `${location.pathname}${location.search}#${q}`);
+  showFlamePanel();
+  if (state.flame) refreshNow();
+});
+
 // The whole stacks behind one row: its own traceback when the key is a whole stack, else the
 // stacks of the key=traceback diff that pass through this callsite.
 async function loadStacks(stat) {
@@ -391,4 +439,5 @@ $('key').addEventListener('change', applyQuery);
 $('limit').addEventListener('change', applyQuery);
 
 showRefreshInfo();
+showFlamePanel();
 refresh();
