@@ -10,7 +10,7 @@ export const VERDICT_HELP = {
   plateaued: 'The server\'s history: rose, then stayed flat: a cache warming up to its capacity, not a leak.',
   stable: 'The server\'s history: no material change across its recent points.',
   shrinking: 'The server\'s history: falling across its recent points.',
-  unknown: 'The server cannot tell yet: its history is shorter than 5 points, is off, or never saw this callsite among its biggest stacks.',
+  unknown: 'The server cannot tell yet: its history is shorter than 5 points, is off, or never saw this callsite among its biggest stacks (all processes merged: they disagree).',
 };
 
 export const VERDICTS = Object.keys(VERDICT_HELP);
