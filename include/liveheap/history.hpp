@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,8 @@ class HistoryIndex {
 
 enum class Trend { growing, plateaued, stable, shrinking, unknown };
 std::string_view to_string(Trend trend) noexcept;
+// The inverse of to_string (a client reading the server's "verdict"); nullopt for any other text.
+std::optional<Trend> parse_trend(std::string_view text) noexcept;
 
 // The verdict on a series and the numbers behind it.
 struct Verdict {
@@ -88,7 +91,8 @@ struct Verdict {
   double tolerance = 0;             // bytes below which a change is noise
 };
 
-// Constants of the rule (the dashboard's verdict.js has the same).
+// Constants of the rule (the only implementation: the dashboard and liveheap-watch show the
+// server's verdicts).
 inline constexpr std::size_t kVerdictMinPoints = 5;
 inline constexpr std::size_t kVerdictMinWindow = 4;
 inline constexpr std::size_t kVerdictMaxWindow = 20;

@@ -63,10 +63,20 @@ void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::v
                           const Measurements& m, Clock judged_by);
 
 // What report_bench prints, and the second table made of it (medians per key).
-inline constexpr std::array<const char*, 10> kReportKeys = {
+inline constexpr std::array<const char*, 18> kReportKeys = {
     "live_blocks",    "stacks",         "frames",           "dropped",
     "tracker_bytes_per_block", "cold_report_ms", "warm_report_ms", "snapshot_diff_ms",
-    "snapshot_ms",    "compare_ms"};
+    "snapshot_ms",    "compare_ms",     "history_tick_ms",  "history_tick_worst_ms",
+    "history_bytes_per_point", "history_points", "history_cold_ms", "history_ms",
+    "history_kib",    "peak_ms"};
 void print_report_table(const std::map<std::string, double>& medians);
+
+// The allocation loop under liveheap exact with the history off and on (a tick a second),
+// one pair of runs per round.
+struct HistoryLoop {
+  long pairs = 0;
+  std::vector<Cost> off, on;  // per round, in the same order
+};
+void print_history_loop_table(const HistoryLoop& h);
 
 }  // namespace bench

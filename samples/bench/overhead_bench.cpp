@@ -6,7 +6,7 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,large,matplotlib,torch,report] [--judge cpu|wall]
+//                  [--only loop,server,large,matplotlib,torch,report,history] [--judge cpu|wall]
 //                  [--heaptrack-lib PATH] [--jemalloc-lib PATH]
 #include <signal.h>
 #include <sys/utsname.h>
@@ -38,7 +38,7 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop", "server", "large", "matplotlib", "torch", "report"};
+  std::set<std::string> only = {"loop", "server", "large", "matplotlib", "torch", "report", "history"};
   std::string heaptrack_lib;
   std::string jemalloc_lib;
   bench::Clock judged_by = bench::Clock::cpu;
@@ -312,6 +312,27 @@ std::map<std::string, double> measure_reports(int processes) {
   return medians;
 }
 
+// The allocation loop under liveheap exact, history off and on (LIVEHEAP_HISTORY_INTERVAL 0
+// and 1, its shortest), alternating which goes first. Enough pairs that a run spans several
+// ticks (a 2M-pair run is over before the first tick).
+bench::HistoryLoop measure_history_loop(const std::vector<bench::Tool>& tools, const Settings& s) {
+  bench::HistoryLoop h;
+  h.pairs = std::max(s.pairs, 20'000'000L);
+  const auto exact = std::find_if(tools.begin(), tools.end(), [](const bench::Tool& t) { return t.id == ToolId::exact; });
+  if (exact == tools.end() || !exact->missing.empty()) return h;
+  bench::Tool off = *exact, on = *exact;
+  off.env.emplace_back("LIVEHEAP_HISTORY_INTERVAL", "0");
+  on.env.emplace_back("LIVEHEAP_HISTORY_INTERVAL", "1");
+  for (int round = 0; round < s.rounds; ++round) {
+    std::fprintf(stderr, "history loop %d/%d...\n", round + 1, s.rounds);
+    std::optional<bench::Cost> a, b;
+    if (round % 2 == 0) a = measure_loop(off, 1, h.pairs), b = measure_loop(on, 1, h.pairs);
+    else b = measure_loop(on, 1, h.pairs), a = measure_loop(off, 1, h.pairs);
+    if (a && b) h.off.push_back(*a), h.on.push_back(*b);
+  }
+  return h;
+}
+
 // A quick run of each tool: is it installed, does it start, is its profiler really on?
 void probe_tools(std::vector<bench::Tool>& tools) {
   for (bench::Tool& tool : tools) {
@@ -335,7 +356,7 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,large,matplotlib,torch,report]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report,history]\n"
                   "                      [--judge cpu|wall]\n"
                   "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
@@ -423,6 +444,7 @@ int main(int argc, char** argv) {
   if (!workloads.empty()) bench::print_overhead_table(workloads, tools, m, s.judged_by);
   run_issue11_rows(tools, s);
 
+  if (s.only.count("history")) bench::print_history_loop_table(measure_history_loop(tools, s));
   if (s.only.count("report")) {
     std::fprintf(stderr, "report_bench...\n");
     bench::print_report_table(measure_reports(std::min(s.rounds, 3)));

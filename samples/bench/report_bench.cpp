@@ -9,6 +9,13 @@
 // snapshot_diff_ms  snapshot + compare_to(baseline, line) after some churn (median of 5),
 //                   also apart: snapshot_ms, compare_ms
 // tracker_bytes_per_block  tracker_memory() / live blocks, before any report ran
+// history_tick_ms   one history tick at these 10k stacks (median of a full window, 360
+//                   ticks driven by the bench), also its worst: history_tick_worst_ms
+// history_bytes_per_point   tracker_memory() growth per tick, over those ticks
+// history_ms        GET /history?format=json&limit=50 (as the dashboard asks) over the full
+//                   window, through the admin server on loopback (median of 5 after a first
+//                   one, history_cold_ms); history_kib: the answer's size
+// peak_ms           GET /peak?format=json the same way (median of 5)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -21,7 +28,14 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include "history.hpp"  // src/tracker: history_tick(), so the bench drives the ticks
 #include "liveheap/format.hpp"
+#include "liveheap/http.hpp"
 #include "liveheap/snapshot.hpp"
 #include "liveheap/tracker.hpp"
 
@@ -113,6 +127,59 @@ std::size_t distinct_frames(const liveheap::Snapshot& snapshot) {
   return addresses.size();
 }
 
+// One GET on a fresh loopback connection, timed from the request's first byte to the last
+// byte of the answer; `bytes`: the body's size. The client's own allocations are not traced.
+double time_get(std::uint16_t port, const std::string& target, std::size_t& bytes) {
+  namespace http = boost::beast::http;
+  using boost::asio::ip::tcp;
+  liveheap::IgnoreScope ignore;
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  http::request<http::empty_body> request{http::verb::get, target, 11};
+  request.set(http::field::host, "127.0.0.1");
+  const auto begin = Clock::now();
+  http::write(socket, request);
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(socket, buffer, response);
+  const double ms = ms_since(begin);
+  bytes = response.body().size();
+  if (response.result_int() != 200)
+    std::fprintf(stderr, "report_bench: GET %s answered %u\n", target.c_str(), response.result_int());
+  return ms;
+}
+
+// A full history window (360 ticks) over the live stacks, then /history and /peak through
+// the admin server.
+void measure_history() {
+  constexpr int kTicks = 360;  // tracker::kHistoryPoints: an hour at the default 10 s
+  liveheap::tracker::history_tick();  // grows the tick's scratch once, as the test does
+  const std::int64_t memory_before = liveheap::tracker_memory();
+  std::vector<double> ticks;
+  for (int i = 0; i < kTicks; ++i) {
+    const auto begin = Clock::now();
+    liveheap::tracker::history_tick();
+    ticks.push_back(ms_since(begin));
+  }
+  const std::int64_t grown = liveheap::tracker_memory() - memory_before;
+  std::printf("history_tick_ms=%.2f\nhistory_tick_worst_ms=%.2f\nhistory_bytes_per_point=%.0f\n",
+              median(ticks), *std::max_element(ticks.begin(), ticks.end()),
+              static_cast<double>(grown) / kTicks);
+  std::printf("history_points=%zu\n", liveheap::history().points.size());
+
+  liveheap::http::AdminServer server({}, "127.0.0.1", 0);
+  std::size_t bytes = 0;
+  const std::string history = "/debug/memory/history?format=json&limit=50";
+  std::printf("history_cold_ms=%.1f\n", time_get(server.port(), history, bytes));
+  std::vector<double> history_ms, peak_ms;
+  for (int i = 0; i < kRepeats; ++i) history_ms.push_back(time_get(server.port(), history, bytes));
+  std::printf("history_ms=%.1f\nhistory_kib=%.0f\n", median(history_ms), static_cast<double>(bytes) / 1024);
+  for (int i = 0; i < kRepeats; ++i)
+    peak_ms.push_back(time_get(server.port(), "/debug/memory/peak?format=json", bytes));
+  std::printf("peak_ms=%.1f\n", median(peak_ms));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,7 +193,11 @@ int main(int argc, char** argv) {
   // Sized before tracing starts, so the bookkeeping is not part of the traced heap.
   std::vector<void*> keep(static_cast<std::size_t>(per_stack) * kStacks);
 
-  liveheap::start({.mode = liveheap::Mode::exact, .max_frames = 32});
+  liveheap::Options options;
+  options.mode = liveheap::Mode::exact;
+  options.max_frames = 32;
+  options.history_interval_s = 0;  // no history thread: the bench ticks it (measure_history)
+  liveheap::start(options);
   void** out = keep.data();
   for (int stack = 0; stack < kStacks; ++stack)
     out = kAllocators[static_cast<std::size_t>(stack / kSitesPerFunction)](
@@ -162,6 +233,7 @@ int main(int argc, char** argv) {
   std::printf("snapshot_diff_ms=%.1f\nsnapshot_ms=%.1f\ncompare_ms=%.1f\nframes=%zu\n",
               median(sums), median(times.snapshot_ms), median(times.compare_ms),
               distinct_frames(baseline));
+  measure_history();
 
   liveheap::stop();
   for (void* p : keep) std::free(p);

@@ -12,7 +12,9 @@ namespace {
 
 constexpr std::string_view kUsage =
     "Usage: liveheap-watch [options]\n"
-    "Polls a server's liveheap /diff every interval and prints what grew since the baseline.\n"
+    "Polls a server's liveheap /diff every interval and prints what grew since the baseline,\n"
+    "each line with the server's verdict on its trend (growing, plateaued, stable, shrinking,\n"
+    "or unknown while the server's history is short).\n"
     "\n"
     "  --url URL          the liveheap routes (default http://127.0.0.1:8080/debug/memory)\n"
     "  --host H --port P --prefix /path   the same, part by part (override --url)\n"
@@ -26,14 +28,18 @@ constexpr std::string_view kUsage =
     "  --json             one JSON object per round (JSON lines), for scripts\n"
     "  --baseline         POST /baseline first, so growth counts from now\n"
     "  --fail-over BYTES  exit 1 as soon as total growth exceeds BYTES (e.g. 10MiB)\n"
+    "  --fail-on-growing BYTES\n"
+    "                     exit 1 as soon as a printed callsite the server calls growing has grown\n"
+    "                     by more than BYTES since the baseline (its size_diff; e.g. 10MiB)\n"
     "  --timeout SECONDS  per request (default 30)\n"
     "  --pid N|all        ask process N of a prefork server or wrapper, or all of them merged\n"
     "                     (sent as pid= on every request; default: the process holding the port;\n"
     "                     GET /processes lists them)\n"
     "  --help\n"
     "\n"
-    "Exit status: 0 done, 1 growth over --fail-over, 2 bad usage or an unreachable or\n"
-    "misbehaving server.\n";
+    "Options take their value as the next argument or after '=' (--limit=20).\n"
+    "Exit status: 0 done, 1 growth over --fail-over or --fail-on-growing, 2 bad usage or an\n"
+    "unreachable or misbehaving server.\n";
 
 constexpr unsigned kMaxLimit = 10000;
 constexpr std::uint64_t kMaxPid = 4194304;  // PID_MAX_LIMIT on 64-bit Linux
@@ -151,14 +157,22 @@ std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[
   std::optional<std::string> host, prefix;
   std::optional<std::uint16_t> port;
   for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
+    std::string_view flag = argv[i];
     if (flag == "--help" || flag == "-h") return std::nullopt;
     if (flag == "--json") { options.json = true; continue; }
     if (flag == "--baseline") { options.baseline = true; continue; }
     if (!flag.starts_with("--"))
       throw UsageError("unexpected argument '" + std::string(flag) + "'");
-    if (i + 1 >= argc) throw UsageError(std::string(flag) + " needs a value");
-    const std::string_view value = argv[++i];
+    // "--flag=value", as many tools take it: the value is the rest, even when empty.
+    std::optional<std::string_view> inline_value;
+    if (const auto eq = flag.find('='); eq != std::string_view::npos) {
+      inline_value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      if (flag == "--json" || flag == "--baseline" || flag == "--help")
+        throw UsageError(std::string(flag) + " takes no value");
+    }
+    if (!inline_value && i + 1 >= argc) throw UsageError(std::string(flag) + " needs a value");
+    const std::string_view value = inline_value ? *inline_value : std::string_view(argv[++i]);
     if (flag == "--url") {
       options.endpoint = parse_url(value);
     } else if (flag == "--host") {
@@ -183,6 +197,12 @@ std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[
       options.token = std::string(value);
     } else if (flag == "--fail-over") {
       options.fail_over = parse_size(value);
+    } else if (flag == "--fail-on-growing") {
+      try {
+        options.fail_on_growing = parse_size(value);
+      } catch (const UsageError& e) {
+        throw UsageError("--fail-on-growing: " + std::string(e.what()));
+      }
     } else if (flag == "--pid") {
       options.pid = parse_pid(value);
     } else if (flag == "--key") {

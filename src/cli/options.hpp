@@ -42,6 +42,9 @@ struct WatchOptions {
   bool json = false;                 // JSON lines instead of text
   bool baseline = false;             // POST /baseline before the first round
   std::optional<std::int64_t> fail_over;  // bytes of total growth that fail the run
+  // Bytes of growth since the baseline (size_diff) above which a callsite the server calls
+  // "growing" fails the run.
+  std::optional<std::int64_t> fail_on_growing;
   std::chrono::milliseconds timeout{30000};  // per request
   std::string pid;  // "" (the process holding the port), a process id, or "all": sent as pid=
 };
@@ -49,7 +52,7 @@ struct WatchOptions {
 // The usage text, for --help and after a UsageError.
 std::string_view usage();
 
-// Parses argv[1..]; `token_from_env` is LIVEHEAP_TOKEN (or null), used when --token is not
+// Parses argv[1..] ("--flag value" or "--flag=value"); `token_from_env` is LIVEHEAP_TOKEN (or null), used when --token is not
 // given. std::nullopt for --help. Throws UsageError naming the offending argument.
 std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[],
                                                const char* token_from_env);

@@ -1,5 +1,6 @@
 // liveheap-watch's rounds. The server sends JSON; text is rendered here with the report
-// layer's own formatting, so a line reads exactly as the server's text /diff would print it.
+// layer's own formatting, so a line reads exactly as the server's text /diff?verdicts=1
+// would print it (the verdict is the server's: this tool never classifies a trend itself).
 #include "watch.hpp"
 
 #include <cctype>
@@ -12,6 +13,7 @@
 
 #include "http_client.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/history.hpp"
 
 namespace liveheap::cli {
 namespace {
@@ -119,6 +121,22 @@ StatisticDiff statistic_from_json(const json& stat, KeyType key) {
           stat.value("count_diff", std::int64_t{0})};
 }
 
+// The server's verdict on a statistic, back as the report model's value; nullopt when the
+// stat has none (a server older than the history) or an unknown word.
+std::optional<Verdict> verdict_from_json(const json& stat) {
+  if (!stat.contains("verdict") || !stat["verdict"].is_string()) return std::nullopt;
+  const std::optional<Trend> trend = parse_trend(stat["verdict"].get<std::string>());
+  if (!trend) return std::nullopt;
+  Verdict verdict;
+  verdict.trend = *trend;
+  const auto number = [&](const char* field) {
+    return stat.contains(field) && stat[field].is_number() ? stat[field].get<double>() : 0.0;
+  };
+  verdict.growth_per_min = number("growth_per_min");
+  verdict.since_last_growth_s = number("since_last_growth_s");
+  return verdict;
+}
+
 std::string signed_count(std::int64_t n) { return (n >= 0 ? "+" : "") + std::to_string(n); }
 
 std::string clock_time() {
@@ -153,7 +171,8 @@ void print_text(std::ostream& out, std::uint64_t round, const WatchOptions& opti
   for (const json& stat : diff["stats"]) {
     if (!stat.is_object()) continue;
     const StatisticDiff diff_stat = statistic_from_json(stat, key);
-    out << format_statistic_diff(diff_stat, key) << "\n";
+    const std::optional<Verdict> verdict = verdict_from_json(stat);
+    out << format_statistic_diff(diff_stat, key) << (verdict ? verdict_text(*verdict) : "") << "\n";
     if (key == KeyType::traceback)  // the whole stack, as /tracebacks prints it
       for (const std::string& line : format_traceback(diff_stat.traceback)) out << line << "\n";
   }
@@ -184,6 +203,29 @@ int watch(const WatchOptions& options, std::ostream& out, std::ostream& err) {
     if (options.json) print_json(out, round, options, diff);
     else print_text(out, round, options, diff);
 
+    if (options.fail_on_growing) {
+      // The first row (biggest growth first) the server calls growing over the threshold.
+      const KeyType key = parse_key_type(options.key);
+      for (const json& stat : diff["stats"]) {
+        if (!stat.is_object()) continue;
+        const std::optional<Verdict> verdict = verdict_from_json(stat);
+        const StatisticDiff site = statistic_from_json(stat, key);
+        if (!verdict || verdict->trend != Trend::growing || site.size_diff <= *options.fail_on_growing)
+          continue;
+        // The server's own name for the row ("file:line", a function, a file).
+        const std::string name = stat.contains("key") && stat["key"].is_string()
+                                     ? stat["key"].get<std::string>() : format_statistic_diff(site, key);
+        err << "liveheap-watch: " << name << " is growing (+"
+            << format_size(verdict->growth_per_min, false) << "/min): "
+            << format_size(static_cast<double>(site.size_diff), true) << " since the baseline, size="
+            << format_size(static_cast<double>(site.size), false) << ", at round " << round
+            << ", over --fail-on-growing "
+            << format_size(static_cast<double>(*options.fail_on_growing), false) << " ("
+            << *options.fail_on_growing << " B)" << std::endl;
+        return kExitOverThreshold;
+      }
+    }
+
     const std::int64_t growth = diff["total"]["size_diff"].get<std::int64_t>();
     if (options.fail_over && growth > *options.fail_over) {
       err << "liveheap-watch: total growth " << format_size(static_cast<double>(growth), true)
@@ -196,6 +238,9 @@ int watch(const WatchOptions& options, std::ostream& out, std::ostream& err) {
   if (options.fail_over)
     err << "liveheap-watch: total growth stayed within --fail-over "
         << format_size(static_cast<double>(*options.fail_over), false) << std::endl;
+  if (options.fail_on_growing)
+    err << "liveheap-watch: no callsite the server calls growing grew by more than --fail-on-growing "
+        << format_size(static_cast<double>(*options.fail_on_growing), false) << std::endl;
   return kExitOk;
 }
 

@@ -173,6 +173,7 @@ Merged merge_reports(RouteState& state, const Request& req, const Query& query, 
       for (const char* field : {"size", "count", "size_diff", "count_diff"})
         if (stat.contains(field))
           into[field] = into[field].get<std::int64_t>() + stat[field].get<std::int64_t>();
+      merge_verdict(into, stat);
     }
   }
   for (json& stat : merged.stats) {
@@ -324,6 +325,23 @@ json process_entry(RouteState& state, pid_t pid) {
 }
 
 }  // namespace
+
+void merge_verdict(json& into, const json& other) {
+  if (!into.contains("verdict") || !other.contains("verdict")) return;  // no history: nothing to merge
+  if (into["verdict"] != other["verdict"]) {
+    into["verdict"] = "unknown";
+    into["growth_per_min"] = nullptr;
+    into["since_last_growth_s"] = nullptr;
+    return;
+  }
+  const auto both = [&](const char* field) {
+    return into.contains(field) && other.contains(field) && into[field].is_number() && other[field].is_number();
+  };
+  if (both("growth_per_min"))
+    into["growth_per_min"] = into["growth_per_min"].get<double>() + other["growth_per_min"].get<double>();
+  if (both("since_last_growth_s"))
+    into["since_last_growth_s"] = std::min(into["since_last_growth_s"].get<double>(), other["since_last_growth_s"].get<double>());
+}
 
 std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to,
                                       std::string_view route, const Query& query) {

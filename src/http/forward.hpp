@@ -9,6 +9,8 @@
 #include <optional>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "query.hpp"
 #include "routes.hpp"
 
@@ -18,6 +20,12 @@ namespace liveheap::http {
 // process's own pid, which the route answers as usual. `route` is the path below the prefix.
 std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to,
                                       std::string_view route, const Query& query);
+
+// pid=all: `into`, a statistic summed so far, takes the verdict of `other`, the same key's
+// statistic from another process. Each process judged its own history: when they agree the
+// verdict stands (growth per minute summed, the most recent growth kept); when they differ
+// it is "unknown", as the sum's series is no process's history and no second rule guesses.
+void merge_verdict(nlohmann::json& into, const nlohmann::json& other);
 
 // GET /processes: every live process of the group, this one included.
 Response processes_report(RouteState& state, const ReplyTo& to);

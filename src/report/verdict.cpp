@@ -1,5 +1,6 @@
 // The verdict rule on one series (growing, plateaued, stable, shrinking, unknown) and its
-// renderings. The dashboard's web/static/verdict.js applies the same thresholds.
+// renderings. The only implementation of the rule: the dashboard and liveheap-watch show the
+// verdicts the server computes here.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,6 +55,12 @@ std::string_view to_string(Trend trend) noexcept {
     case Trend::unknown: break;
   }
   return "unknown";
+}
+
+std::optional<Trend> parse_trend(std::string_view text) noexcept {
+  for (Trend t : {Trend::growing, Trend::plateaued, Trend::stable, Trend::shrinking, Trend::unknown})
+    if (to_string(t) == text) return t;
+  return std::nullopt;
 }
 
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,

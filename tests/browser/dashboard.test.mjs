@@ -1,9 +1,10 @@
 // The dashboard in headless Chromium (Debian's /usr/bin/chromium via playwright-core) against
 // leak_target, a real program with two known leaks: the page must name them with the right
 // sizes, open their tracebacks, draw them in the flame graph (exact sizes, widths by share,
-// zoom), reset growth on "Set baseline", call the leak growing and the capped cache
-// plateaued, and survive bad input, a restart and a token. It saves a
-// screenshot of each state in $SCREENSHOT_DIR for a person to look at.
+// zoom), reset growth on "Set baseline", show the server's verdicts (the leak growing, the
+// capped cache plateaued) and its history the moment it opens, and survive bad input, a
+// restart and a token. It saves a screenshot of each state in $SCREENSHOT_DIR for a person
+// to look at.
 //
 // Usage: LEAK_TARGET=build/tests/browser/leak_target node dashboard.test.mjs
 // Exits 77 (ctest: skipped) when chromium or node_modules are missing, unless CI is set.
@@ -19,6 +20,9 @@ const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const PROGRAM = process.env.LEAK_TARGET ?? process.argv[2];
 const SHOTS = process.env.SCREENSHOT_DIR ?? join(tmpdir(), 'liveheap-browser-screenshots');
 const KiB = 1024;
+// The shortest history interval LIVEHEAP_HISTORY_INTERVAL takes (whole seconds, 0 is off):
+// the server's verdicts need 5 points.
+const HISTORY = { LIVEHEAP_HISTORY_INTERVAL: '1' };
 
 let chromium;
 try {
@@ -107,8 +111,11 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
-  let target = await Target.start(PROGRAM, ['--paused', '--tick-ms', '150']);
-  t.after(async () => { await browser.close(); await target.kill(); });
+  let target = await Target.start(PROGRAM, ['--paused', '--tick-ms', '150'], HISTORY);
+  // Left to run from now on, unwatched: the last step opens a page on it once it has a history.
+  const veteran = await Target.start(PROGRAM, ['--tick-ms', '300'], HISTORY);
+  const veteranStarted = Date.now();
+  t.after(async () => { await browser.close(); await target.kill(); await veteran.kill(); });
 
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   const page = await context.newPage();
@@ -223,9 +230,10 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.ok(frames.some((f) => /\bmain\b/.test(f)), 'the stack reaches main');
     assert.ok(frames.some((f) => f.trim().endsWith('leak_target')), `the module is named: ${frames.join(' | ')}`);
     assert.equal(await detail.locator('.frame.mark').count() >= 1, true, 'the callsite frame is highlighted');
-    // Two more refreshes (each adds a point to the row's sparkline): the traceback stays open.
+    // Two more points of the server's history (one a second; the page reads each into the
+    // row's sparkline): the traceback stays open.
     const points = (await rowOf(page, LINES.grow)).sparkPoints;
-    await until('two more refreshes', async () => (await rowOf(page, LINES.grow)).sparkPoints >= Math.min(points + 2, 240));
+    await until('two more history points', async () => (await rowOf(page, LINES.grow)).sparkPoints >= points + 2);
     assert.equal(await detail.count(), 1);
     await shot(page, '03-traceback');
     await page.locator('tr.site', { hasText: `leak_target.cpp:${LINES.grow}` }).click();
@@ -240,7 +248,7 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
       return grow?.verdict === 'growing' && cache?.verdict === 'plateaued' ? true : [grow?.verdict, cache?.verdict];
     }, 60000);
     const grow = await rowOf(page, LINES.grow);
-    assert.ok(grow.sparkPoints >= 5, 'the sparkline has the session\'s points');
+    assert.ok(grow.sparkPoints >= 5, 'the sparkline has the server\'s points');
     assert.equal((await rowOf(page, LINES.cache)).size, fmt(cacheSize(12)), 'the cache stops at its capacity');
     await shot(page, '04-verdicts');
   });
@@ -370,7 +378,7 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     await until('the unreachable state', async () => /unreachable/.test(await text(page, '#conn')));
     assert.match(await text(page, '#error'), /Cannot reach the server/);
     await shot(page, '09-server-down');
-    target = await Target.start(PROGRAM, ['--paused', '--port', String(port)]);
+    target = await Target.start(PROGRAM, ['--paused', '--port', String(port)], HISTORY);
     await until('recovery with a new baseline', async () => /no baseline any more \(it or its tracking restarted\)/.test(await text(page, '#notice')) && /live/.test(await text(page, '#conn')));
     await target.send('tick 3');
     await until('growth since the new baseline', async () => {
@@ -405,6 +413,73 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     await fresh.reload();
     await until('data again after a reload', async () => /live/.test(await text(fresh, '#conn')));
     assert.equal(await fresh.locator('#token-dialog').isVisible(), false, 'not asked twice');
+  });
+
+  await t.test("a page opened on a process that ran a while shows the server's history and verdicts at once", async () => {
+    // The server has judged both sites before any page is open.
+    const history = async () => (await fetch(`http://127.0.0.1:${veteran.port}/debug/memory/history?format=json&key=line&limit=50`)).json();
+    const siteIn = (answer, line) => answer.stats.find((s) => s.file.endsWith('/leak_target.cpp') && s.line === line);
+    await until('the server calls the leak growing and the cache plateaued', async () => {
+      const answer = await history();
+      const verdicts = [siteIn(answer, LINES.grow)?.verdict, siteIn(answer, LINES.cache)?.verdict];
+      return verdicts.join() === 'growing,plateaued' ? true : verdicts;
+    }, 60000);
+
+    // A refresh period of 10 minutes: whatever shows came from the first refresh, no poll after.
+    const fresh = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+    fresh.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    const requests = [];
+    fresh.on('request', (r) => requests.push(new URL(r.url()).pathname));
+    const historyAnswer = fresh.waitForResponse((r) => new URL(r.url()).pathname === '/debug/memory/history');
+    const opened = Date.now();
+    await fresh.goto(`http://127.0.0.1:${veteran.port}/debug/memory/#refresh=600000`);
+    await until('the first refresh', async () => /live/.test(await text(fresh, '#conn')), 10000);
+    const answer = await (await historyAnswer).json();
+    const grow = await rowOf(fresh, LINES.grow);
+    const cache = await rowOf(fresh, LINES.cache);
+    const server = [siteIn(answer, LINES.grow), siteIn(answer, LINES.cache)];
+    console.log(`# veteran up ${((opened - veteranStarted) / 1000).toFixed(1)} s: ${answer.points.length} points; ` +
+      `page live after ${Date.now() - opened} ms; verdicts ${grow?.verdict}, ${cache?.verdict}`);
+
+    assert.equal(requests.filter((p) => p.endsWith('/diff')).length, 1, 'one refresh, no polling');
+    assert.equal(grow?.verdict, 'growing');
+    assert.equal(cache?.verdict, 'plateaued');
+    assert.deepEqual([grow.verdict, cache.verdict], server.map((s) => s.verdict), "the rows say what GET history says");
+    assert.ok(answer.points.length >= 5, `a history of ${answer.points.length} points`);
+    // Each row's sparkline is the server's series for it, point for point.
+    assert.equal(grow.sparkPoints, server[0].series.length);
+    assert.equal(cache.sparkPoints, server[1].series.length);
+    // The memory chart: the server's points (traced, peak; RSS where known).
+    const chart = await fresh.evaluate(() => Object.fromEntries(['heap', 'peak', 'rss'].map((c) =>
+      [c, document.querySelector(`#chart polyline.series.${c}`)?.getAttribute('points')?.split(' ').length ?? 0])));
+    assert.deepEqual(chart, {
+      heap: answer.points.length, peak: answer.points.length, rss: answer.points.filter((p) => p.rss >= 0).length,
+    });
+    // The badge explains itself with the server's numbers.
+    const title = await fresh.locator('tr.site', { hasText: `leak_target.cpp:${LINES.grow}` }).locator('.verdict').getAttribute('title');
+    assert.match(title, /keeps rising.*\/min, last grew \d+ s ago\)$/);
+    await shot(fresh, '13-history-at-open');
+  });
+
+  await t.test('a process with too short a history: the server says unknown, and so does the page', async () => {
+    // The default interval (10 s): fewer than the 5 points a verdict needs for 40 s at least.
+    const young = await Target.start(PROGRAM, ['--paused']);
+    try {
+      await young.send('tick 3');
+      const fresh = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+      fresh.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+      await fresh.goto(`http://127.0.0.1:${young.port}/debug/memory/#refresh=500`);
+      await until('the leak at its size', async () => (await rowOf(fresh, LINES.grow))?.size === fmt(growSize(3)));
+      const grow = await rowOf(fresh, LINES.grow);
+      assert.equal(grow.verdict, 'unknown');
+      const diff = await (await fetch(`http://127.0.0.1:${young.port}/debug/memory/diff?format=json`)).json();
+      const stat = diff.stats.find((s) => s.file.endsWith("/leak_target.cpp") && s.line === LINES.grow);
+      assert.equal(stat.verdict, 'unknown', 'as the server says');
+      assert.match(await fresh.locator('tr.site .verdict').first().getAttribute('title'), /shorter than 5 points/);
+      await shot(fresh, '14-history-too-short');
+    } finally {
+      await young.kill();
+    }
   });
 
   assert.deepEqual(problems, [], 'no script errors on the page');

@@ -3,7 +3,7 @@
 // capped cache grows by kShapeBytes per tick until it holds kCacheCapacity entries, then
 // replaces its oldest entry on each tick (flat: a cache that warmed up, not a leak).
 //
-// Usage: leak_target [--port N] [--token T] [--tick-ms MS] [--paused]
+// Usage: [LIVEHEAP_HISTORY_INTERVAL=S] leak_target [--port N] [--token T] [--tick-ms MS] [--paused]
 // Prints "port N" once serving. Reads commands on stdin, one per line, answering each:
 //   pause | resume | tick N (N ticks now) | free N (frees the N latest leaked buffers) | quit
 // The test finds the two allocation lines by their "LEAK:" markers below.
@@ -77,7 +77,13 @@ int main(int argc, char** argv) {
     else { std::cerr << "unknown argument " << arg << "\n"; return 2; }
   }
 
-  liveheap::start({.mode = liveheap::Mode::exact});
+  // Exact mode always; the history's interval from LIVEHEAP_HISTORY_INTERVAL, as a preloaded
+  // program reads it (the browser test wants a point a second).
+  liveheap::Options options;
+  options.mode = liveheap::Mode::exact;
+  if (const auto env = liveheap::options_from_environment(liveheap::Mode::exact))
+    options.history_interval_s = env->history_interval_s;
+  liveheap::start(options);
   liveheap::http::AdminServer server({.token = token}, "127.0.0.1", port);
   std::cout << "port " << server.port() << std::endl;
 

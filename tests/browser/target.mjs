@@ -14,8 +14,9 @@ export function leakLines() {
 }
 
 export class Target {
-  static async start(program, args = []) {
-    const target = new Target(program, args);
+  // `env`: more environment variables ({LIVEHEAP_HISTORY_INTERVAL: '1'}).
+  static async start(program, args = [], env = {}) {
+    const target = new Target(program, args, { ...process.env, ...env });
     target.port = Number((await target.expect(/^port (\d+)$/))[1]);
     return target;
   }

@@ -49,6 +49,22 @@ TEST(WatchOptionsTest, FlagsAndTheirDefaults) {
   EXPECT_EQ(options->limit, 10u);
 
   EXPECT_EQ(options->pid, "");
+  EXPECT_FALSE(options->fail_on_growing);
+
+  // --flag=value is the same as --flag value.
+  const char* growing[] = {"liveheap-watch", "--fail-on-growing", "10MiB", "--limit=20", "--key=file"};
+  const auto g = parse_command_line(std::size(growing), growing, nullptr);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->fail_on_growing, 10 << 20);
+  EXPECT_EQ(g->limit, 20u);
+  EXPECT_EQ(g->key, "file");
+  const char* inline_size[] = {"liveheap-watch", "--fail-on-growing=1.5KiB"};
+  EXPECT_EQ(parse_command_line(2, inline_size, nullptr)->fail_on_growing, 1536);
+  for (const char* bad : {"--fail-on-growing=abc", "--fail-on-growing=", "--fail-on-growing=-1",
+                          "--json=yes", "--limit="}) {
+    const char* args[] = {"liveheap-watch", bad};
+    EXPECT_THROW(parse_command_line(2, args, nullptr), UsageError) << bad;
+  }
 
   const char* pid[] = {"liveheap-watch", "--pid", "4242"};
   EXPECT_EQ(parse_command_line(3, pid, nullptr)->pid, "4242");

@@ -1,5 +1,8 @@
 // End to end: liveheap-watch against the real leaky_server, as CI would run it.
+#include <atomic>
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -39,6 +42,81 @@ TEST(WatchTest, FailOverFailsOnALeakyRoute) {
   EXPECT_NE(run.output.find(site + ": size=19.2 MiB (+19.2 MiB), count=3 (+3)"),
             std::string::npos)
       << run.output;
+}
+
+// The line of `output` that holds `text`, or "" when none does.
+std::string line_with(const std::string& output, const std::string& text) {
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(text) != std::string::npos) return line;
+  return "";
+}
+
+// The server's history ticks every second (the shortest LIVEHEAP_HISTORY_INTERVAL), so
+// that a few seconds of traffic give it verdicts.
+Launch history_every_second() { return {.env = {"LIVEHEAP_HISTORY_INTERVAL=1"}, .args = {}, .read_stderr = false}; }
+
+// A real leak that keeps growing while liveheap-watch runs: /client keeps a 64 KiB receive
+// buffer per request, forever. --fail-on-growing fails when that growth passes the size,
+// and only then.
+TEST(WatchTest, FailOnGrowingFailsOnAGrowingLeakAboveTheSize) {
+  LeakyServer server(history_every_second());
+  server.post("/debug/memory/baseline");
+  std::atomic<bool> stop = false;
+  std::thread traffic([&] {
+    while (!stop) {
+      server.story("/client");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  // Six points at least: the server says "unknown" below five.
+  std::this_thread::sleep_for(std::chrono::seconds(7));
+  const std::vector<std::string> once = {"--url", server.url(), "--rounds", "1", "--interval", "0",
+                                         "--fail-on-growing"};
+  auto below = once;
+  below.push_back("1GiB");
+  const WatchRun passed = run_watch(below);
+  auto above = once;
+  above.push_back("1MiB");
+  const WatchRun failed = run_watch(above);
+  stop = true;
+  traffic.join();
+
+  const std::string site = "leak_stories.cpp:" + std::to_string(marked_line("site: client"));
+  // The round prints the server's verdict after the line, as /diff?verdicts=1 does.
+  EXPECT_EQ(passed.exit_code, 0) << passed.output;
+  EXPECT_NE(line_with(passed.output, site + ": size=").find(" [growing, +"), std::string::npos) << passed.output;
+  EXPECT_NE(passed.output.find("no callsite the server calls growing grew by more than --fail-on-growing 1024 MiB"),
+            std::string::npos) << passed.output;
+
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  const std::string message = line_with(failed.output, " is growing (");
+  EXPECT_TRUE(message.starts_with("liveheap-watch: ")) << failed.output;
+  EXPECT_NE(message.find(site + " is growing (+"), std::string::npos) << message;
+  EXPECT_NE(message.find(" since the baseline, size="), std::string::npos) << message;
+  EXPECT_NE(message.find("over --fail-on-growing 1024 KiB (1048576 B)"), std::string::npos) << message;
+}
+
+// A cache that filled up and stopped: above the size, but plateaued, so the gate passes.
+TEST(WatchTest, FailOnGrowingPassesOnAPlateau) {
+  LeakyServer server(history_every_second());
+  server.post("/debug/memory/baseline");
+  // Two empty points first, so the history holds the rise; then 32 plans (64 KiB each) fill
+  // the cache to its capacity, and nothing changes for five points.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  for (int i = 1; i <= 32; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const WatchRun run = run_watch({"--url", server.url(), "--rounds", "1", "--interval", "0",
+                                  "--fail-on-growing=256KiB"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const std::string site = "leak_stories.cpp:" + std::to_string(marked_line("site: cache"));
+  const std::string line = line_with(run.output, site + ": size=");
+  EXPECT_NE(line.find(" [plateaued, "), std::string::npos) << run.output;
+  // Over the size: only the verdict kept it from failing.
+  const json stat = stat_at(server.diff(), marked_line("site: cache"));
+  ASSERT_FALSE(stat.is_null());
+  EXPECT_GT(stat["size_diff"].get<std::int64_t>(), 256 * 1024);
+  EXPECT_EQ(stat["verdict"], "plateaued");
 }
 
 TEST(WatchTest, KeyTracebackPrintsReadableStacks) {
@@ -117,9 +195,19 @@ TEST(WatchTest, WrongPrefixIsAClearError) {
   EXPECT_NE(run.output.find("404"), std::string::npos) << run.output;
 }
 
+TEST(WatchTest, BadFailOnGrowingNamesTheOptionAndTheValue) {
+  const WatchRun run = run_watch({"--fail-on-growing=abc"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(run.output.starts_with("liveheap-watch: --fail-on-growing: a size is bytes with an optional unit"))
+      << run.output;
+  EXPECT_NE(run.output.find("not 'abc'"), std::string::npos) << run.output;
+}
+
 TEST(WatchTest, BadUsageIsAClearError) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--fail-over", "ten"}, {"--key", "lines"}, {"--limit", "0"},
+        {"--fail-on-growing=abc"}, {"--fail-on-growing", "-1MiB"}, {"--fail-on-growing"},
+        {"--json=1"},
         {"--interval", "-1"}, {"--url", "https://x/"}, {"--url", "http://h:99999/"},
         {"--rounds"}, {"--frobnicate", "1"}, {"--pid", "0"}, {"--pid", "-3"}, {"--pid", "ALL"},
         {"--pid", "12x"}, {"--pid", "4194305"}, {"--pid"}}) {

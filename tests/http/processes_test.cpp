@@ -21,6 +21,7 @@
 
 #include "child_process.hpp"
 #include "client.hpp"
+#include "forward.hpp"
 #include "gtest/gtest.h"
 
 extern char** environ;
@@ -184,6 +185,8 @@ TEST_F(Prefork, EachWorkerExactlyAndAllMerged) {
   EXPECT_EQ(merged["size_diff"], sum);
   EXPECT_EQ(merged["count_diff"], 6);
   EXPECT_EQ(merged["size"], sum);
+  // Each worker's history is seconds old (a point every 10 s): unknown in each, and merged.
+  EXPECT_EQ(merged["verdict"], "unknown") << merged.dump();
   const Reply text = get(port_, "/debug/memory/diff?pid=all&limit=1000");
   const std::string base = where.substr(where.rfind('/') + 1);
   EXPECT_NE(text.body.find(base + ": size=9000 B (+9000 B), count=6 (+6), average=1500 B"),
@@ -191,6 +194,35 @@ TEST_F(Prefork, EachWorkerExactlyAndAllMerged) {
   const Reply top = get(port_, "/debug/memory/top?format=json&limit=1000&pid=all");
   ASSERT_EQ(top.status, 200) << top.body;
   EXPECT_EQ(stat_at(top.json(), where)["size"], sum);
+}
+
+// pid=all sums a key's statistics over the processes; each process judged its own history,
+// so their verdicts merge only when they agree.
+TEST(Processes, MergedVerdictsStandWhenTheProcessesAgreeAndAreUnknownWhenNot) {
+  using nlohmann::json;
+  const auto stat = [](const char* verdict, json growth, json since) {
+    return json{{"size", 1}, {"verdict", verdict}, {"growth_per_min", growth}, {"since_last_growth_s", since}};
+  };
+  json both = stat("growing", 6000, 2.0);
+  liveheap::http::merge_verdict(both, stat("growing", 1000, 0.5));
+  EXPECT_EQ(both["verdict"], "growing");
+  EXPECT_EQ(both["growth_per_min"], 7000.0);      // the sum grows by both
+  EXPECT_EQ(both["since_last_growth_s"], 0.5);    // and last grew when either did
+
+  json mixed = stat("growing", 6000, 0.0);
+  liveheap::http::merge_verdict(mixed, stat("plateaued", 0, 300.0));
+  EXPECT_EQ(mixed["verdict"], "unknown");
+  EXPECT_TRUE(mixed["growth_per_min"].is_null());
+  EXPECT_TRUE(mixed["since_last_growth_s"].is_null());
+
+  json young = stat("unknown", nullptr, nullptr);
+  liveheap::http::merge_verdict(young, stat("unknown", nullptr, nullptr));
+  EXPECT_EQ(young["verdict"], "unknown");
+  EXPECT_TRUE(young["growth_per_min"].is_null());
+
+  json plain = {{"size", 1}};  // a report without verdicts stays without
+  liveheap::http::merge_verdict(plain, stat("growing", 1, 0.0));
+  EXPECT_FALSE(plain.contains("verdict"));
 }
 
 TEST_F(Prefork, BadPidsAreRefusedWithAReason) {

@@ -1,12 +1,11 @@
-// The dashboard's loop: every few seconds read stats, the baseline and the diff; keep the
-// session's history for sparklines, verdicts and the memory chart; wire the controls.
-// Each refresh starts from scratch, so empty data, errors and a restarted server only ever
-// cost one refresh (the history is all that carries over).
+// The dashboard's loop: every few seconds read stats, the baseline and the diff; read the
+// server's history (charts, sparklines) when the page opens and whenever the server has a new
+// point; show the server's verdicts; wire the controls. Each refresh starts from scratch, so
+// empty data, errors and a restarted server only ever cost one refresh.
 import { Api, apiBase } from './api.js';
 import { tokenPrompt } from './auth.js';
-import { classify } from './verdict.js';
-import { History } from './history.js';
-import { SitesTable } from './table.js';
+import { History, fromServer } from './history.js';
+import { SitesTable, VERDICTS } from './table.js';
 import { lineChart } from './charts.js';
 import { formatSize, formatCount, formatClock, formatAge } from './format.js';
 import { pickerOptions, sumOf } from './processes.js';
@@ -33,6 +32,7 @@ const state = {
   pid: /^(all|[1-9][0-9]*)$/.test(url.get('pid') ?? '') ? url.get('pid') : '',
   processes: [], thisPid: null,  // the last GET processes
   allBaselineAt: 0,  // when this page took the baselines of every process (merged view)
+  server: null, serverAt: 0,  // fromServer(GET history) for this pid and query, and when it was read
 };
 // Routes that answer for one process only (stats, GET baseline, start, stop, trim): the
 // merged view shows the holder's.
@@ -41,6 +41,8 @@ const onePid = () => (state.pid === 'all' ? '' : state.pid);
 // process's and must not be shown.
 class Stale extends Error {}
 const check = (pid) => { if (pid !== state.pid) throw new Stale(); };
+// What the page polled itself: the charts when the server has no history for it (see
+// serverHistory()).
 const sizes = new History();                       // callsite id -> size at each refresh
 const memory = new History({ maxSamples: 1200 });  // heap / peak / rss at each refresh
 const api = new Api(apiBase(location.pathname));
@@ -64,6 +66,7 @@ function applyQuery(event) {
   for (const [name, value] of Object.entries(query())) value ? q.set(name, value) : q.delete(name);
   history.replaceState(null, '', `${location.pathname}${location.search}#${q}`);
   table.clear();
+  state.server = null;  // another key or filter: the server groups its history anew
   refreshNow();
 }
 
@@ -111,11 +114,12 @@ async function refresh() {
     await loadProcesses();
     const stats = await api.get('stats', { pid: onePid() });
     check(pid);
+    await loadHistory(pid);
     showStats(stats);
     if (stats.tracing) {
       const diff = pid === 'all' ? await mergedDiff() : (await ensureBaseline(pid), await api.get('diff', { ...query(), pid }));
       check(pid);
-      showDiff(diff, stats);
+      showDiff(diff);
       if (state.flame) await loadFlame(pid);
     } else {
       table.clear();
@@ -183,6 +187,7 @@ function choosePid(value) {
   history.replaceState(null, '', `${location.pathname}${location.search}#${q}`);
   // Another process's heap: its history, baseline and notices start over.
   table.clear(); sizes.clear(); memory.clear();
+  state.server = null;
   state.baseline = null;
   state.allBaselineAt = 0;
   notice('');
@@ -228,7 +233,7 @@ async function ensureBaseline(pid) {
     const restarted = state.baseline !== null;
     info = await takeBaseline(pid);
     check(pid);
-    if (restarted) { sizes.clear(); memory.clear(); }
+    if (restarted) { sizes.clear(); memory.clear(); state.server = null; }
     notice(restarted
       ? `The server had no baseline any more (it or its tracking restarted), so this page took a new one at ${formatClock(Date.now())}. Growth is measured from it.`
       : `There was no baseline yet, so this page took one at ${formatClock(Date.now())}, as the manual workflow does on first look. Growth is measured from it; “Set baseline” moves it.`);
@@ -301,9 +306,37 @@ function showStats(stats) {
   drawChart();
 }
 
+// ---- the server's history ----
+// GET history: the server records a point every LIVEHEAP_HISTORY_INTERVAL s from the
+// process's start, so the charts are full the moment the page opens. Read at open, for a new
+// process, key or filter, and again once the server's next point is due. pid=all has none
+// (the route answers for one process): the page's own polls draw its charts.
+const historyLimit = () => Math.min(10000, Math.max(50, 2 * (Number.parseInt(query().limit, 10) || 10)));
+async function loadHistory(pid) {
+  if (pid === 'all') { state.server = null; return; }
+  const due = !state.server || (state.server.intervalMs > 0 && Date.now() - state.serverAt >= state.server.intervalMs);
+  if (!due) return;
+  const { key, include, exclude } = query();
+  let answer = null;
+  try {
+    answer = await api.get('history', { key, include, exclude, limit: historyLimit(), pid });
+  } catch (error) {
+    if (error.status === 0 || error.status === 401) throw error;
+    // An older server without the route, or one that refuses it: the page's own polls.
+  }
+  check(pid);
+  state.server = fromServer(answer, rowId(answer?.key ?? key));
+  state.serverAt = Date.now();
+}
+// The server's series when it keeps a history for this view, else null.
+const serverHistory = () => (state.server?.intervalMs > 0 ? state.server : null);
+
 function drawChart() {
   const width = Math.max(320, $('chart').clientWidth);
-  $('chart').innerHTML = lineChart(['rss', 'peak', 'heap'].map((name) => ({ cls: name, points: memory.points(name) })), { width });
+  const server = serverHistory();
+  const points = (name) => (server ? server.memory[name] : memory.points(name));
+  const empty = server ? `waiting for the server's history (a point every ${server.intervalMs / 1000} s)` : undefined;
+  $('chart').innerHTML = lineChart(['rss', 'peak', 'heap'].map((name) => ({ cls: name, points: points(name) })), { width, empty });
 }
 new ResizeObserver(() => drawChart()).observe($('chart'));
 
@@ -312,17 +345,22 @@ function showEmpty(text) {
   $('sites-empty').hidden = !text;
 }
 
-function showDiff(diff, stats) {
+// A row's identity for a key type. Whole stacks share their user frame's "file:line" key:
+// tell them apart by every frame.
+const rowId = (keyType) => (stat) => `${keyType}\u0000${keyType === 'traceback'
+  ? (stat.traceback ?? []).map((f) => `${f.address ?? ''}@${f.file}:${f.line}`).join('|') : stat.key}`;
+
+function showDiff(diff) {
   const keyType = diff.key ?? query().key;
   const rows = Array.isArray(diff.stats) ? diff.stats : [];
-  const now = Date.now();
-  // Whole stacks share their user frame's "file:line" key: tell them apart by every frame.
-  const id = (stat) => `${keyType}\u0000${keyType === 'traceback'
-    ? (stat.traceback ?? []).map((f) => `${f.address ?? ''}@${f.file}:${f.line}`).join('|') : stat.key}`;
-  sizes.record(now, rows.map((stat) => [id(stat), stat.size ?? 0]));
-  const noise = stats.mode === 'sampled' ? stats.sample_interval ?? 0 : 0;
+  const id = rowId(keyType);
+  sizes.record(Date.now(), rows.map((stat) => [id(stat), stat.size ?? 0]));
+  // The verdict is the server's, never the page's: one rule (docs/history.md). A row the
+  // server's history does not hold has an empty sparkline.
+  const server = serverHistory();
   table.render(rows.map((stat) => ({
-    id: id(stat), stat, points: sizes.points(id(stat)), verdict: classify(sizes.values(id(stat)), { noise }),
+    id: id(stat), stat, points: server ? server.sites.get(id(stat)) ?? [] : sizes.points(id(stat)),
+    verdict: VERDICTS.includes(stat.verdict) ? stat.verdict : 'unknown',  // it names a CSS class
   })), keyType);
 
   const total = diff.total ?? {};

@@ -3,6 +3,7 @@
 import { formatClock } from './format.js';
 
 const round = (x) => Math.round(x * 10) / 10;
+const escapeText = (text) => String(text).replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c]);
 
 // points: [{t, v}] oldest first. The vertical range starts at the series' minimum so a
 // plateau and a climb look different even when both sit on a large size.
@@ -39,13 +40,14 @@ function niceStep(hi, ticks) {
 
 // series: [{cls, points: [{t, v}]}]. Zero-based so RSS vs heap reads as a ratio. Drawn at
 // the container's pixel width (redrawn on resize) so text is never stretched.
-export function lineChart(series, { width = 900, height = 240 } = {}) {
+// `empty`: what an empty chart says.
+export function lineChart(series, { width = 900, height = 240, empty = 'collecting samples…' } = {}) {
   const pad = { left: 74, right: 16, top: 12, bottom: 26 };
   const drawn = series.filter((s) => s.points.length > 1);  // one point draws no line
   const all = drawn.flatMap((s) => s.points);
   const head = `<svg class="chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="traced heap, peak and RSS over time">`;
   if (drawn.length === 0) {
-    return `${head}<text class="chart-empty" x="${width / 2}" y="${height / 2}" text-anchor="middle">collecting samples…</text></svg>`;
+    return `${head}<text class="chart-empty" x="${width / 2}" y="${height / 2}" text-anchor="middle">${escapeText(empty)}</text></svg>`;
   }
   const t0 = Math.min(...all.map((p) => p.t));
   const t1 = Math.max(t0 + 1, ...all.map((p) => p.t));

@@ -1,5 +1,7 @@
-// Time series kept by the page for the session: per-callsite sizes (sparklines, verdicts)
-// and the heap/RSS chart. Capped in samples per key and in keys, so an open tab stays small.
+// Time series for the charts. The server's history (GET history) is the source: fromServer
+// turns its answer into the page's series. History keeps what the page polled itself, for
+// when the server has none (history off, an older server, pid=all: the route answers for one
+// process). Capped in samples per key and in keys, so an open tab stays small.
 
 export class History {
   constructor({ maxSamples = 240, maxKeys = 2000 } = {}) {
@@ -31,4 +33,23 @@ export class History {
   clear() {
     this.series.clear();
   }
+}
+
+// GET history's JSON as the page's series: the memory chart's (heap = traced, peak, rss;
+// rss -1 is unknown and left out) and each stat's sizes by `id(stat)` (the table's row id).
+// intervalMs: how often the server adds a point (0: its history is off).
+export function fromServer(answer, id) {
+  const points = Array.isArray(answer?.points) ? answer.points : [];
+  const memory = { heap: [], peak: [], rss: [] };
+  for (const p of points) {
+    memory.heap.push({ t: p.t_ms, v: p.traced });
+    memory.peak.push({ t: p.t_ms, v: p.peak });
+    if (p.rss >= 0) memory.rss.push({ t: p.t_ms, v: p.rss });
+  }
+  const sites = new Map();
+  for (const stat of Array.isArray(answer?.stats) ? answer.stats : []) {
+    const series = Array.isArray(stat.series) ? stat.series : [];
+    sites.set(id(stat), series.map(([t, v]) => ({ t, v })));
+  }
+  return { intervalMs: Math.max(0, Number(answer?.interval_s) || 0) * 1000, points: points.length, memory, sites };
 }

@@ -4,13 +4,24 @@
 import { formatSize, formatCount } from './format.js';
 import { sparkline } from './charts.js';
 
+// The verdict is the server's (its history, its rule: docs/history.md); the page only shows it.
 export const VERDICT_HELP = {
-  growing: 'Keeps rising across recent refreshes: a leak candidate.',
-  plateaued: 'Rose, then stayed flat: a cache warming up to its capacity, not a leak.',
-  stable: 'No material change across recent refreshes.',
-  shrinking: 'Falling across recent refreshes.',
-  collecting: 'Too few refreshes yet to judge a trend.',
+  growing: 'The server\'s history: keeps rising across its recent points: a leak candidate.',
+  plateaued: 'The server\'s history: rose, then stayed flat: a cache warming up to its capacity, not a leak.',
+  stable: 'The server\'s history: no material change across its recent points.',
+  shrinking: 'The server\'s history: falling across its recent points.',
+  unknown: 'The server cannot tell yet: its history is shorter than 5 points, is off, or never saw this callsite among its biggest stacks (all processes merged: they disagree).',
 };
+
+export const VERDICTS = Object.keys(VERDICT_HELP);
+
+// The badge's hover text: what the verdict means and the server's numbers behind it.
+export function verdictTitle(stat, verdict) {
+  const help = VERDICT_HELP[verdict] ?? '';
+  if (!Number.isFinite(stat?.growth_per_min)) return help;
+  const since = Number.isFinite(stat.since_last_growth_s) ? `, last grew ${Math.round(stat.since_last_growth_s)} s ago` : '';
+  return `${help} (${formatSize(stat.growth_per_min, true)}/min${since})`;
+}
 const COLUMNS = 10;
 
 function el(tag, cls, text) {
@@ -128,8 +139,8 @@ export class SitesTable {
     c7.className = 'num average'; c7.textContent = formatSize(stat.average ?? (stat.count ? stat.size / stat.count : 0));
     c8.className = 'trend'; c8.innerHTML = sparkline(points, { verdict });
     c9.className = 'verdict-cell';
-    const badge = el('span', `verdict ${verdict}`, verdict === 'collecting' ? 'collecting…' : verdict);
-    badge.title = VERDICT_HELP[verdict] ?? '';
+    const badge = el('span', `verdict ${verdict}`, verdict);
+    badge.title = verdictTitle(stat, verdict);
     c9.replaceChildren(badge);
     row.tr.classList.toggle('open', this.openId === row.tr.dataset.id);
   }

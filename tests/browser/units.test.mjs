@@ -1,0 +1,84 @@
+// Unit tests of the dashboard's pure modules (size formatting, history, verdict display):
+// node --test. The verdict rule itself is the server's (tests/report/verdict_test.cpp).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { formatSize, formatCount } from '../../web/static/format.js';
+import { History, fromServer } from '../../web/static/history.js';
+import { VERDICTS, verdictTitle } from '../../web/static/table.js';
+import { processLabel, shortCommand } from '../../web/static/processes.js';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+test('sizes read like tracemalloc', () => {
+  const cases = [
+    [0, false, '0 B'], [0, true, '+0 B'], [1023, false, '1023 B'], [10239, false, '10239 B'],
+    [10240, false, '10.0 KiB'], [-10240, true, '-10.0 KiB'], [500 * KiB, true, '+500 KiB'],
+    [99.95 * KiB, false, '100.0 KiB'], [320 * KiB, false, '320 KiB'], [2.5 * KiB, false, '2560 B'],
+    [38.5 * MiB, false, '38.5 MiB'], [25.6 * MiB, true, '+25.6 MiB'], [6.4 * MiB, false, '6554 KiB'],
+    [12.25 * MiB, false, '12.2 MiB'], [12.75 * MiB, false, '12.8 MiB'], [3 * 1024 * MiB, false, '3072 MiB'],
+    [200 * 1024 * MiB, false, '200 GiB'],
+  ];
+  for (const [bytes, signed, text] of cases) assert.equal(formatSize(bytes, signed), text, `${bytes}`);
+  assert.equal(formatSize(undefined), '–');
+  assert.equal(formatCount(1234567), '1,234,567');
+  assert.equal(formatCount(4, true), '+4');
+  assert.equal(formatCount(-4, true), '-4');
+});
+
+test('history keeps a capped series per key and forgets the least recently seen', () => {
+  const h = new History({ maxSamples: 3, maxKeys: 2 });
+  for (let t = 0; t < 5; t++) h.record(t, [['a', t * 10]]);
+  assert.deepEqual(h.values('a'), [20, 30, 40]);
+  h.record(5, [['b', 1]]);
+  h.record(6, [['c', 2]]);
+  assert.deepEqual(h.values('a'), []);
+  assert.deepEqual(h.values('c'), [2]);
+  h.clear();
+  assert.deepEqual(h.values('c'), []);
+});
+
+test("a process's label names its program, however deep the directory it runs from", () => {
+  const deep = `/${'very-long-directory/'.repeat(6)}prefork_truth 2`;
+  assert.equal(shortCommand(deep), 'prefork_truth 2');
+  assert.equal(shortCommand('gunicorn: worker [app:app]'), 'gunicorn: worker [app:app]');
+  assert.equal(shortCommand('python3 /srv/app/main.py --port 1'), 'python3 /srv/app/main.py --port 1');
+  assert.equal(shortCommand(''), '');
+  assert.equal(processLabel({ pid: 7, mode: 'exact', traced: 4952, cmdline: deep }, 7), 'pid 7 (port) · exact · 4952 B traced · prefork_truth 2');
+  assert.match(processLabel({ pid: 8, mode: 'sampled', cmdline: `/bin/${'x'.repeat(80)}` }, 7), /^pid 8 · sampled · x{47}…$/);
+});
+
+test("the server's history becomes the charts' series", () => {
+  const answer = {
+    interval_s: 2, key: 'line',
+    points: [
+      { t_ms: 1000, traced: 10, peak: 12, rss: 100, stacks_dropped: 0, bytes_dropped: 0 },
+      { t_ms: 3000, traced: 20, peak: 22, rss: -1, stacks_dropped: 0, bytes_dropped: 0 },
+    ],
+    stats: [{ key: 'a.cpp:1', series: [[1000, 5, 1], [3000, 7, 2]], verdict: 'unknown' }, { key: 'b.cpp:2' }],
+  };
+  const s = fromServer(answer, (stat) => `id:${stat.key}`);
+  assert.equal(s.intervalMs, 2000);
+  assert.equal(s.points, 2);
+  assert.deepEqual(s.memory.heap, [{ t: 1000, v: 10 }, { t: 3000, v: 20 }]);
+  assert.deepEqual(s.memory.peak, [{ t: 1000, v: 12 }, { t: 3000, v: 22 }]);
+  assert.deepEqual(s.memory.rss, [{ t: 1000, v: 100 }], 'an unknown RSS (-1) is no point');
+  assert.deepEqual(s.sites.get('id:a.cpp:1'), [{ t: 1000, v: 5 }, { t: 3000, v: 7 }]);
+  assert.deepEqual(s.sites.get('id:b.cpp:2'), []);
+  // No answer (an older server) or history off: no interval, so the page uses its own polls.
+  for (const none of [null, { interval_s: 0, points: [], stats: [] }, { interval_s: 'x' }]) {
+    const empty = fromServer(none, (stat) => stat.key);
+    assert.equal(empty.intervalMs, 0);
+    assert.equal(empty.points, 0);
+    assert.equal(empty.sites.size, 0);
+  }
+});
+
+test("verdicts are shown as the server says them, with its numbers", () => {
+  assert.deepEqual(VERDICTS, ['growing', 'plateaued', 'stable', 'shrinking', 'unknown'], "the server's words (src/report/verdict.cpp)");
+  assert.match(verdictTitle({ verdict: 'growing', growth_per_min: 61440, since_last_growth_s: 0.4 }, 'growing'),
+    /^The server's history: keeps rising.* \(\+60\.0 KiB\/min, last grew 0 s ago\)$/);
+  // While unknown the server sends null numbers: only the explanation.
+  assert.match(verdictTitle({ verdict: 'unknown', growth_per_min: null, since_last_growth_s: null }, 'unknown'), /shorter than 5 points/);
+  assert.doesNotMatch(verdictTitle({ growth_per_min: null }, 'unknown'), /min/);
+});
