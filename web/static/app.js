@@ -52,8 +52,9 @@ const flame = new FlameGraph($('flame'), $('flame-crumbs'), $('flame-empty'));
 // The flame graph asks for every changed stack: #flame=0 (the Hide button) spares the server.
 state.flame = url.get('flame') !== '0';
 // Stacks asked for the flame graph: the report is ordered by |size_diff|, so these are the
-// ones that changed most (and the server stops at its report cap anyway).
-const FLAME_LIMIT = 1000;
+// ones that changed most. Whole stacks are the biggest answers liveheap makes (tens of KB of
+// JSON each, full names included), asked on every refresh: the host is not asked for more.
+const FLAME_LIMIT = 200;
 
 // ---- the query (key, filters, limit), mirrored in the fragment so it can be shared ----
 for (const name of ['key', 'include', 'exclude', 'limit']) if (url.has(name)) $(name).value = url.get(name);
