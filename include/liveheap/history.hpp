@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,9 @@ struct HistoryPoint {
   // recorded (their series read 0 here), and the bytes they held.
   std::int64_t stacks_dropped = 0;
   std::int64_t bytes_dropped = 0;
+  // The allocator's own figures at this tick, in its names (as /stats "allocator"):
+  // e.g. jemalloc's "allocated", "active", "resident", "retained", "mapped".
+  std::vector<std::pair<std::string, std::int64_t>> allocator;
 };
 
 // One stack's live bytes and blocks at each point (index = point index; 0 where the stack

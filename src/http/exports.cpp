@@ -10,7 +10,7 @@
 #include <boost/beast/http/field.hpp>
 #include <unistd.h>
 
-#include "allocator.hpp"
+#include "liveheap/allocator.hpp"
 #include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
 

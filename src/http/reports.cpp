@@ -6,7 +6,7 @@
 #include <chrono>
 #include <optional>
 
-#include "allocator.hpp"
+#include "liveheap/allocator.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
 #include "liveheap/tracker.hpp"
@@ -312,9 +312,13 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
   const auto last = [](const std::vector<std::int64_t>& v) { return v.empty() ? 0 : v.back(); };
   if (to.format == Format::json) {
     json points = json::array();
-    for (const HistoryPoint& p : history.points)
+    for (const HistoryPoint& p : history.points) {
+      json allocator = json::object();
+      for (const auto& [name, bytes] : p.allocator) allocator[name] = bytes;
       points.push_back({{"t_ms", p.t_ms}, {"traced", p.traced}, {"peak", p.peak}, {"rss", p.rss},
+                        {"allocator", std::move(allocator)},
                         {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped}});
+    }
     json stats = json::array();
     for (std::size_t i = 0; i < shown; ++i) {
       const KeySeries& s = all[i];
@@ -327,6 +331,7 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
     }
     return make_json(to, Status::ok,
                      {{"interval_s", history.interval_s},
+                      {"allocator", read_allocator().name},
                       {"max_points", history.max_points},
                       {"points_dropped", history.points_dropped},
                       {"stacks_per_point", history.stacks_per_point},

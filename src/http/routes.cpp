@@ -5,7 +5,7 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 
-#include "allocator.hpp"
+#include "liveheap/allocator.hpp"
 #include "auth.hpp"
 #include "embedded_assets.hpp"
 #include "exports.hpp"

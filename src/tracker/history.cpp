@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "engine.hpp"
+#include "liveheap/allocator.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace liveheap::tracker {
@@ -182,6 +183,9 @@ void history_tick() {
   p.point.traced = traced.current;
   p.point.peak = traced.peak;
   p.point.rss = resident_bytes();
+  // Off the allocation path, but not free: glibc's mallinfo2 holds each arena's lock while it
+  // sums that arena (microseconds), as a GET /stats does.
+  p.point.allocator = read_allocator().figures;
   r.scratch.clear();
   engine::visit_stack_ids(
       [](void* ctx, std::uint32_t id, const engine::StackSums& s) {

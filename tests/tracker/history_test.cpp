@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -153,18 +154,20 @@ TEST(History, TickCostAndBoundAtTenThousandStacks) {
   ASSERT_GE(liveheap::engine_stats().stacks, 10000u);
   liveheap::tracker::history_tick();  // grows the tick's scratch once (16 bytes per live stack)
   const std::int64_t memory_before = liveheap::tracker_memory();
-  double worst_ms = 0;
+  std::vector<double> tick_ms;
   for (int i = 0; i < 20; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     liveheap::tracker::history_tick();
-    worst_ms = std::max(worst_ms, std::chrono::duration<double, std::milli>(
-                                      std::chrono::steady_clock::now() - t0).count());
+    tick_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const std::int64_t per_point = (liveheap::tracker_memory() - memory_before) / 20;
-  std::printf("history tick at %llu stacks: worst %.2f ms; %lld bytes per point\n",
-              static_cast<unsigned long long>(liveheap::engine_stats().stacks), worst_ms,
-              static_cast<long long>(per_point));
-  EXPECT_LT(worst_ms, 25.0);  // a shared CI machine gets slack; docs/history.md has the numbers
+  std::sort(tick_ms.begin(), tick_ms.end());
+  std::printf("history tick at %llu stacks: median %.2f ms, worst %.2f ms; %lld bytes per point\n",
+              static_cast<unsigned long long>(liveheap::engine_stats().stacks), tick_ms[10],
+              tick_ms.back(), static_cast<long long>(per_point));
+  // The median: one tick descheduled on a shared machine says nothing about the tick's cost
+  // (the bench measures it: ./build.sh bench, docs/history.md). A gross regression still fails.
+  EXPECT_LT(tick_ms[10], 25.0);
   // 512 entries of 16 bytes per point: an hour at 10 s (360 points) stays under 4 MiB.
   EXPECT_LE(per_point * 360, 4 << 20);
   const History h = liveheap::history();

@@ -1,7 +1,8 @@
 // The allocator underneath liveheap (glibc, jemalloc, tcmalloc, mimalloc) and its own view
 // of memory: what it serves, what it holds, what it could give back. It is asked through
 // its own API, found by symbol in the object that serves malloc.
-// Thread-safety: functions of the process; call them under an IgnoreScope.
+// Thread-safety: functions of the process, callable from any thread; call them under an
+// IgnoreScope (what they allocate is liveheap's own).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace liveheap::http {
+namespace liveheap {
 
 struct AllocatorInfo {
   std::string name;  // "glibc", "jemalloc", "tcmalloc", "mimalloc", or "unknown"
@@ -25,4 +26,4 @@ AllocatorInfo read_allocator() noexcept;
 // for mimalloc. Returns what was asked, e.g. "malloc_trim(0) released memory".
 std::string release_free_memory();
 
-}  // namespace liveheap::http
+}  // namespace liveheap

@@ -1,7 +1,7 @@
 // Names the allocator that serves malloc and asks it, through its own API, for its figures
 // and to give memory back. Its functions are looked up in the object that serves malloc, so
 // a jemalloc linked into one library never answers for glibc's heap, and the reverse.
-#include "allocator.hpp"
+#include "liveheap/allocator.hpp"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -10,7 +10,7 @@
 
 #include "liveheap/tracker.hpp"
 
-namespace liveheap::http {
+namespace liveheap {
 namespace {
 
 // dlopen handle of the allocator's object (never closed: it serves this process's malloc).
@@ -137,4 +137,4 @@ std::string release_free_memory() {
   return std::string("malloc_trim(0) ") + (::malloc_trim(0) != 0 ? "released memory" : "released nothing");
 }
 
-}  // namespace liveheap::http
+}  // namespace liveheap
