@@ -141,10 +141,11 @@ class Handler {
   bool handle_async(Request&& req, boost::asio::any_io_executor executor,
                     std::function<void(Response)> done);
 
-  // The same, stopped early when `cancel` is emitted (as Asio's per-operation cancellation:
-  // emit from the thread that called handle_async, e.g. when the client has gone away): a
-  // ?seconds=N window stops waiting and a queued report is not made. `done` is still called
-  // exactly once, then with 503 "cancelled". The admin server does this for its clients.
+  // The same, and a ?seconds=N window stops waiting when `cancel` is emitted (as Asio's
+  // per-operation cancellation: emit from the thread that called handle_async, e.g. when the
+  // client has gone away); other requests are answered as usual. `done` is still called
+  // exactly once, for a stopped window with 503 "cancelled". The admin server does this for
+  // its clients.
   bool handle_async(Request&& req, boost::asio::any_io_executor executor,
                     std::function<void(Response)> done, boost::asio::cancellation_slot cancel);
 

@@ -131,10 +131,10 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
                                  handler_.config().prefix + "/"));
   }
 
-  // While the answer is being made (a report on the worker, a ?seconds= window), a client
-  // that hangs up cancels it: the window's place and the report's work are given back at
-  // once. An end of stream counts as gone, as Go's net/http cancels a request's context: a
-  // client that half-closes its side while it waits is not told apart from one that left.
+  // While the answer is being made, a client that hangs up cancels a ?seconds= window: its
+  // place is given back at once. An end of stream counts as gone, as Go's net/http cancels a
+  // request's context: a client that half-closes its side while its window waits is not
+  // told apart from one that left (other answers are made and sent all the same).
   void watch_for_hangup() {
     watching_ = true;
     stream_.socket().async_wait(net::socket_base::wait_read,

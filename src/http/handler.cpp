@@ -46,7 +46,7 @@ struct Job {
   std::shared_ptr<net::steady_timer> window;  // the worker thread's: a window's wait
 };
 
-// What a cancelled request gets: its client is gone, so nobody reads it.
+// What a cancelled window gets: its client is gone (or half-closed: then it reads this).
 Response cancelled_response(const Request& req) {
   return make_error(reply_to(req), Status::service_unavailable,
                     "cancelled: the client went away before the answer was ready");
@@ -92,10 +92,8 @@ struct Handler::Impl {
   }
 
   void run(const std::shared_ptr<Job>& job) {
-    if (job->cancelled) {  // a report nobody will read is not made
-      pending.fetch_sub(1);
-      return deliver(job, cancelled_response(job->req));
-    }
+    // A report is made even when its client has signalled that it left: an end of stream
+    // may be a client that half-closed and still reads, and a report is bounded work.
     Outcome outcome = answer(state, job->req);
     pending.fetch_sub(1);  // a window's wait holds no snapshot work: it does not count
     if (auto* res = std::get_if<Response>(&outcome)) return deliver(job, std::move(*res));

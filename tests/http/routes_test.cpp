@@ -403,6 +403,9 @@ TEST_F(WindowLimitTest, AWindowWhoseClientHungUpGivesItsPlaceBack) {
   })) << "the abandoned window still holds the only place";
   EXPECT_EQ(next.status, 200) << next.body;
   EXPECT_LT(std::chrono::steady_clock::now() - hung_up, std::chrono::seconds(10));
+  // A client that half-closes after its request still gets its answer, unless it is a window.
+  EXPECT_EQ(status_of(send_raw(port(), "GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")), 200);
+  EXPECT_EQ(status_of(send_raw(port(), "GET /debug/memory/top?key=lines HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")), 400);
 }
 
 }  // namespace
