@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "history.hpp"
@@ -22,6 +23,20 @@ int g_cache_line = 0;
 [[gnu::noinline]] void cache_step() {
   if (g_cache.size() < 2) { g_cache.push_back(std::malloc(4096)); } g_cache_line = __LINE__;
 }
+// A steady churn: one block replaced every step, the same bytes live throughout.
+void* g_churn = nullptr;
+int g_churn_line = 0;
+[[gnu::noinline]] void churn_step() {
+  std::free(g_churn); g_churn = std::malloc(512); g_churn_line = __LINE__;
+}
+// A pool filled before the history starts, then drained one block a step.
+void* g_pool[7] = {};
+int g_pool_line = 0;
+int g_pool_left = 0;
+[[gnu::noinline]] void pool_fill() {
+  for (void*& p : g_pool) { p = std::malloc(2048); } g_pool_line = __LINE__; g_pool_left = 7;
+}
+[[gnu::noinline]] void pool_step() { std::free(g_pool[--g_pool_left]); g_pool[g_pool_left] = nullptr; }
 
 // The stat of `report` at this file's `line`, or null.
 nlohmann::json stat_at(const nlohmann::json& report, int line) {
@@ -40,9 +55,12 @@ class HistoryRoute : public ServerTest {
     ServerTest::SetUp();
     g_leak.reserve(16);
     g_cache.reserve(16);
+    pool_fill();
     for (int i = 0; i < 6; ++i) {
       leak_step();
       cache_step();
+      churn_step();
+      pool_step();
       liveheap::tracker::history_tick();
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -51,6 +69,8 @@ class HistoryRoute : public ServerTest {
     ServerTest::TearDown();
     for (void* p : g_leak) std::free(p);
     for (void* p : g_cache) std::free(p);
+    for (void*& p : g_pool) std::free(std::exchange(p, nullptr));
+    std::free(std::exchange(g_churn, nullptr));
     g_leak.clear();
     g_cache.clear();
     liveheap::stop();
@@ -59,12 +79,12 @@ class HistoryRoute : public ServerTest {
 };
 
 TEST_F(HistoryRoute, SeriesAreExactAndVerdictsNameTheShapes) {
-  const Reply reply = get(port(), "/debug/memory/history?format=json&include=*history_test.cpp&limit=5");
+  const Reply reply = get(port(), "/debug/memory/history?format=json&include=*history_test.cpp&limit=10");
   ASSERT_EQ(reply.status, 200) << reply.body;
   const nlohmann::json h = reply.json();
   EXPECT_EQ(h["interval_s"], 0);
   EXPECT_EQ(h["points"].size(), 6u);
-  EXPECT_EQ(h["keys"], 4);  // this file: the leak, the cache, and the two reserve() lines
+  EXPECT_EQ(h["keys"], 6);  // this file: leak, cache, churn, pool, and the two reserve() lines
   const nlohmann::json leak = stat_at(h, g_leak_line);
   const nlohmann::json cache = stat_at(h, g_cache_line);
   ASSERT_FALSE(leak.is_null()) << h.dump();
@@ -82,6 +102,19 @@ TEST_F(HistoryRoute, SeriesAreExactAndVerdictsNameTheShapes) {
   EXPECT_EQ(cache["verdict"], "plateaued");
   EXPECT_EQ(cache["growth_per_min"], 0.0);
   EXPECT_EQ(leak["size"], 6000);
+  // The two other shapes: a steady churn is stable, a draining pool is shrinking.
+  const nlohmann::json churn = stat_at(h, g_churn_line);
+  const nlohmann::json pool = stat_at(h, g_pool_line);
+  ASSERT_FALSE(churn.is_null()) << h.dump();
+  ASSERT_FALSE(pool.is_null()) << h.dump();
+  std::vector<std::int64_t> churn_sizes, pool_sizes;
+  for (const auto& p : churn["series"]) churn_sizes.push_back(p[1]);
+  for (const auto& p : pool["series"]) pool_sizes.push_back(p[1]);
+  EXPECT_EQ(churn_sizes, (std::vector<std::int64_t>(6, 512)));
+  EXPECT_EQ(pool_sizes, (std::vector<std::int64_t>{12288, 10240, 8192, 6144, 4096, 2048}));
+  EXPECT_EQ(churn["verdict"], "stable");
+  EXPECT_EQ(pool["verdict"], "shrinking");
+  EXPECT_LT(pool["growth_per_min"].get<double>(), 0);
 
   const Reply text = get(port(), "/debug/memory/history?include=*history_test.cpp");
   ASSERT_EQ(text.status, 200);
