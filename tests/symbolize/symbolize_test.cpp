@@ -39,28 +39,37 @@ liveheap::Frame outermost(std::uintptr_t entry) {
   return frames[0].back();
 }
 
+// One build of the plugin: its file, its function and the line of that function's body.
+struct Plugin {
+  const char* path;
+  const char* function;
+  unsigned line;
+};
+const Plugin kAlpha{LIVEHEAP_PLUGIN_A, "plugin_alpha_entry", 6};
+const Plugin kGamma{LIVEHEAP_PLUGIN_B, "plugin_gamma_entry", 12};
+
+// Loads `plugin`, checks what the symbolizer names at its entry, unloads it; its address.
+std::uintptr_t load_and_name(const Plugin& plugin) {
+  Loaded loaded = load(plugin.path, plugin.function);
+  if (loaded.entry == 0) return 0;
+  const liveheap::Frame f = outermost(loaded.entry);
+  EXPECT_EQ(f.function, plugin.function);
+  EXPECT_EQ(f.file.substr(f.file.rfind('/') + 1), "symbolize_plugin.cpp");
+  EXPECT_EQ(f.line, plugin.line) << plugin.function;
+  EXPECT_EQ(f.module, plugin.path);
+  EXPECT_EQ(dlclose(loaded.handle), 0);
+  return loaded.entry;
+}
+
 TEST(Symbolizer, AModuleLoadedWhereAnUnloadedOneWasGetsItsOwnNames) {
   int reused = 0;
   // Two loads a round, each needing a debug-information state of its own.
   for (int round = 0; round < liveheap::symbolize::DebugInfo::kMaxStates / 2; ++round) {
-    Loaded alpha = load(LIVEHEAP_PLUGIN_A, "plugin_alpha_entry");
-    ASSERT_NE(alpha.entry, 0u);
-    const liveheap::Frame a = outermost(alpha.entry);
-    EXPECT_EQ(a.function, "plugin_alpha_entry");
-    EXPECT_EQ(a.file.substr(a.file.rfind('/') + 1), "symbolize_plugin.cpp");
-    EXPECT_EQ(a.line, 6u);
-    EXPECT_EQ(a.module, LIVEHEAP_PLUGIN_A);
-    ASSERT_EQ(dlclose(alpha.handle), 0);
-
-    Loaded gamma = load(LIVEHEAP_PLUGIN_B, "plugin_gamma_entry");
-    ASSERT_NE(gamma.entry, 0u);
-    reused += gamma.entry == alpha.entry;
-    const liveheap::Frame g = outermost(gamma.entry);
-    EXPECT_EQ(g.function, "plugin_gamma_entry");
-    EXPECT_EQ(g.file.substr(g.file.rfind('/') + 1), "symbolize_plugin.cpp");
-    EXPECT_EQ(g.line, 12u);
-    EXPECT_EQ(g.module, LIVEHEAP_PLUGIN_B);
-    ASSERT_EQ(dlclose(gamma.handle), 0);
+    const std::uintptr_t alpha = load_and_name(kAlpha);
+    const std::uintptr_t gamma = load_and_name(kGamma);
+    ASSERT_NE(alpha, 0u);
+    ASSERT_NE(gamma, 0u);
+    reused += gamma == alpha;
   }
   // The case that matters happened at least once (the loader reuses the hole it made).
   EXPECT_GT(reused, 0) << "the second module never landed at the first one's address";
@@ -74,22 +83,21 @@ TEST(Symbolizer, PastTheBudgetAReplacedModuleHasNoLinesRatherThanTheOldOnes) {
   const int kRounds = 2 * liveheap::symbolize::DebugInfo::kMaxStates + 1;
   int exact = 0, without_lines = 0;
   for (int round = 0; round < kRounds; ++round) {
-    const bool odd = round % 2 == 1;
-    Loaded plugin = odd ? load(LIVEHEAP_PLUGIN_B, "plugin_gamma_entry")
-                        : load(LIVEHEAP_PLUGIN_A, "plugin_alpha_entry");
-    ASSERT_NE(plugin.entry, 0u);
-    const liveheap::Frame f = outermost(plugin.entry);
-    EXPECT_EQ(f.function, odd ? "plugin_gamma_entry" : "plugin_alpha_entry") << "round " << round;
-    EXPECT_EQ(f.module, odd ? LIVEHEAP_PLUGIN_B : LIVEHEAP_PLUGIN_A);
+    const Plugin& plugin = round % 2 == 1 ? kGamma : kAlpha;
+    Loaded loaded = load(plugin.path, plugin.function);
+    ASSERT_NE(loaded.entry, 0u);
+    const liveheap::Frame f = outermost(loaded.entry);
+    EXPECT_EQ(f.function, plugin.function) << "round " << round;
+    EXPECT_EQ(f.module, plugin.path);
     if (f.line == 0) {
       ++without_lines;
       EXPECT_EQ(f.file, "") << "round " << round;
     } else {
       ++exact;
       EXPECT_EQ(without_lines, 0) << "lines came back after the budget was spent, round " << round;
-      EXPECT_EQ(f.line, odd ? 12u : 6u) << "round " << round;
+      EXPECT_EQ(f.line, plugin.line) << "round " << round;
     }
-    ASSERT_EQ(dlclose(plugin.handle), 0);
+    ASSERT_EQ(dlclose(loaded.handle), 0);
   }
   EXPECT_EQ(exact, kBudget) << "one state per module loaded while the budget lasts";
   EXPECT_EQ(liveheap::symbolize::debug_info_states(), liveheap::symbolize::DebugInfo::kMaxStates);
