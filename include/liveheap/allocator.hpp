@@ -20,6 +20,8 @@ struct AllocatorInfo {
   std::vector<std::pair<std::string, std::int64_t>> figures;
 };
 AllocatorInfo read_allocator() noexcept;
+// Its name alone (AllocatorInfo::name), found once: no figures are asked for.
+const std::string& allocator_name() noexcept;
 
 // Asks the allocator to hand free memory back to the kernel: malloc_trim(0) for glibc,
 // a purge of every arena for jemalloc, ReleaseFreeMemory for tcmalloc, mi_collect(true)

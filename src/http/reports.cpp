@@ -331,7 +331,7 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
     }
     return make_json(to, Status::ok,
                      {{"interval_s", history.interval_s},
-                      {"allocator", read_allocator().name},
+                      {"allocator", allocator_name()},
                       {"max_points", history.max_points},
                       {"points_dropped", history.points_dropped},
                       {"stacks_per_point", history.stacks_per_point},
@@ -390,7 +390,7 @@ Response trim_report(const ReplyTo& to, const ProcessMemory& before, const Proce
                      // glibc says whether it released memory; for the others, RSS does.
                      {{"released", done.starts_with("malloc_trim") ? done.ends_with("released memory")
                                                                    : after.rss < before.rss},
-                      {"allocator", read_allocator().name},
+                      {"allocator", allocator_name()},
                       {"action", done},
                       {"tracker_released", tracker_released},
                       {"rss_before", before.rss},

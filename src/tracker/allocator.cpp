@@ -112,6 +112,8 @@ AllocatorInfo read_allocator() noexcept {
   }
 }
 
+const std::string& allocator_name() noexcept { return allocator().name; }
+
 std::string release_free_memory() {
   const Allocator& a = allocator();
   if (a.name == "jemalloc") {
