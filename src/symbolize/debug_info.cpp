@@ -134,12 +134,11 @@ std::vector<Frame> DebugInfo::resolve(std::uintptr_t address) {
   Dl_info info{};
   const bool found = dladdr(reinterpret_cast<void*>(pc), &info) != 0;
   std::uintptr_t offset = address;
-  backtrace_state* state = nullptr;
   if (found) {
     f.module = info.dli_fname == nullptr ? "" : info.dli_fname;
     offset = address - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
   }
-  state = state_for(pc, f.module.c_str());
+  backtrace_state* state = state_for(pc, f.module.c_str());
   // Code the state never read, in an object loaded since: read the objects again (boundedly).
   if (state == nullptr && found && (state_ == nullptr || state_counts_ != counts_) &&
       states_made_ < kMaxStates) {
@@ -154,7 +153,7 @@ std::vector<Frame> DebugInfo::resolve(std::uintptr_t address) {
     frame.line = in.line;
     frames.push_back(std::move(frame));
   }
-  // Else module+offset when there is no symbol at all.
+  // The function the code is in, by its symbol; else module+offset when it has none.
   f.function = symbol_name(state, info, found, pc);
   if (f.function.empty() && !frames.empty()) f.function = frames.back().function;
   if (f.function.empty()) {
