@@ -1,6 +1,7 @@
 // liveheap::http::Handler: prefix matching, and answering on the caller's thread (handle)
 // or on liveheap's worker thread (handle_async), where ?seconds=N windows wait on timers.
 #include <atomic>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -43,7 +44,7 @@ struct Job {
   net::any_io_executor executor;
   std::function<void(Response)> done;
   std::atomic<bool> cancelled{false};         // set from the caller's thread
-  std::shared_ptr<net::steady_timer> window;  // the worker thread's: a window's wait
+  std::optional<net::steady_timer> window;    // the worker thread's: a window's wait
 };
 
 // What a cancelled window gets: its client is gone (or half-closed: then it reads this).
@@ -99,10 +100,13 @@ struct Handler::Impl {
     if (auto* res = std::get_if<Response>(&outcome)) return deliver(job, std::move(*res));
     Window window = std::get<Window>(std::move(outcome));
     if (job->cancelled) return deliver(job, cancelled_response(job->req));
-    job->window = std::make_shared<net::steady_timer>(worker_io, window.wait);
+    job->window.emplace(worker_io, window.wait);
     // The handler holds the window's slot (Config::max_windows) until it has run: a
     // cancelled window gives its slot back at once.
     job->window->async_wait([job, finish = std::move(window.finish)](boost::system::error_code ec) {
+      // The timer is the worker's io_context's: it goes now, not with the job, which the
+      // delivery takes to the caller's executor and which may outlive this Handler.
+      job->window.reset();
       if (!ec) return deliver(job, finish());
       if (job->cancelled) deliver(job, cancelled_response(job->req));
     });
