@@ -14,6 +14,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Target, leakLines } from './target.mjs';
+import { until } from './until.mjs';
 import { formatSize as fmt } from '../../web/static/format.js';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -42,19 +43,6 @@ const LINES = leakLines();
 // Sizes as tracemalloc prints them: what leak_target's ticks must add up to.
 const growSize = (ticks) => ticks * 100 * KiB;
 const cacheSize = (ticks) => Math.min(ticks, 12) * 64 * KiB;
-
-async function until(what, check, ms = 20000) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    try {
-      last = await check();
-      if (last === true) return;
-    } catch (e) { last = e.message; }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-}
 
 // The text of each cell of the row for leak_target.cpp:<line>, or null when absent.
 async function rowOf(page, line) {

@@ -13,6 +13,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Target } from './target.mjs';
+import { until } from './until.mjs';
 import { formatSize as fmt } from '../../web/static/format.js';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -40,19 +41,6 @@ const freePort = () => new Promise((resolve) => {
     server.close(() => resolve(port));
   });
 });
-
-async function until(what, check, ms = 20000) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    try {
-      last = await check();
-      if (last === true) return;
-    } catch (e) { last = e.message; }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-}
 
 // [size, sizeDiff, count, countDiff] of the row for `where` ("prefork_truth.cpp:33"), or null.
 const rowOf = (page, where) => page.evaluate((w) => {
