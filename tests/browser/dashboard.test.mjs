@@ -15,9 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Target, leakLines } from './target.mjs';
 import { until } from './until.mjs';
+import { CHROMIUM, requireChromium } from './chromium.mjs';
 import { formatSize as fmt } from '../../web/static/format.js';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const PROGRAM = process.env.LEAK_TARGET ?? process.argv[2];
 const SHOTS = process.env.SCREENSHOT_DIR ?? join(tmpdir(), 'liveheap-browser-screenshots');
 const KiB = 1024;
@@ -25,18 +25,7 @@ const KiB = 1024;
 // the server's verdicts need 5 points.
 const HISTORY = { LIVEHEAP_HISTORY_INTERVAL: '1' };
 
-let chromium;
-try {
-  ({ chromium } = await import('playwright-core'));
-} catch { /* reported below */ }
-const missing = !existsSync(CHROMIUM) ? `${CHROMIUM} is not installed (apt-get install chromium)`
-  : !chromium ? 'playwright-core is not installed (cd tests/browser && npm install)'
-  : !PROGRAM || !existsSync(PROGRAM) ? `leak_target not found (LEAK_TARGET=${PROGRAM})` : null;
-if (missing) {
-  // The README's test command installs both; only a hand-run without them may skip.
-  console.log(`${process.env.CI ? 'FAIL' : 'SKIP'}: ${missing}`);
-  process.exit(process.env.CI ? 1 : 77);
-}
+const chromium = await requireChromium(!PROGRAM || !existsSync(PROGRAM) ? `leak_target not found (LEAK_TARGET=${PROGRAM})` : null);
 mkdirSync(SHOTS, { recursive: true });
 
 const LINES = leakLines();

@@ -14,25 +14,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Target } from './target.mjs';
 import { until } from './until.mjs';
+import { CHROMIUM, requireChromium } from './chromium.mjs';
 import { formatSize as fmt } from '../../web/static/format.js';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const PROGRAM = process.env.PREFORK_TRUTH;
 const PRELOAD = process.env.PRELOAD_LIBRARY;
 const SHOTS = process.env.SCREENSHOT_DIR ?? join(tmpdir(), 'liveheap-browser-screenshots');
 
-let chromium;
-try {
-  ({ chromium } = await import('playwright-core'));
-} catch { /* reported below */ }
-const missing = !existsSync(CHROMIUM) ? `${CHROMIUM} is not installed (apt-get install chromium)`
-  : !chromium ? 'playwright-core is not installed (cd tests/browser && npm install)'
-  : !PROGRAM || !existsSync(PROGRAM) || !PRELOAD || !existsSync(PRELOAD)
-    ? `prefork_truth or the preload library not found (PREFORK_TRUTH=${PROGRAM}, PRELOAD_LIBRARY=${PRELOAD})` : null;
-if (missing) {
-  console.log(`${process.env.CI ? 'FAIL' : 'SKIP'}: ${missing}`);
-  process.exit(process.env.CI ? 1 : 77);
-}
+const chromium = await requireChromium(!PROGRAM || !existsSync(PROGRAM) || !PRELOAD || !existsSync(PRELOAD)
+  ? `prefork_truth or the preload library not found (PREFORK_TRUTH=${PROGRAM}, PRELOAD_LIBRARY=${PRELOAD})` : null);
 mkdirSync(SHOTS, { recursive: true });
 
 const freePort = () => new Promise((resolve) => {
