@@ -25,6 +25,10 @@ struct Options {
   std::vector<std::string> plumbing;
   // Seconds between two points of the history (history()); 0: no history. 1..86400.
   unsigned history_interval_s = 10;
+  // The history and peak recorders run on liveheap threads. true: start() leaves them
+  // stopped until start_recorders(), so a process that lives milliseconds (a shell command
+  // under the preload library) pays no thread for figures nobody will read.
+  bool defer_recorders = false;
 };
 inline constexpr unsigned kMaxFrames = 128;
 inline constexpr unsigned kMaxHistoryInterval = 86400;  // a day
@@ -41,6 +45,9 @@ std::optional<Options> options_from_environment(Mode default_mode);
 // std::invalid_argument for bad options, std::runtime_error when the allocation hooks
 // are not in effect (liveheap's malloc lost to another allocator's).
 void start(const Options& options = {});
+// Starts the recorders that start() deferred (Options::defer_recorders); from then on this
+// process (not a forked child) starts them at once. No effect when not tracing.
+void start_recorders();
 // Stops tracing and clears the traces, as tracemalloc.stop().
 void stop();
 bool is_tracing() noexcept;

@@ -29,6 +29,9 @@ constexpr auto kPortRetry = std::chrono::seconds(1);
 // A child forked without exec waits this long before registering: most children exec
 // at once (a shell's commands, popen), and then there is nothing to register.
 constexpr auto kForkChildDelay = std::chrono::milliseconds(50);
+// The history and peak recorders' threads start once the process has served this long
+// (Options::defer_recorders): a command that runs for milliseconds never pays for them.
+constexpr auto kRecordersDelay = std::chrono::milliseconds(100);
 
 // Everything lives as long as the process: never destroyed, since an exit handler and the
 // endpoint's thread may still use it while static destructors run.
@@ -45,6 +48,7 @@ struct State {
   pid_t registered_pid = 0;  // the process that bound `socket`
   bool exiting = false;
   std::unique_ptr<net::steady_timer> retry;
+  std::unique_ptr<net::steady_timer> recorders;
 };
 State* g_state = nullptr;
 
@@ -107,9 +111,19 @@ void serve(State& s, bool announce_busy) {
     std::lock_guard lock(s.mutex);
     s.server = new Server(s.config);  // never deleted: see State
     s.retry = std::make_unique<net::steady_timer>(s.server->io());
+    s.recorders = std::make_unique<net::steady_timer>(s.server->io(), kRecordersDelay);
   }
   if (!try_port(s, announce_busy)) schedule_retry(s);
   net::post(s.server->io(), [&s] { register_socket(s); });
+  s.recorders->async_wait([](boost::system::error_code ec) {
+    if (ec) return;
+    IgnoreScope ignore;
+    try {
+      start_recorders();
+    } catch (...) {
+      // Out of threads or memory: no history or peak in this process, it runs on.
+    }
+  });
 }
 
 // fork() without exec: the parent's server is the parent's (its threads do not exist
@@ -119,6 +133,7 @@ void after_fork_in_child() {
   new (&s.mutex) std::mutex;  // a thread of the parent may have held it
   s.server = nullptr;         // leaked with its io_context
   (void)s.retry.release();    // belongs to that io_context
+  (void)s.recorders.release();
   s.dir.clear();
   try {
     std::thread([] {

@@ -25,8 +25,12 @@ bool allow_open() {
 
 void start_tracking() {
   try {
-    if (const auto options = liveheap::options_from_environment(liveheap::Mode::sampled))
+    if (auto options = liveheap::options_from_environment(liveheap::Mode::sampled)) {
+      // The endpoint starts the recorders once the process has lived a moment; without
+      // LIVEHEAP_ADDR nothing could read them, and they never start.
+      options->defer_recorders = true;
       liveheap::start(*options);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "liveheap: %s; tracking stays off\n", e.what());
   }

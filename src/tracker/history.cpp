@@ -138,14 +138,21 @@ void forget(Recorder& r) {
 
 }  // namespace
 
-void history_start(unsigned interval_s) {
+void history_start(unsigned interval_s, bool run_now) {
   Recorder& r = recorder();
   std::unique_lock lock(r.mutex);
   join_thread(lock);
   IgnoreScope ignore;
   forget(r);
   r.interval_s = interval_s;
-  if (interval_s > 0) start_thread(r);
+  if (run_now && interval_s > 0) start_thread(r);
+}
+
+void history_run() {
+  Recorder& r = recorder();
+  std::lock_guard lock(r.mutex);
+  adopt_fork(r);
+  if (r.thread == nullptr && r.interval_s > 0 && engine::active()) start_thread(r);
 }
 
 void history_stop() {

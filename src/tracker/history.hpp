@@ -32,8 +32,11 @@ struct RawHistory {
   std::uint64_t points_dropped = 0;
 };
 
-// Starts recording every `interval_s` seconds (0: off), forgetting what was recorded.
-void history_start(unsigned interval_s);
+// Records every `interval_s` seconds (0: off) from now on, forgetting what was recorded;
+// with run_now false the thread waits for history_run().
+void history_start(unsigned interval_s, bool run_now = true);
+// Starts the thread history_start() left waiting (or lost in a fork); no-op if it runs.
+void history_run();
 // Stops the thread (joins it) and forgets the points.
 void history_stop();
 // Forgets the points; the thread goes on.

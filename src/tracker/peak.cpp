@@ -26,6 +26,7 @@ struct State {
   std::shared_ptr<const Record> latest;  // guarded by latest_mutex
   std::atomic<std::int64_t> mark{0};     // the thread records once traced current exceeds it
   std::atomic<bool> thread_running{false};
+  std::atomic<bool> restart_in_child{true};  // else a forked child waits for run()
 };
 
 State& state() {
@@ -96,17 +97,20 @@ void after_fork_in_child() {
   new (&s.recording) std::mutex;
   new (&s.latest_mutex) std::mutex;
   s.thread_running.store(false);
-  if (engine::active()) start_thread(s);
+  if (engine::active() && s.restart_in_child.load()) start_thread(s);
 }
 
 }  // namespace
 
-void on_start() {
+void on_start(bool run_now, bool restart_in_child) {
   static std::once_flag once;
   std::call_once(once, [] { pthread_atfork(nullptr, nullptr, after_fork_in_child); });
   forget();
-  start_thread(state());
+  state().restart_in_child.store(restart_in_child);
+  if (run_now) start_thread(state());
 }
+
+void run() { start_thread(state()); }
 
 void forget() noexcept {
   State& s = state();

@@ -31,8 +31,11 @@ struct Record {
   std::vector<StackAtPeak> stacks;
 };
 
-// Tracing (re)started: starts the thread once (and again in a forked child), forgets the record.
-void on_start();
+// Tracing (re)started: forgets the record; starts the thread once if run_now (else at
+// run()), and again in a forked child if restart_in_child (else at the child's run()).
+void on_start(bool run_now = true, bool restart_in_child = true);
+// Starts the thread on_start() left waiting (or a forked child lost); no-op if it runs.
+void run();
 // clear(), stop(): forgets the record; the next poll records the heap as it is then.
 void forget() noexcept;
 // reset_peak(): the record becomes the heap now (recorded on the calling thread).

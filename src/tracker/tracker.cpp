@@ -3,6 +3,7 @@
 #include "liveheap/tracker.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,19 @@ namespace {
 // Serializes start/stop/clear: the engine requires it.
 std::mutex g_control;
 Options g_options;  // guarded by g_control
+// Options::defer_recorders: whether start() left the recorders waiting, and whether this
+// process has called start_recorders() (from then on start() runs them at once). Guarded
+// by g_control; a forked child starts over (after_fork_in_child).
+bool g_recorders_waiting = false;
+bool g_recorders_released = false;
+
+// fork() without exec, in the child (one thread, g_control not ours to take): a deferring
+// session waits again, for the child's own start_recorders() (its endpoint calls it once
+// the child has lived a moment); most children exec at once and never need a thread.
+void after_fork_in_child() {
+  g_recorders_released = false;
+  g_recorders_waiting = g_options.defer_recorders && engine::active();
+}
 
 engine::Mode to_engine(Mode mode) {
   switch (mode) {
@@ -108,8 +122,21 @@ void start(const Options& options) {
   if (!engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
                       options.sample_seed}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
-  tracker::history_start(options.history_interval_s);
-  peak::on_start();
+  static std::once_flag at_fork;
+  std::call_once(at_fork, [] { ::pthread_atfork(nullptr, nullptr, after_fork_in_child); });
+  const bool run_now = !options.defer_recorders || g_recorders_released;
+  tracker::history_start(options.history_interval_s, run_now);
+  peak::on_start(run_now, !options.defer_recorders);
+  g_recorders_waiting = !run_now;
+}
+
+void start_recorders() {
+  std::lock_guard lock(g_control);
+  g_recorders_released = true;
+  if (!g_recorders_waiting || !engine::active()) return;
+  g_recorders_waiting = false;
+  tracker::history_run();
+  peak::run();
 }
 
 void stop() {
