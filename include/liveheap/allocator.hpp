@@ -10,6 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "liveheap/export.hpp"
+
+LIVEHEAP_API_BEGIN
+
 namespace liveheap {
 
 struct AllocatorInfo {
@@ -29,3 +33,5 @@ const std::string& allocator_name() noexcept;
 std::string release_free_memory();
 
 }  // namespace liveheap
+
+LIVEHEAP_API_END

@@ -11,7 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "liveheap/export.hpp"
 #include "liveheap/snapshot.hpp"
+
+LIVEHEAP_API_BEGIN
 
 namespace liveheap {
 
@@ -57,3 +60,5 @@ nlohmann::json to_json(const StatisticDiff& stat, KeyType key_type);
 nlohmann::json to_json(const SnapshotInfo& info);
 
 }  // namespace liveheap
+
+LIVEHEAP_API_END

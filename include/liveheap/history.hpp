@@ -13,7 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "liveheap/export.hpp"
 #include "liveheap/snapshot.hpp"
+
+LIVEHEAP_API_BEGIN
 
 namespace liveheap {
 
@@ -125,3 +128,5 @@ std::string verdict_text(const Verdict& verdict);
 std::vector<std::int64_t> point_times(const History& history);
 
 }  // namespace liveheap
+
+LIVEHEAP_API_END

@@ -49,7 +49,10 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "liveheap/export.hpp"
 #include "liveheap/request_comparison.hpp"
+
+LIVEHEAP_API_BEGIN
 
 namespace liveheap::http {
 
@@ -179,3 +182,5 @@ class AdminServer {
 };
 
 }  // namespace liveheap::http
+
+LIVEHEAP_API_END

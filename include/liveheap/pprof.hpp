@@ -8,7 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "liveheap/export.hpp"
 #include "liveheap/snapshot.hpp"
+
+LIVEHEAP_API_BEGIN
 
 namespace liveheap {
 
@@ -38,3 +41,5 @@ std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappi
 std::string gzip(std::string_view bytes);
 
 }  // namespace liveheap
+
+LIVEHEAP_API_END

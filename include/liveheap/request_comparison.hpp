@@ -10,7 +10,10 @@
 #include <memory>
 #include <string_view>
 
+#include "liveheap/export.hpp"
 #include "liveheap/snapshot.hpp"
+
+LIVEHEAP_API_BEGIN
 
 namespace liveheap::http {
 
@@ -47,3 +50,5 @@ class RequestComparison {
 };
 
 }  // namespace liveheap::http
+
+LIVEHEAP_API_END

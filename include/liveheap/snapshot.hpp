@@ -13,6 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "liveheap/export.hpp"
+
+LIVEHEAP_API_BEGIN
+
 namespace liveheap {
 
 // How allocations were tracked when a snapshot was taken.
@@ -247,3 +251,5 @@ class Snapshot {
 };
 
 }  // namespace liveheap
+
+LIVEHEAP_API_END

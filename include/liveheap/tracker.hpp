@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "liveheap/export.hpp"
 #include "liveheap/history.hpp"
 #include "liveheap/pprof.hpp"
 #include "liveheap/snapshot.hpp"
+
+LIVEHEAP_API_BEGIN
 
 namespace liveheap {
 
@@ -134,3 +137,5 @@ class IgnoreScope {
 };
 
 }  // namespace liveheap
+
+LIVEHEAP_API_END

@@ -6,7 +6,7 @@
 
 #include "stack_capture.hpp"
 
-extern "C" int dlclose(void* handle) {
+extern "C" [[gnu::visibility("default")]] int dlclose(void* handle) {
   using Dlclose = int (*)(void*);
   static std::atomic<Dlclose> next{nullptr};
   Dlclose real = next.load(std::memory_order_acquire);

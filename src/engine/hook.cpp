@@ -117,6 +117,10 @@ void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
 
 }  // namespace
 
+// The hooks replace malloc and operator new for the whole process: exported whatever
+// -fvisibility says (the layers build with hidden).
+#pragma GCC visibility push(default)
+
 extern "C" {
 
 void* malloc(std::size_t size) {
@@ -233,3 +237,5 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { free(p);
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { free(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { free(p); }
+
+#pragma GCC visibility pop

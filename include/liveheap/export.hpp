@@ -1,0 +1,8 @@
+// What the shared library exports. liveheap is built with -fvisibility=hidden: only what
+// the public headers declare between LIVEHEAP_API_BEGIN and LIVEHEAP_API_END (the public
+// API) is callable from outside, so the engine's, tracker's and server's internals stay
+// free to change and cannot clash with the host program's symbols.
+#pragma once
+
+#define LIVEHEAP_API_BEGIN _Pragma("GCC visibility push(default)")
+#define LIVEHEAP_API_END _Pragma("GCC visibility pop")
