@@ -58,6 +58,10 @@ nlohmann::json to_json(const Traceback& traceback);
 nlohmann::json to_json(const Statistic& stat, KeyType key_type);
 nlohmann::json to_json(const StatisticDiff& stat, KeyType key_type);
 nlohmann::json to_json(const SnapshotInfo& info);
+nlohmann::json to_json(const TrackerMemoryCap& cap);
+// "" while the cap was never reached; else "tracker-memory cap 16.0 MiB reached: 1234
+// allocations (77.1 KiB) folded into [over the tracker-memory cap], 0 dropped (0 B)".
+std::string format_cap(const TrackerMemoryCap& cap);
 
 }  // namespace liveheap
 

@@ -211,6 +211,24 @@ struct Filter {
   bool matches(const Traceback& traceback) const noexcept;
 };
 
+// The function name of the one stack that allocations fold into once the tracker-memory
+// cap is reached (Options::max_tracker_memory): it holds their bytes, so totals stay whole.
+inline constexpr std::string_view kOverCapFunction = "[over the tracker-memory cap]";
+
+// What the tracker-memory cap did since the process started. Folded allocations are traced
+// at the kOverCapFunction stack instead of their own (their bytes and counts still count);
+// dropped ones are not traced at all (the live-block table had no room, or sampled mode's
+// region was full). In sampled mode, samples and their weighted bytes.
+struct TrackerMemoryCap {
+  std::int64_t max_bytes = 0;  // the cap; 0 in snapshots made without one
+  bool reached = false;        // a stack or block was refused for the cap
+  std::uint64_t folded_blocks = 0;
+  std::int64_t folded_bytes = 0;
+  std::uint64_t dropped_blocks = 0;
+  std::int64_t dropped_bytes = 0;
+  friend bool operator==(const TrackerMemoryCap&, const TrackerMemoryCap&) = default;
+};
+
 // Facts about how a snapshot was made, carried into every report.
 struct SnapshotInfo {
   Mode mode = Mode::exact;
@@ -220,6 +238,7 @@ struct SnapshotInfo {
   std::int64_t traced_current = 0;    // traced bytes when taken
   std::int64_t traced_peak = 0;
   std::int64_t tracker_memory = 0;    // the tracker's own bytes, never part of the traces
+  TrackerMemoryCap cap;               // the cap when taken, and what it had folded or dropped
 };
 
 // The heap at one moment, one Trace per distinct stack.

@@ -28,18 +28,28 @@ struct Options {
   std::vector<std::string> plumbing;
   // Seconds between two points of the history (history()); 0: no history. 1..86400.
   unsigned history_interval_s = 10;
+  // The most the tracker may hold (tracker_memory()), kMinTrackerMemory..kMaxTrackerMemory
+  // bytes. Past 3/4 of it new stacks are not interned: their allocations fold into one
+  // stack, kOverCapFunction, which keeps their bytes; past all of it exact mode's live-block
+  // table stops growing and new blocks are dropped. Both are counted (TrackerMemoryCap in
+  // engine_stats() and every snapshot). Interned stacks are never freed, so the cap applies
+  // for the life of the process; a later start() may raise it.
+  std::uint64_t max_tracker_memory = std::uint64_t{1} << 30;
   // The history and peak recorders run on liveheap threads. true: start() leaves them
   // stopped until start_recorders(), so a process that lives milliseconds (a shell command
   // under the preload library) pays no thread for figures nobody will read.
   bool defer_recorders = false;
 };
 inline constexpr unsigned kMaxFrames = 128;
+inline constexpr std::uint64_t kMinTrackerMemory = std::uint64_t{1} << 20;  // 1 MiB
+inline constexpr std::uint64_t kMaxTrackerMemory = std::uint64_t{1} << 40;  // 1 TiB
 inline constexpr unsigned kMaxHistoryInterval = 86400;  // a day
 
 // Options from the environment: LIVEHEAP_MODE=off|exact|sampled (unset: `default_mode`),
 // LIVEHEAP_FRAMES=1..kMaxFrames, LIVEHEAP_SAMPLE_INTERVAL=bytes, LIVEHEAP_PLUMBING=comma-
 // separated plumbing globs ("function:arena_*,*/obmalloc.c"), LIVEHEAP_HISTORY_INTERVAL=
-// seconds between history points (0: off). std::nullopt for "off".
+// seconds between history points (0: off), LIVEHEAP_MAX_TRACKER_MEMORY=bytes with an
+// optional unit B, KiB, MiB, GiB, TiB ("256MiB"). std::nullopt for "off".
 // Throws std::invalid_argument naming the variable and its bad value.
 std::optional<Options> options_from_environment(Mode default_mode);
 
@@ -97,6 +107,11 @@ struct EngineStats {
   // calls made to give pages back since start-up.
   std::int64_t region_kept_bytes = 0;
   std::uint64_t region_madvise_calls = 0;
+  // The tracker-memory cap and what it folded or dropped since start-up.
+  TrackerMemoryCap cap;
+  // Bytes mapped now for the interned stacks, and for the live-block tables (exact mode).
+  std::int64_t stack_table_bytes = 0;
+  std::int64_t live_table_bytes = 0;
 };
 EngineStats engine_stats() noexcept;
 

@@ -18,11 +18,34 @@ std::atomic<Mode> g_mode{Mode::off};
 
 namespace {
 
-// Tables live in static storage (zero-initialized, usable before any constructor runs);
-// their arrays come from mmap.
-StackTable g_stacks;
-LiveTable g_live;  // exact mode: traced blocks
-LiveTable g_own;   // exact mode: blocks allocated under an ignore scope (tracker memory)
+// The tracker-memory cap (Settings::max_memory) and what it refused.
+std::atomic<std::int64_t> g_max_memory{kDefaultMaxMemory};
+std::atomic<bool> g_cap_reached{false};
+
+// Room for `bytes` more of the tracker's memory under `limit`; notes when there is none.
+bool room_under(std::int64_t limit, std::size_t bytes) noexcept {
+  if (own_memory() + static_cast<std::int64_t>(bytes) <= limit) return true;
+  g_cap_reached.store(true, std::memory_order_relaxed);
+  return false;
+}
+// New stacks stop at 3/4 of the cap: the last quarter is the live table's, whose entries
+// cannot fold (a block without one is lost to the reports), while a stack can.
+bool stack_room(std::size_t bytes) noexcept {
+  return room_under(g_max_memory.load(std::memory_order_relaxed) / 4 * 3, bytes);
+}
+bool live_room(std::size_t bytes) noexcept {
+  return room_under(g_max_memory.load(std::memory_order_relaxed), bytes);
+}
+
+// Tables live in static storage (constant-initialized, usable before any constructor
+// runs); their arrays come from mmap.
+constinit StackTable g_stacks{stack_room};
+constinit LiveTable g_live{live_room};  // exact mode: traced blocks
+// Exact mode: blocks allocated under an ignore scope. Never refused: it is what counts the
+// tracker's own allocations, which happen whether it has room or not.
+constinit LiveTable g_own;
+// The stack that allocations fold into when theirs cannot be interned (kOverCapFrame).
+std::atomic<StackId> g_fold_stack{kNoStack};
 
 // Traced bytes, one counter per thread on a line of its own (an atomic add on one shared
 // counter from every allocation and free was the largest cost of exact mode with two
@@ -40,6 +63,9 @@ constexpr std::int64_t kPeakCheckBytes = 64 * 1024;
 std::atomic<std::int64_t> g_own_bytes{0};
 std::atomic<std::int64_t> g_live_samples{0};
 std::atomic<std::uint64_t> g_dropped{0};
+std::atomic<std::int64_t> g_dropped_bytes{0};
+std::atomic<std::uint64_t> g_folded{0};
+std::atomic<std::int64_t> g_folded_bytes{0};
 // Bumped by start/stop/clear: samples counted in an older session are not uncounted.
 std::atomic<std::uint32_t> g_session{1};
 std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads this session
@@ -113,13 +139,27 @@ void uncount_replaced(const LiveBlock& old) noexcept {
   if (old.stack != kNoStack) count_block(old.stack, old.size, -1);
 }
 
-StackId capture_and_intern() noexcept {
+void count_dropped(std::int64_t bytes) noexcept {
+  g_dropped.fetch_add(1, std::memory_order_relaxed);
+  g_dropped_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void count_folded(std::int64_t bytes) noexcept {
+  g_folded.fetch_add(1, std::memory_order_relaxed);
+  g_folded_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+// The stack's id; when it cannot be interned, the over-the-cap stack's (and *folded set),
+// or kNoStack when even that one does not exist.
+StackId capture_and_intern(bool* folded) noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash);
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
-  if (stack == kNoStack) g_dropped.fetch_add(1, std::memory_order_relaxed);
-  return stack;
+  if (stack != kNoStack) [[likely]]
+    return stack;
+  *folded = true;
+  return g_fold_stack.load(std::memory_order_relaxed);
 }
 
 void record_own(void* p, std::size_t size) noexcept {
@@ -129,13 +169,15 @@ void record_own(void* p, std::size_t size) noexcept {
 }
 
 void record_traced(void* p, std::size_t size) noexcept {
-  const StackId stack = capture_and_intern();
-  if (stack == kNoStack) return;
+  bool folded = false;
+  const StackId stack = capture_and_intern(&folded);
   LiveBlock replaced;
-  if (!g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
-    g_dropped.fetch_add(1, std::memory_order_relaxed);
+  if (stack == kNoStack ||
+      !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
+    count_dropped(static_cast<std::int64_t>(size));
     return;
   }
+  if (folded) count_folded(static_cast<std::int64_t>(size));
   count_block(stack, size, +1);
   uncount_replaced(replaced);
 }
@@ -199,6 +241,10 @@ bool start(const Settings& settings) noexcept {
   if (settings.mode == Mode::sampled && !reserve_sample_region()) return false;
   empty_tables();
   g_settings = settings;
+  g_max_memory.store(settings.max_memory, std::memory_order_relaxed);
+  // Interned before any stack can be refused (and whatever the cap): the stack they fold into.
+  if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack)
+    g_fold_stack.store(g_stacks.find_or_insert(&kOverCapFrame, 1, false), std::memory_order_relaxed);
   g_mode.store(settings.mode, std::memory_order_seq_cst);
   return true;
 }
@@ -249,6 +295,8 @@ void restore(void* p, const Forgotten& f) noexcept {
     add_to_stack<Side::freed>(f.stack, -bytes, -kCountUnit);
     add_traced(bytes);
     uncount_replaced(replaced);
+  } else if (f.traced) {
+    count_dropped(static_cast<std::int64_t>(f.size));  // no room: untraced from now on
   } else if (f.own) {
     record_own(p, f.size);
   }
@@ -272,14 +320,19 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexce
   if (size == 0 || t.in_hook || t.ignore_depth > 0) return nullptr;
   HookGuard guard;
   void* p = region_allocate(size, alignment, zero);
+  const SampleWeight w = sample_weight(size, g_settings.sample_interval);
   if (p == nullptr) {
-    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    count_dropped(w.bytes);
     return nullptr;
   }
   SampleHeader* h = region_header(p);
-  const StackId stack = capture_and_intern();
-  if (stack == kNoStack) return p;  // allocated, never counted
-  const SampleWeight w = sample_weight(size, g_settings.sample_interval);
+  bool folded = false;
+  const StackId stack = capture_and_intern(&folded);
+  if (stack == kNoStack) {  // allocated, never counted
+    count_dropped(w.bytes);
+    return p;
+  }
+  if (folded) count_folded(w.bytes);
   h->stack = stack;
   h->weighted_bytes = w.bytes;
   h->weighted_count = w.count;
@@ -329,6 +382,15 @@ std::uint64_t live_blocks() noexcept {
 }
 
 std::uint64_t dropped() noexcept { return g_dropped.load(std::memory_order_relaxed); }
+
+CapFigures cap_figures() noexcept {
+  return {g_max_memory.load(std::memory_order_relaxed), g_cap_reached.load(std::memory_order_relaxed),
+          g_folded.load(std::memory_order_relaxed),     g_folded_bytes.load(std::memory_order_relaxed),
+          g_dropped.load(std::memory_order_relaxed),    g_dropped_bytes.load(std::memory_order_relaxed)};
+}
+
+std::int64_t stack_table_bytes() noexcept { return g_stacks.memory_bytes(); }
+std::int64_t live_table_bytes() noexcept { return g_live.memory_bytes() + g_own.memory_bytes(); }
 
 namespace {
 

@@ -16,12 +16,24 @@ namespace liveheap::engine {
 
 enum class Mode : std::uint8_t { off = 0, exact = 1, sampled = 2 };
 
+// The tracker-memory cap unless start() is given another (README "Configuration" says why).
+inline constexpr std::int64_t kDefaultMaxMemory = std::int64_t{1} << 30;
+
 struct Settings {
   Mode mode = Mode::off;
   std::uint32_t max_frames = 32;
   std::uint64_t sample_interval = 524288;
   std::uint64_t sample_seed = 0;  // 0: unpredictable
+  // The tracker's own memory (own_memory()) is kept under this: new stacks stop being
+  // interned at 3/4 of it (they fold into the over-the-cap stack), the live-block table
+  // stops growing at all of it (blocks are dropped). Allocations the tracker makes for
+  // itself (reports, the symbolizer) are never refused, but count.
+  std::int64_t max_memory = kDefaultMaxMemory;
 };
+
+// The one frame of the stack that allocations fold into when their own stack cannot be
+// interned (past the cap, or out of stack ids): no return address is 1.
+inline constexpr std::uintptr_t kOverCapFrame = 1;
 
 // Read by every hook. One relaxed load; hidden, so it is read PC-relative, not via the GOT.
 [[gnu::visibility("hidden")]] extern std::atomic<Mode> g_mode;
@@ -78,6 +90,23 @@ std::uint64_t stack_count() noexcept;
 // Traced blocks alive now (in sampled mode: samples alive now).
 std::uint64_t live_blocks() noexcept;
 std::uint64_t dropped() noexcept;
+
+// What the tracker-memory cap did since the process started. Folded: traced at the
+// over-the-cap stack instead of their own (their bytes still count); dropped: not traced
+// at all (the live table could not grow, or sampled mode's region was full). In sampled
+// mode, samples and their weighted bytes.
+struct CapFigures {
+  std::int64_t max_memory = 0;
+  bool reached = false;  // a stack was refused or a block dropped for the cap
+  std::uint64_t folded_blocks = 0;
+  std::int64_t folded_bytes = 0;
+  std::uint64_t dropped_blocks = 0;
+  std::int64_t dropped_bytes = 0;
+};
+CapFigures cap_figures() noexcept;
+// Bytes mapped now for the stack table and the live-block table (both in own_memory()).
+std::int64_t stack_table_bytes() noexcept;
+std::int64_t live_table_bytes() noexcept;
 // Stack walks that needed libunwind: a frame without a simple CFI rule (signal frames,
 // PLT stubs, code without unwind tables), each ~0.2 us instead of ~0.1 us.
 std::uint64_t fallback_walks() noexcept;

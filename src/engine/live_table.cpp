@@ -56,6 +56,8 @@ bool LiveTable::grow(Shard& shard) noexcept {
   // first page: 21-27 bytes of table per live block (doubling would swing to 64).
   std::size_t capacity = shard.capacity == 0 ? kInitialCapacity : shard.capacity + shard.capacity / 4;
   capacity = (capacity * sizeof(Entry) + 4095) / 4096 * 4096 / sizeof(Entry);
+  // The old array is unmapped only after the new one is filled: both count.
+  if (room_ != nullptr && !room_(capacity * sizeof(Entry))) return false;
   auto* slots = static_cast<Entry*>(map_pages(capacity * sizeof(Entry)));
   if (slots == nullptr) return false;
   for (std::size_t j = 0; j < shard.capacity; ++j) {

@@ -20,12 +20,16 @@ struct LiveBlock {
 
 class LiveTable {
  public:
+  // `room`: asked before a shard grows (nullptr: never refused; then insert drops a block).
+  constexpr explicit LiveTable(RoomCheck room = nullptr) noexcept : room_(room) {}
+
   static constexpr unsigned kSizeBits = 64 - kStackIdBits;
   static constexpr std::uint64_t kMaxSize = (std::uint64_t{1} << kSizeBits) - 1;
 
   // Inserts or replaces. A replaced entry (a stale block whose free was never seen) is
   // returned in `*replaced` so the caller can take it off its stack's totals.
-  // Returns false when the table cannot grow (out of memory): the record is dropped.
+  // Returns false when the table cannot grow (out of memory, or the room check refused):
+  // the record is dropped.
   bool insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept;
   // Removes the entry and returns it; false when `ptr` is not traced.
   bool remove(std::uintptr_t ptr, LiveBlock* removed) noexcept;
@@ -66,11 +70,12 @@ class LiveTable {
     const std::uint64_t group = ((ptr >> kRegionShift) * 0x9e3779b97f4a7c15ull) >> (64 - kGroupBits);
     return shards[group << kSubShardBits | h >> (64 - kSubShardBits)];  // home_slot: the rest
   }
-  static bool grow(Shard& shard) noexcept;
+  bool grow(Shard& shard) noexcept;
   static void erase_at(Shard& shard, std::size_t i) noexcept;
   static std::size_t find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept;
 
   Shard shards_[kShards];
+  RoomCheck room_ = nullptr;
 };
 
 }  // namespace liveheap::engine

@@ -12,6 +12,11 @@ namespace {
 constexpr std::size_t kInitialIndexCapacity = 4096;
 constexpr std::size_t kArenaChunk = 1 << 20;
 
+// Cache-line aligned, so that each StackTotals slot has a line of its own.
+std::size_t record_bytes(std::uint32_t depth) noexcept {
+  return (sizeof(StackRecord) + depth * sizeof(std::uintptr_t) + 63) & ~std::size_t{63};
+}
+
 }  // namespace
 
 std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept {
@@ -34,7 +39,7 @@ StackRecord* StackTable::find(const Index* index, std::uint64_t hash,
 }
 
 StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
-                                   std::uint64_t hash) noexcept {
+                                   std::uint64_t hash, bool capped) noexcept {
   if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth))
     return r->id;
 
@@ -42,6 +47,11 @@ StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t d
   // Another thread may have inserted it, or grown the index, since the lock-free look.
   if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth))
     return r->id;
+  if (capped && room_ != nullptr) {
+    // Asked before anything is mapped, so a refused stack costs nothing.
+    const std::size_t bytes = bytes_to_map(depth);
+    if (bytes != 0 && !room_(bytes)) return kNoStack;
+  }
   StackRecord* r = allocate_record(depth);
   if (r == nullptr) return kNoStack;
   r->hash = hash;
@@ -57,12 +67,36 @@ StackRecord* StackTable::record(StackId id) const noexcept {
   return chunk == nullptr ? nullptr : chunk[id & ((1u << kChunkBits) - 1)];
 }
 
+std::size_t StackTable::index_bytes(std::size_t capacity) noexcept {
+  return sizeof(Index) + capacity * sizeof(std::atomic<StackRecord*>);
+}
+
+void* StackTable::map(std::size_t bytes) noexcept {
+  void* p = map_pages(bytes);
+  if (p != nullptr) mapped_.fetch_add(static_cast<std::int64_t>((bytes + 4095) & ~std::size_t{4095}),
+                                      std::memory_order_relaxed);
+  return p;
+}
+
+std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
+  std::size_t bytes = 0;
+  if (record_bytes(depth) > arena_left_) bytes += kArenaChunk;
+  const std::uint32_t n = count_.load(std::memory_order_relaxed);
+  const StackId id = n + 1;
+  if (id <= kMaxStacks && by_id_[id >> kChunkBits].load(std::memory_order_relaxed) == nullptr)
+    bytes += sizeof(StackRecord*) << kChunkBits;
+  const Index* index = index_.load(std::memory_order_relaxed);
+  if (index == nullptr)
+    bytes += index_bytes(kInitialIndexCapacity);
+  else if ((n + 1) * 2 > index->capacity)
+    bytes += index_bytes(index->capacity * 2);
+  return bytes;
+}
+
 StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
-  // Cache-line aligned, so that each StackTotals slot has a line of its own.
-  const std::size_t bytes =
-      (sizeof(StackRecord) + depth * sizeof(std::uintptr_t) + 63) & ~std::size_t{63};
+  const std::size_t bytes = record_bytes(depth);
   if (bytes > arena_left_) {
-    arena_ = static_cast<char*>(map_pages(kArenaChunk));
+    arena_ = static_cast<char*>(map(kArenaChunk));
     if (arena_ == nullptr) {
       arena_left_ = 0;
       return nullptr;
@@ -78,8 +112,7 @@ StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
 bool StackTable::grow_index() noexcept {
   Index* old = index_.load(std::memory_order_relaxed);
   const std::size_t capacity = old == nullptr ? kInitialIndexCapacity : old->capacity * 2;
-  auto* index = static_cast<Index*>(
-      map_pages(sizeof(Index) + capacity * sizeof(std::atomic<StackRecord*>)));
+  auto* index = static_cast<Index*>(map(index_bytes(capacity)));
   if (index == nullptr) return false;
   index->capacity = capacity;
   index->retired = old;
@@ -101,7 +134,7 @@ bool StackTable::publish(StackRecord* r) noexcept {
   std::atomic<StackRecord**>& chunk_slot = by_id_[id >> kChunkBits];
   StackRecord** chunk = chunk_slot.load(std::memory_order_relaxed);
   if (chunk == nullptr) {
-    chunk = static_cast<StackRecord**>(map_pages(sizeof(StackRecord*) << kChunkBits));
+    chunk = static_cast<StackRecord**>(map(sizeof(StackRecord*) << kChunkBits));
     if (chunk == nullptr) return false;
     chunk_slot.store(chunk, std::memory_order_release);
   }

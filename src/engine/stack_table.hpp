@@ -66,19 +66,30 @@ struct StackRecord {
   std::uintptr_t frames[];  // `depth` return addresses, most recent first
 };
 
+// Asked before the table maps more memory for a new stack: true when `bytes` more fit
+// under the tracker-memory cap.
+using RoomCheck = bool (*)(std::size_t bytes) noexcept;
+
 class StackTable {
  public:
-  // The id of this stack, interning it on first sight; kNoStack when out of memory or ids.
+  // `room`: asked before mapping memory for a new stack (nullptr: never refused).
+  constexpr explicit StackTable(RoomCheck room = nullptr) noexcept : room_(room) {}
+
+  // The id of this stack, interning it on first sight; kNoStack when out of memory or ids,
+  // or (`capped`) when interning it would need memory the room check refuses.
   // `hash` must be hash_frames(frames, depth).
   StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
-                         std::uint64_t hash) noexcept;
-  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth) noexcept {
-    return find_or_insert(frames, depth, hash_frames(frames, depth));
+                         std::uint64_t hash, bool capped = true) noexcept;
+  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
+                         bool capped = true) noexcept {
+    return find_or_insert(frames, depth, hash_frames(frames, depth), capped);
   }
   // nullptr for kNoStack or an id not yet published.
   StackRecord* record(StackId id) const noexcept;
   // Ids run from 1 to size().
   std::uint32_t size() const noexcept { return count_.load(std::memory_order_acquire); }
+  // Bytes mapped for the table: records, indexes (retired ones too), the id directory.
+  std::int64_t memory_bytes() const noexcept { return mapped_.load(std::memory_order_relaxed); }
 
   // fork(): the child must not inherit a lock held by a thread that no longer exists.
   void lock_for_fork() noexcept { insert_lock_.lock(); }
@@ -96,6 +107,10 @@ class StackTable {
   StackRecord* find(const Index* index, std::uint64_t hash, const std::uintptr_t* frames,
                     std::uint32_t depth) const noexcept;
   StackRecord* allocate_record(std::uint32_t depth) noexcept;
+  // What interning one more stack of `depth` frames would map now (0: nothing).
+  std::size_t bytes_to_map(std::uint32_t depth) const noexcept;
+  static std::size_t index_bytes(std::size_t capacity) noexcept;
+  void* map(std::size_t bytes) noexcept;
   bool grow_index() noexcept;
   bool publish(StackRecord* record) noexcept;
 
@@ -106,6 +121,8 @@ class StackTable {
   // Bump arena for records, guarded by insert_lock_.
   char* arena_ = nullptr;
   std::size_t arena_left_ = 0;
+  RoomCheck room_ = nullptr;
+  std::atomic<std::int64_t> mapped_{0};
 };
 
 }  // namespace liveheap::engine

@@ -62,6 +62,20 @@ void tracker_metrics(Exposition& out) {
   out.single("liveheap_allocations_total", "counter",
              "Blocks allocated since the process started, freed or not.", heap.allocations);
   out.single("liveheap_tracker_bytes", "gauge", "Bytes liveheap itself holds.", tracker_memory());
+  const TrackerMemoryCap cap = engine_stats().cap;
+  out.single("liveheap_tracker_max_bytes", "gauge",
+             "The tracker-memory cap (LIVEHEAP_MAX_TRACKER_MEMORY).", cap.max_bytes);
+  out.single("liveheap_folded_allocations_total", "counter",
+             "Allocations traced at the over-the-cap stack instead of their own, since start-up.",
+             static_cast<std::int64_t>(cap.folded_blocks));
+  out.single("liveheap_folded_bytes_total", "counter",
+             "Bytes of those allocations (they count in liveheap_inuse_bytes).", cap.folded_bytes);
+  out.single("liveheap_dropped_allocations_total", "counter",
+             "Allocations not traced at all (no room in liveheap's tables), since start-up.",
+             static_cast<std::int64_t>(cap.dropped_blocks));
+  out.single("liveheap_dropped_bytes_total", "counter",
+             "Bytes of those allocations (missing from liveheap_inuse_bytes while live).",
+             cap.dropped_bytes);
   const std::int64_t interval = !is_tracing()                ? 0
                                 : opts.mode == Mode::sampled ? static_cast<std::int64_t>(opts.sample_interval)
                                                              : 1;

@@ -159,6 +159,14 @@ Merged merge_reports(RouteState& state, const Request& req, const Query& query, 
     if (merged.body.is_null()) {
       merged.body = report;
       for (auto& [name, value] : merged.body["total"].items()) value = 0;
+    } else if (report.contains("tracker_memory_cap") && merged.body.contains("tracker_memory_cap")) {
+      // Each process has its own cap: reached by any, its folds and drops summed.
+      json& cap = merged.body["tracker_memory_cap"];
+      const json& more = report["tracker_memory_cap"];
+      cap["reached"] = cap["reached"].get<bool>() || more["reached"].get<bool>();
+      cap["max_bytes"] = std::max(cap["max_bytes"].get<std::int64_t>(), more["max_bytes"].get<std::int64_t>());
+      for (const char* field : {"folded_blocks", "folded_bytes", "dropped_blocks", "dropped_bytes"})
+        cap[field] = cap[field].get<std::int64_t>() + more[field].get<std::int64_t>();
     }
     for (auto& [name, value] : report["total"].items())
       merged.body["total"][name] = merged.body["total"][name].get<std::int64_t>() + value.get<std::int64_t>();
@@ -225,7 +233,15 @@ Response merged_report(RouteState& state, const Request& req, const ReplyTo& to,
   } else {
     text += ", count=" + std::to_string(total["count"].get<std::int64_t>());
   }
-  text += " (mode=" + merged.body.value("mode", "") + ", pids " + merged.pids.dump() + ")\n";
+  text += " (mode=" + merged.body.value("mode", "") + ", pids " + merged.pids.dump();
+  if (merged.body.contains("tracker_memory_cap")) {
+    const json& c = merged.body["tracker_memory_cap"];
+    const std::string note = format_cap({c["max_bytes"].get<std::int64_t>(), c["reached"].get<bool>(),
+                                         c["folded_blocks"].get<std::uint64_t>(), c["folded_bytes"].get<std::int64_t>(),
+                                         c["dropped_blocks"].get<std::uint64_t>(), c["dropped_bytes"].get<std::int64_t>()});
+    if (!note.empty()) text += ", " + note;
+  }
+  text += ")\n";
   for (const json& f : merged.failed)
     text += "pid " + std::to_string(f["pid"].get<long>()) + " did not answer: " + f["error"].get<std::string>() + "\n";
   for (std::size_t i = 0; i < shown; ++i) {

@@ -46,7 +46,7 @@ json report_json(const SnapshotInfo& info, const Query& query) {
           {"max_frames", info.max_frames},       {"taken_at_ms", info.taken_at_ms},
           {"key", to_string(query.key)},         {"cumulative", query.cumulative},
           {"limit", query.limit},                {"include", query.include},
-          {"exclude", query.exclude}};
+          {"exclude", query.exclude},            {"tracker_memory_cap", to_json(info.cap)}};
 }
 
 // The same, as the end of a text header line: "(mode=exact, include=*.cpp)".
@@ -57,6 +57,7 @@ std::string report_text(const SnapshotInfo& info, const Query& query) {
   if (query.cumulative) text += ", cumulative";
   for (const std::string& glob : query.include) text += ", include=" + glob;
   for (const std::string& glob : query.exclude) text += ", exclude=" + glob;
+  if (const std::string cap = format_cap(info.cap); !cap.empty()) text += ", " + cap;
   return text + ")";
 }
 
@@ -221,6 +222,9 @@ Response stats_report(const ReplyTo& to) {
          {"max_frames", options.max_frames},
          {"traced", {{"current", traced.current}, {"peak", traced.peak}}},
          {"tracker_memory", own},
+         {"tracker_memory_cap", to_json(engine.cap)},
+         {"stack_table_bytes", engine.stack_table_bytes},
+         {"live_table_bytes", engine.live_table_bytes},
          {"stacks", engine.stacks},
          {"live_blocks", engine.live_blocks},
          {"dropped", engine.dropped},
@@ -238,7 +242,11 @@ Response stats_report(const ReplyTo& to) {
                      ", max_frames=" + std::to_string(options.max_frames);
   if (interval != 0) text += ", sample_interval=" + size(interval);
   text += "\ntraced: current=" + size(traced.current) + ", peak=" + size(traced.peak) +
-          "\ntracker memory: " + size(own) + "\nstacks=" + std::to_string(engine.stacks) +
+          "\ntracker memory: " + size(own) + " (cap " + size(engine.cap.max_bytes) +
+          "; stack table " + size(engine.stack_table_bytes) + ", live-block table " +
+          size(engine.live_table_bytes) + ")";
+  if (const std::string cap = format_cap(engine.cap); !cap.empty()) text += "\n" + cap;
+  text += "\nstacks=" + std::to_string(engine.stacks) +
           ", live_blocks=" + std::to_string(engine.live_blocks) +
           ", dropped=" + std::to_string(engine.dropped) +
           ", fallback_walks=" + std::to_string(engine.fallback_walks) + "\nrss=" + size(process.rss) +
@@ -374,7 +382,8 @@ Response baseline_report(const ReplyTo& to, const Snapshot& baseline) {
                       {"total", {{"size", baseline.total_size()}, {"count", baseline.total_count()}}},
                       {"stacks", baseline.traces().size()},
                       {"traced", {{"current", info.traced_current}, {"peak", info.traced_peak}}},
-                      {"tracker_memory", info.tracker_memory}});
+                      {"tracker_memory", info.tracker_memory},
+                      {"tracker_memory_cap", to_json(info.cap)}});
   }
   return make_text(to, Status::ok,
                    "baseline taken " + std::to_string(age_ms / 1000) + " s ago: " +

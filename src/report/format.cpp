@@ -170,3 +170,16 @@ std::string folded_stack(const Traceback& traceback) {
 }
 
 }  // namespace liveheap
+
+namespace liveheap {
+
+std::string format_cap(const TrackerMemoryCap& cap) {
+  if (!cap.reached) return {};
+  const auto size = [](std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); };
+  return "tracker-memory cap " + size(cap.max_bytes) + " reached: " +
+         std::to_string(cap.folded_blocks) + " allocations (" + size(cap.folded_bytes) +
+         ") folded into " + std::string(kOverCapFunction) + ", " +
+         std::to_string(cap.dropped_blocks) + " dropped (" + size(cap.dropped_bytes) + ")";
+}
+
+}  // namespace liveheap

@@ -66,7 +66,14 @@ nlohmann::json to_json(const SnapshotInfo& info) {
           {"taken_at_ms", info.taken_at_ms},
           {"traced_current", info.traced_current},
           {"traced_peak", info.traced_peak},
-          {"tracker_memory", info.tracker_memory}};
+          {"tracker_memory", info.tracker_memory},
+          {"tracker_memory_cap", to_json(info.cap)}};
+}
+
+nlohmann::json to_json(const TrackerMemoryCap& cap) {
+  return {{"max_bytes", cap.max_bytes},           {"reached", cap.reached},
+          {"folded_blocks", cap.folded_blocks},   {"folded_bytes", cap.folded_bytes},
+          {"dropped_blocks", cap.dropped_blocks}, {"dropped_bytes", cap.dropped_bytes}};
 }
 
 }  // namespace liveheap

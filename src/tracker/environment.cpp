@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "liveheap/tracker.hpp"
@@ -21,6 +22,26 @@ std::uint64_t parse_number(const char* name, std::string_view text, std::uint64_
                                 "' is not a whole number from " + std::to_string(min) + " to " +
                                 std::to_string(max));
   return value;
+}
+
+// "256MiB" -> 268435456: a whole number of bytes with an optional binary unit, nothing else.
+std::uint64_t parse_size(const char* name, std::string_view text, std::uint64_t min,
+                         std::uint64_t max) {
+  static constexpr std::pair<std::string_view, unsigned> kUnits[] = {
+      {"", 0}, {"B", 0}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
+  for (const auto& [suffix, shift] : kUnits) {
+    if (ec != std::errc() || end == text.data() || unit != suffix) continue;
+    if (value > (max >> shift) || (value << shift) < min) break;
+    return value << shift;
+  }
+  throw std::invalid_argument(std::string(name) + "='" + std::string(text) +
+                              "' is not a size from " + std::to_string(min) + " to " +
+                              std::to_string(max) +
+                              " bytes: a whole number with an optional unit B, KiB, MiB, GiB or "
+                              "TiB (e.g. 268435456, 256MiB, 1GiB)");
 }
 
 // "a, function:b*" -> {"a", "function:b*"}: each item a Filter spec, none empty.
@@ -69,6 +90,9 @@ std::optional<Options> options_from_environment(Mode default_mode) {
   if (const char* history = std::getenv("LIVEHEAP_HISTORY_INTERVAL"))
     options.history_interval_s =
         static_cast<unsigned>(parse_number("LIVEHEAP_HISTORY_INTERVAL", history, 0, kMaxHistoryInterval));
+  if (const char* cap = std::getenv("LIVEHEAP_MAX_TRACKER_MEMORY"))
+    options.max_tracker_memory =
+        parse_size("LIVEHEAP_MAX_TRACKER_MEMORY", cap, kMinTrackerMemory, kMaxTrackerMemory);
   if (options.mode == Mode::off) return std::nullopt;
   return options;
 }

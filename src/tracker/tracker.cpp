@@ -11,6 +11,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -57,6 +58,10 @@ void validate(const Options& o) {
   if (o.sample_interval < 1 || o.sample_interval > (std::uint64_t{1} << 40))
     throw std::invalid_argument("sample_interval must be 1..2^40 bytes, got " +
                                 std::to_string(o.sample_interval));
+  if (o.max_tracker_memory < kMinTrackerMemory || o.max_tracker_memory > kMaxTrackerMemory)
+    throw std::invalid_argument("max_tracker_memory must be " + std::to_string(kMinTrackerMemory) +
+                                ".." + std::to_string(kMaxTrackerMemory) + " bytes, got " +
+                                std::to_string(o.max_tracker_memory));
   if (o.history_interval_s > kMaxHistoryInterval)
     throw std::invalid_argument("history_interval_s must be 0.." + std::to_string(kMaxHistoryInterval) +
                                 " seconds, got " + std::to_string(o.history_interval_s));
@@ -120,7 +125,7 @@ void start(const Options& options) {
   std::lock_guard lock(g_control);
   g_options = options;
   if (!engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
-                      options.sample_seed}))
+                      options.sample_seed, static_cast<std::int64_t>(options.max_tracker_memory)}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
   static std::once_flag at_fork;
   std::call_once(at_fork, [] { ::pthread_atfork(nullptr, nullptr, after_fork_in_child); });
@@ -198,10 +203,21 @@ HeapTotals heap_totals() noexcept {
   return sum;
 }
 
+namespace {
+
+TrackerMemoryCap cap_now() noexcept {
+  const engine::CapFigures c = engine::cap_figures();
+  return {c.max_memory, c.reached, c.folded_blocks, c.folded_bytes, c.dropped_blocks, c.dropped_bytes};
+}
+
+}  // namespace
+
 EngineStats engine_stats() noexcept {
   return {engine::stack_count(),        engine::live_blocks(),
           engine::dropped(),            engine::fallback_walks(),
-          engine::region_kept_bytes(),  engine::region_madvise_calls()};
+          engine::region_kept_bytes(),  engine::region_madvise_calls(),
+          cap_now(),                    engine::stack_table_bytes(),
+          engine::live_table_bytes()};
 }
 
 namespace {
@@ -212,7 +228,14 @@ std::vector<Traceback> symbolized(const std::vector<RawTrace>& raw) {
   for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
   std::sort(addresses.begin(), addresses.end());
   addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
-  const SnapshotFrames table = build_frame_table(symbolize::symbolize(addresses));
+  // The over-the-cap stack's frame is no code: it is named, not symbolized (it sorts first).
+  const bool over_cap = !addresses.empty() && addresses.front() == engine::kOverCapFrame;
+  std::vector<std::vector<Frame>> by_address =
+      symbolize::symbolize(std::span<const std::uintptr_t>(addresses).subspan(over_cap ? 1 : 0));
+  if (over_cap)
+    by_address.insert(by_address.begin(),
+                      {Frame{std::string(kOverCapFunction), "", 0, "", engine::kOverCapFrame}});
+  const SnapshotFrames table = build_frame_table(std::move(by_address));
   std::vector<Traceback> tracebacks;
   tracebacks.reserve(raw.size());
   std::vector<std::uint32_t> indices;
@@ -301,6 +324,7 @@ SnapshotInfo session_info() {
   const TracedMemory traced = traced_memory();
   info.traced_current = traced.current;
   info.traced_peak = traced.peak;
+  info.cap = cap_now();
   return info;
 }
 

@@ -103,5 +103,82 @@ TEST(StackTable, InternsEqualStacksOnceAndKeepsThemDistinct) {
   EXPECT_EQ(table.record(kNoStack), nullptr);
 }
 
+// A tracker-memory cap for one table: room while the table's own mapped bytes plus the
+// request stay within g_limit; counts the refusals.
+std::int64_t g_limit = 0;
+int g_refusals = 0;
+const StackTable* g_capped_stacks = nullptr;
+const LiveTable* g_capped_live = nullptr;
+bool stack_room(std::size_t bytes) noexcept {
+  if (g_capped_stacks->memory_bytes() + static_cast<std::int64_t>(bytes) <= g_limit) return true;
+  ++g_refusals;
+  return false;
+}
+bool live_room(std::size_t bytes) noexcept {
+  if (g_capped_live->memory_bytes() + static_cast<std::int64_t>(bytes) <= g_limit) return true;
+  ++g_refusals;
+  return false;
+}
+
+TEST(StackTable, PastTheRoomCheckNewStacksAreRefusedAndKnownOnesStillFound) {
+  static StackTable table(stack_room);
+  g_capped_stacks = &table;
+  g_limit = 3 << 20;
+  g_refusals = 0;
+  std::vector<std::vector<std::uintptr_t>> interned;
+  std::vector<StackId> ids;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 200000 && g_refusals == 0; ++i) {
+    std::vector<std::uintptr_t> frames(20);
+    for (auto& f : frames) f = 0x400000 + rng() % 100000;
+    const StackId id = table.find_or_insert(frames.data(), 20);
+    if (id == kNoStack) break;
+    interned.push_back(frames);
+    ids.push_back(id);
+  }
+  ASSERT_EQ(g_refusals, 1);  // the loop ran until the first refusal
+  EXPECT_LE(table.memory_bytes(), g_limit);
+  EXPECT_GT(table.memory_bytes(), g_limit / 2);  // it did fill up
+  EXPECT_EQ(table.size(), interned.size());
+  const std::int64_t full = table.memory_bytes();
+  // Known stacks are found without asking; nothing more is mapped.
+  for (std::size_t i = 0; i < interned.size(); ++i)
+    ASSERT_EQ(table.find_or_insert(interned[i].data(), 20), ids[i]);
+  // A new stack that needs memory is refused again, and costs nothing.
+  std::vector<std::uintptr_t> fresh(20, 0x900000);
+  EXPECT_EQ(table.find_or_insert(fresh.data(), 20), kNoStack);
+  EXPECT_EQ(table.memory_bytes(), full);
+  // Uncapped (the over-the-cap stack itself): interned whatever the room check says.
+  const std::uintptr_t over[] = {1};
+  const StackId over_id = table.find_or_insert(over, 1, false);
+  ASSERT_NE(over_id, kNoStack);
+  EXPECT_EQ(table.find_or_insert(over, 1), over_id);
+}
+
+TEST(LiveTable, PastTheRoomCheckInsertsFailAndFreesStillWork) {
+  static LiveTable table(live_room);
+  g_capped_live = &table;
+  g_limit = 1 << 20;
+  g_refusals = 0;
+  std::vector<std::uintptr_t> inserted;
+  LiveBlock replaced, removed;
+  std::uintptr_t ptr = 0x550000000000ull;
+  for (;; ptr += 16) {
+    if (!table.insert(ptr, {64, 5}, &replaced)) break;
+    inserted.push_back(ptr);
+  }
+  EXPECT_EQ(g_refusals, 1);
+  EXPECT_LE(table.memory_bytes(), g_limit);
+  EXPECT_EQ(table.size(), inserted.size());
+  EXPECT_GT(inserted.size(), 30000u);  // 1 MiB of 16-byte entries at up to 3/4 load
+  EXPECT_FALSE(table.contains(ptr));
+  // Frees are processed; their room is reused without mapping more.
+  for (std::size_t i = 0; i < inserted.size(); i += 2) ASSERT_TRUE(table.remove(inserted[i], &removed));
+  const std::int64_t mapped = table.memory_bytes();
+  for (std::size_t i = 0; i < inserted.size(); i += 2) ASSERT_TRUE(table.insert(inserted[i], {64, 5}, &replaced));
+  EXPECT_EQ(table.memory_bytes(), mapped);
+  EXPECT_EQ(table.size(), inserted.size());
+}
+
 }  // namespace
 }  // namespace liveheap::engine

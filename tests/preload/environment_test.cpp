@@ -52,7 +52,9 @@ TEST(PreloadEnvironment, BadValuesAreReportedOnceAndTheProgramRunsOn) {
                        "LIVEHEAP_SAMPLE_INTERVAL=0", "LIVEHEAP_SAMPLE_INTERVAL=99999999999999999999",
                        "LIVEHEAP_ADDR=host:port",  "LIVEHEAP_ADDR=127.0.0.1:70000",
                        "LIVEHEAP_PLUMBING=function:[oops", "LIVEHEAP_PLUMBING=a,,b",
-                       "LIVEHEAP_PLUMBING=", "LIVEHEAP_PLUMBING=function:"};
+                       "LIVEHEAP_PLUMBING=", "LIVEHEAP_PLUMBING=function:",
+                       "LIVEHEAP_MAX_TRACKER_MEMORY=256M", "LIVEHEAP_MAX_TRACKER_MEMORY=0",
+                       "LIVEHEAP_MAX_TRACKER_MEMORY=", "LIVEHEAP_MAX_TRACKER_MEMORY=2TiB"};
   for (const char* env : bad) {
     const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
     EXPECT_EQ(run.status, 0) << env;
@@ -103,7 +105,9 @@ TEST(PreloadEnvironment, TheAdminServerIsNeverOpenByAccident) {
 TEST(PreloadEnvironment, EveryModeRunsRealProgramsQuietly) {
   for (const char* env : {"LIVEHEAP_MODE=off", "LIVEHEAP_MODE=exact", "LIVEHEAP_MODE=sampled",
                           "LIVEHEAP_MODE=exact LIVEHEAP_FRAMES=128",
-                          "LIVEHEAP_MODE=sampled LIVEHEAP_SAMPLE_INTERVAL=1"}) {
+                          "LIVEHEAP_MODE=sampled LIVEHEAP_SAMPLE_INTERVAL=1",
+                          "LIVEHEAP_MODE=exact LIVEHEAP_MAX_TRACKER_MEMORY=1MiB",
+                          "LIVEHEAP_MODE=sampled LIVEHEAP_MAX_TRACKER_MEMORY=1MiB"}) {
     const ProcessResult own = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
     EXPECT_EQ(own.status, 0) << env;
     EXPECT_EQ(own.err, "") << env;

@@ -78,6 +78,20 @@ TEST(Format, KeysByType) {
   EXPECT_EQ(lines[1], "  File \"/src/app.cpp\", line 12, in handle");
 }
 
+TEST(Format, TheTrackerMemoryCapIsNamedOnlyOnceReached) {
+  TrackerMemoryCap cap{24 << 20, false, 0, 0, 0, 0};
+  EXPECT_EQ(format_cap(cap), "");
+  cap = {24 << 20, true, 121332, 7765248, 3, 300};
+  EXPECT_EQ(format_cap(cap),
+            "tracker-memory cap 24.0 MiB reached: 121332 allocations (7583 KiB) folded into "
+            "[over the tracker-memory cap], 3 dropped (300 B)");
+  EXPECT_EQ(to_json(cap), nlohmann::json::parse(R"({"max_bytes": 25165824, "reached": true,
+      "folded_blocks": 121332, "folded_bytes": 7765248, "dropped_blocks": 3, "dropped_bytes": 300})"));
+  SnapshotInfo info;
+  info.cap = cap;
+  EXPECT_EQ(to_json(info)["tracker_memory_cap"], to_json(cap));
+}
+
 TEST(Format, JsonCarriesTheSameFieldsAsNumbers) {
   const nlohmann::json j = to_json(StatisticDiff{line_key(), 40370176, 26843545, 6, 4}, KeyType::line);
   EXPECT_EQ(j["key"], "samples/leaky_server.cpp:57");
