@@ -10,6 +10,7 @@
 
 #include "liveheap/history.hpp"
 #include "liveheap/pprof.hpp"
+#include "liveheap/settings.hpp"
 #include "liveheap/snapshot.hpp"
 
 namespace liveheap {
@@ -26,8 +27,9 @@ struct Options {
   // Seconds between two points of the history (history()); 0: no history. 1..86400.
   unsigned history_interval_s = 10;
 };
-inline constexpr unsigned kMaxFrames = 128;
-inline constexpr unsigned kMaxHistoryInterval = 86400;  // a day
+// The limits, as liveheap/settings.hpp defines them for every way of setting them.
+inline constexpr unsigned kMaxFrames = static_cast<unsigned>(settings::kFrames.max);
+inline constexpr unsigned kMaxHistoryInterval = static_cast<unsigned>(settings::kHistoryInterval.max);  // a day
 
 // Options from the environment: LIVEHEAP_MODE=off|exact|sampled (unset: `default_mode`),
 // LIVEHEAP_FRAMES=1..kMaxFrames, LIVEHEAP_SAMPLE_INTERVAL=bytes, LIVEHEAP_PLUMBING=comma-
@@ -38,7 +40,8 @@ std::optional<Options> options_from_environment(Mode default_mode);
 
 // Begins tracing (clearing any previous traces), as tracemalloc.start(), and makes
 // options.plumbing the user's plumbing list (set_plumbing). Throws
-// std::invalid_argument for bad options, std::runtime_error when the allocation hooks
+// std::invalid_argument for bad options (naming the field and its range, e.g.
+// "max_frames must be 1..128, got 0"), std::runtime_error when the allocation hooks
 // are not in effect (liveheap's malloc lost to another allocator's).
 void start(const Options& options = {});
 // Stops tracing and clears the traces, as tracemalloc.stop().
