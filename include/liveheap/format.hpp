@@ -29,6 +29,11 @@ std::string format_key(const Traceback& key, KeyType key_type);
 std::string format_statistic(const Statistic& stat, KeyType key_type);
 // "file:line: size=38.5 MiB (+25.6 MiB), count=6 (+4), average=6.4 MiB".
 std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type);
+// The same from a key already named (format_key's text), as a report read back from JSON has.
+std::string format_statistic(std::string_view key, std::int64_t size, std::int64_t count);
+std::string format_statistic_diff(std::string_view key, std::int64_t size,
+                                  std::int64_t size_diff, std::int64_t count,
+                                  std::int64_t count_diff);
 // A C++ function's name for display, shortened as pprof does: template arguments become
 // "<…>"; parameters, return type, ABI tags and "[clone …]" go. "void ns::op<A, B>::f(int)
 // const" -> "ns::op<…>::f". Names that are not C++ ("main", "lib.so+0x10") stay as they are.

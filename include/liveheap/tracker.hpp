@@ -11,6 +11,7 @@
 #include "liveheap/export.hpp"
 #include "liveheap/history.hpp"
 #include "liveheap/pprof.hpp"
+#include "liveheap/settings.hpp"
 #include "liveheap/snapshot.hpp"
 
 LIVEHEAP_API_BEGIN
@@ -40,10 +41,11 @@ struct Options {
   // under the preload library) pays no thread for figures nobody will read.
   bool defer_recorders = false;
 };
-inline constexpr unsigned kMaxFrames = 128;
-inline constexpr std::uint64_t kMinTrackerMemory = std::uint64_t{1} << 20;  // 1 MiB
-inline constexpr std::uint64_t kMaxTrackerMemory = std::uint64_t{1} << 40;  // 1 TiB
-inline constexpr unsigned kMaxHistoryInterval = 86400;  // a day
+// The limits, as liveheap/settings.hpp defines them for every way of setting them.
+inline constexpr unsigned kMaxFrames = static_cast<unsigned>(settings::kFrames.max);
+inline constexpr unsigned kMaxHistoryInterval = static_cast<unsigned>(settings::kHistoryInterval.max);  // a day
+inline constexpr std::uint64_t kMinTrackerMemory = settings::kTrackerMemory.min;  // 1 MiB
+inline constexpr std::uint64_t kMaxTrackerMemory = settings::kTrackerMemory.max;  // 1 TiB
 
 // Options from the environment: LIVEHEAP_MODE=off|exact|sampled (unset: `default_mode`),
 // LIVEHEAP_FRAMES=1..kMaxFrames, LIVEHEAP_SAMPLE_INTERVAL=bytes, LIVEHEAP_PLUMBING=comma-
@@ -55,7 +57,8 @@ std::optional<Options> options_from_environment(Mode default_mode);
 
 // Begins tracing (clearing any previous traces), as tracemalloc.start(), and makes
 // options.plumbing the user's plumbing list (set_plumbing). Throws
-// std::invalid_argument for bad options, std::runtime_error when the allocation hooks
+// std::invalid_argument for bad options (naming the field and its range, e.g.
+// "max_frames must be 1..128, got 0"), std::runtime_error when the allocation hooks
 // are not in effect (liveheap's malloc lost to another allocator's).
 void start(const Options& options = {});
 // Starts the recorders that start() deferred (Options::defer_recorders); from then on this

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "liveheap/settings.hpp"
+
 namespace liveheap::cli {
 namespace {
 
@@ -41,8 +43,6 @@ constexpr std::string_view kUsage =
     "Exit status: 0 done, 1 growth over --fail-over or --fail-on-growing, 2 bad usage or an\n"
     "unreachable or misbehaving server.\n";
 
-constexpr unsigned kMaxLimit = 10000;
-constexpr std::uint64_t kMaxPid = 4194304;  // PID_MAX_LIMIT on 64-bit Linux
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -89,10 +89,11 @@ std::string parse_key(std::string_view value) {
   return std::string(value);
 }
 
-// A process id the server's pid= takes (1..4194304, the kernel's limit), or "all".
+// A process id the server's pid= takes (settings::kPid: 1..4194304, the kernel's limit), or "all".
 std::string parse_pid(std::string_view value) {
   if (value == "all") return "all";
-  return std::to_string(parse_unsigned(value, "--pid (a process id, or all)", 1, kMaxPid));
+  return std::to_string(
+      parse_unsigned(value, "--pid (a process id, or all)", settings::kPid.min, settings::kPid.max));
 }
 
 }  // namespace
@@ -188,7 +189,8 @@ std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[
     } else if (flag == "--rounds") {
       options.rounds = parse_unsigned(value, flag, 1, UINT32_MAX);
     } else if (flag == "--limit") {
-      options.limit = static_cast<unsigned>(parse_unsigned(value, flag, 1, kMaxLimit));
+      options.limit = static_cast<unsigned>(
+          parse_unsigned(value, flag, settings::kLimit.min, settings::kLimit.max));
     } else if (flag == "--include") {
       options.include.emplace_back(value);
     } else if (flag == "--exclude") {

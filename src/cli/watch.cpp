@@ -1,6 +1,7 @@
-// liveheap-watch's rounds. The server sends JSON; text is rendered here with the report
-// layer's own formatting, so a line reads exactly as the server's text /diff?verdicts=1
-// would print it (the verdict is the server's: this tool never classifies a trend itself).
+// liveheap-watch's rounds. The server sends the report document as JSON, read back with the
+// report layer's report_from_json; text is rendered with its own formatting, so a line reads
+// exactly as the server's text /diff?verdicts=1 would print it (the verdict is the server's:
+// this tool never classifies a trend itself).
 #include "watch.hpp"
 
 #include <cctype>
@@ -14,6 +15,7 @@
 #include "http_client.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
+#include "liveheap/report.hpp"
 
 namespace liveheap::cli {
 namespace {
@@ -90,53 +92,6 @@ json fetch_json(const WatchOptions& options, std::string_view method, const std:
   return body;
 }
 
-// True when `diff` has the fields every round reads, as numbers.
-bool is_diff(const json& diff) {
-  if (!diff.contains("total") || !diff["total"].is_object() || !diff.contains("stats") ||
-      !diff["stats"].is_array())
-    return false;
-  for (const char* field : {"size", "size_diff", "count", "count_diff"})
-    if (!diff["total"].contains(field) || !diff["total"][field].is_number_integer()) return false;
-  return true;
-}
-
-Frame frame_from_json(const json& j) {
-  Frame frame;
-  frame.function = j.value("function", "");
-  frame.file = j.value("file", "");
-  frame.line = j.value("line", 0u);
-  frame.module = j.value("module", "");
-  return frame;
-}
-
-// A statistic of the server's JSON back as a value, so that the report layer formats it.
-// Its key is the user frame the server chose, or the whole stack for key=traceback.
-StatisticDiff statistic_from_json(const json& stat, KeyType key) {
-  std::vector<Frame> frames;
-  if (key == KeyType::traceback && stat.contains("traceback") && stat["traceback"].is_array())
-    for (const json& frame : stat["traceback"]) frames.push_back(frame_from_json(frame));
-  if (frames.empty()) frames.push_back(frame_from_json(stat));
-  return {Traceback(std::move(frames)), stat.value("size", std::int64_t{0}),
-          stat.value("size_diff", std::int64_t{0}), stat.value("count", std::int64_t{0}),
-          stat.value("count_diff", std::int64_t{0})};
-}
-
-// The server's verdict on a statistic, back as the report model's value; nullopt when the
-// stat has none (a server older than the history) or an unknown word.
-std::optional<Verdict> verdict_from_json(const json& stat) {
-  if (!stat.contains("verdict") || !stat["verdict"].is_string()) return std::nullopt;
-  const std::optional<Trend> trend = parse_trend(stat["verdict"].get<std::string>());
-  if (!trend) return std::nullopt;
-  Verdict verdict;
-  verdict.trend = *trend;
-  const auto number = [&](const char* field) {
-    return stat.contains(field) && stat[field].is_number() ? stat[field].get<double>() : 0.0;
-  };
-  verdict.growth_per_min = number("growth_per_min");
-  verdict.since_last_growth_s = number("since_last_growth_s");
-  return verdict;
-}
-
 std::string signed_count(std::int64_t n) { return (n >= 0 ? "+" : "") + std::to_string(n); }
 
 std::string clock_time() {
@@ -149,43 +104,48 @@ std::string clock_time() {
 }
 
 void print_text(std::ostream& out, std::uint64_t round, const WatchOptions& options,
-                const json& diff) {
-  const json& total = diff["total"];
+                const Report& diff) {
+  const ReportTotal& total = diff.total;
   out << "round " << round << " at " << clock_time() << ", " << options.endpoint.url()
-      << ": size=" << format_size(total["size"].get<double>(), false) << " ("
-      << format_size(total["size_diff"].get<double>(), true)
-      << "), count=" << total["count"].get<std::int64_t>() << " ("
-      << signed_count(total["count_diff"].get<std::int64_t>()) << ") since the baseline";
-  if (diff.contains("pids") && diff["pids"].is_array())
-    out << " of pids " << diff["pids"].dump();
+      << ": size=" << format_size(static_cast<double>(total.size), false) << " ("
+      << format_size(static_cast<double>(total.size_diff), true) << "), count=" << total.count
+      << " (" << signed_count(total.count_diff) << ") since the baseline";
+  if (diff.pids)
+    out << " of pids " << nlohmann::json(*diff.pids).dump();
   else if (!options.pid.empty())
     out << " of pid " << options.pid;
-  if (diff.contains("mode") && diff["mode"].is_string())
-    out << " (mode=" << diff["mode"].get<std::string>() << ")";
-  out << "\n";
-  if (diff.contains("failed") && diff["failed"].is_array())  // pid=all: who did not answer
-    for (const json& f : diff["failed"])
-      if (f.is_object())
-        out << "pid " << f.value("pid", 0L) << " did not answer: " << f.value("error", "") << "\n";
-  const KeyType key = parse_key_type(options.key);
-  for (const json& stat : diff["stats"]) {
-    if (!stat.is_object()) continue;
-    const StatisticDiff diff_stat = statistic_from_json(stat, key);
-    const std::optional<Verdict> verdict = verdict_from_json(stat);
-    out << format_statistic_diff(diff_stat, key) << (verdict ? verdict_text(*verdict) : "") << "\n";
-    if (key == KeyType::traceback)  // the whole stack, as /tracebacks prints it
-      for (const std::string& line : format_traceback(diff_stat.traceback)) out << line << "\n";
+  out << " (mode=" << to_string(diff.mode) << ")\n";
+  for (const ReportFailure& f : diff.failed)  // pid=all: who did not answer
+    out << "pid " << f.pid << " did not answer: " << f.error << "\n";
+  for (const ReportLine& line : diff.lines) {
+    out << to_text(line, true) << verdict_text(line.verdict.value_or(Verdict{})) << "\n";
+    if (diff.request.key == KeyType::traceback && line.traceback)  // the whole stack, as /tracebacks prints it
+      for (const std::string& frame : format_traceback(*line.traceback)) out << frame << "\n";
   }
   out << std::endl;
 }
 
-void print_json(std::ostream& out, std::uint64_t round, const WatchOptions& options, json diff) {
-  diff["round"] = round;
-  diff["url"] = options.endpoint.url();
-  diff["time_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-  out << diff.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+void print_json(std::ostream& out, std::uint64_t round, const WatchOptions& options, const Report& diff) {
+  json document = to_json_value(diff);
+  document["round"] = round;
+  document["url"] = options.endpoint.url();
+  document["time_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  out << document.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+}
+
+// The server's answer read as a diff report; anything else is a ServerError saying what.
+Report read_diff(const WatchOptions& options, const std::string& target, const json& body) {
+  try {
+    Report report = report_from_json(body);
+    if (!report.diff) throw std::invalid_argument("report JSON: against is missing");
+    return report;
+  } catch (const std::invalid_argument& e) {
+    throw ServerError("GET " + options.endpoint.url() + target +
+                      " answered JSON that is not a liveheap diff (" + e.what() + "): '" +
+                      excerpt(body.dump(-1, ' ', false, json::error_handler_t::replace)) + "'");
+  }
 }
 
 }  // namespace
@@ -195,26 +155,18 @@ int watch(const WatchOptions& options, std::ostream& out, std::ostream& err) {
   const std::string target = diff_target(options);
   for (std::uint64_t round = 1; !options.rounds || round <= *options.rounds; ++round) {
     std::this_thread::sleep_for(options.interval);
-    const json diff = fetch_json(options, "GET", target);
-    if (!is_diff(diff))
-      throw ServerError("GET " + options.endpoint.url() + target +
-                        " answered JSON that is not a liveheap diff: '" + excerpt(diff.dump()) +
-                        "'");
+    const Report diff = read_diff(options, target, fetch_json(options, "GET", target));
     if (options.json) print_json(out, round, options, diff);
     else print_text(out, round, options, diff);
 
     if (options.fail_on_growing) {
       // The first row (biggest growth first) the server calls growing over the threshold.
-      const KeyType key = parse_key_type(options.key);
-      for (const json& stat : diff["stats"]) {
-        if (!stat.is_object()) continue;
-        const std::optional<Verdict> verdict = verdict_from_json(stat);
-        const StatisticDiff site = statistic_from_json(stat, key);
-        if (!verdict || verdict->trend != Trend::growing || site.size_diff <= *options.fail_on_growing)
+      for (const ReportLine& site : diff.lines) {
+        if (!site.verdict || site.verdict->trend != Trend::growing ||
+            site.size_diff <= *options.fail_on_growing)
           continue;
-        // The server's own name for the row ("file:line", a function, a file).
-        const std::string name = stat.contains("key") && stat["key"].is_string()
-                                     ? stat["key"].get<std::string>() : format_statistic_diff(site, key);
+        const Verdict* verdict = &*site.verdict;
+        const std::string& name = site.key;  // the server's own name for the row
         err << "liveheap-watch: " << name << " is growing (+"
             << format_size(verdict->growth_per_min, false) << "/min): "
             << format_size(static_cast<double>(site.size_diff), true) << " since the baseline, size="
@@ -226,7 +178,7 @@ int watch(const WatchOptions& options, std::ostream& out, std::ostream& err) {
       }
     }
 
-    const std::int64_t growth = diff["total"]["size_diff"].get<std::int64_t>();
+    const std::int64_t growth = diff.total.size_diff;
     if (options.fail_over && growth > *options.fail_over) {
       err << "liveheap-watch: total growth " << format_size(static_cast<double>(growth), true)
           << " (" << growth << " B) at round " << round << " is over --fail-over "

@@ -8,7 +8,7 @@
 
 namespace liveheap::engine {
 
-// The deepest stack the engine keeps (liveheap::kMaxFrames mirrors it).
+// The deepest stack the engine keeps (the tracker checks that settings::kFrames fits).
 inline constexpr std::uint32_t kMaxFramesCapture = 128;
 
 // Stacks are walked with cached frame rules (frame_rules.hpp); a stack with a frame they

@@ -154,13 +154,12 @@ unsigned metrics_callsites(const Config& config) {
   }
   const char* env = std::getenv("LIVEHEAP_METRICS_CALLSITES");
   if (env == nullptr || *env == '\0') return kDefaultCallsites;
-  char* end = nullptr;
-  const unsigned long n = std::strtoul(env, &end, 10);
-  if (*end != '\0' || env[0] == '-' || n > kMaxMetricsCallsites)
+  const auto n = settings::parse_whole(env, settings::kMetricsCallsites);
+  if (!n)
     throw std::invalid_argument("LIVEHEAP_METRICS_CALLSITES must be 0.." +
                                 std::to_string(kMaxMetricsCallsites) + ", got '" +
                                 std::string(env).substr(0, 40) + "'");
-  return static_cast<unsigned>(n);
+  return static_cast<unsigned>(*n);
 }
 
 Response profile_response(const ReplyTo& to, const Snapshot& now, ProfileView view,

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "liveheap/pprof.hpp"
+#include "liveheap/settings.hpp"
 #include "reply.hpp"
 
 namespace liveheap::http {
@@ -17,7 +18,7 @@ Response profile_response(const ReplyTo& to, const Snapshot& now, ProfileView vi
 // GET /metrics: Prometheus text exposition 0.0.4. `callsites` = how many of the biggest
 // callsites get a liveheap_callsite_inuse_bytes gauge (0..kMaxMetricsCallsites).
 Response metrics_response(const ReplyTo& to, unsigned callsites);
-inline constexpr unsigned kMaxMetricsCallsites = 1000;
+inline constexpr unsigned kMaxMetricsCallsites = static_cast<unsigned>(settings::kMetricsCallsites.max);
 
 // Config::metrics_callsites, else LIVEHEAP_METRICS_CALLSITES, else 20. Throws
 // std::invalid_argument naming the variable and its bad value.

@@ -15,6 +15,7 @@
 
 #include "endpoint.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/report.hpp"
 #include "local_client.hpp"
 #include "registry.hpp"
 #include "reports.hpp"
@@ -110,148 +111,100 @@ std::string body_reason(const Response& res) {
   }
 }
 
-Traceback traceback_from(const json& frames) {
-  std::vector<Frame> list;
-  for (const json& f : frames)
-    list.push_back({f.value("function", ""), f.value("file", ""), f.value("line", 0u),
-                    f.value("module", ""),
-                    std::strtoull(f.value("address", "0").c_str(), nullptr, 16)});
-  return Traceback(std::move(list));
-}
-
-// What makes two processes' statistics one: the key's text, or for whole tracebacks every
+// What makes two processes' lines one: the key's text, or for whole tracebacks every
 // frame's function, file and line (addresses differ between programs).
-std::string merge_key(const json& stat, KeyType key) {
-  if (key != KeyType::traceback) return stat.value("key", "");
+std::string merge_key(const ReportLine& line, KeyType key) {
+  if (key != KeyType::traceback || !line.traceback) return line.key;
   std::string text;
-  for (const json& f : stat["traceback"])
-    text += f.value("function", "") + "\n" + f.value("file", "") + ":" +
-            std::to_string(f.value("line", 0u)) + "\n";
+  for (const Frame& f : *line.traceback)
+    text += f.function + "\n" + f.file + ":" + std::to_string(f.line) + "\n";
   return text;
 }
 
-struct Merged {
-  json body;  // the first answer's fields, totals summed
-  std::vector<json> stats;
-  json pids = json::array();
-  json failed = json::array();
-};
-
-// Sums the JSON reports of every process, key by key.
-Merged merge_reports(RouteState& state, const Request& req, const Query& query, bool diff) {
-  Merged merged;
+// Sums the reports of every process, key by key: the first answer's fields with every
+// process's totals and lines summed, sorted as one process sorts.
+Report merge_reports(RouteState& state, const Request& req, const Query& query, bool diff) {
+  std::optional<Report> merged;
+  std::vector<long> pids;
+  std::vector<ReportFailure> failed;
   std::map<std::string, std::size_t> index;
   const std::string target = peer_target(req.target(), Ask::every_key);
   for (const pid_t pid : group_pids()) {
-    json report;
+    Report report;
     try {
       const Response res = ask(state, pid, req, target, kForwardTimeout);
       if (res.result() != Status::ok) {
-        merged.failed.push_back({{"pid", pid}, {"status", res.result_int()}, {"error", body_reason(res)}});
+        failed.push_back({pid, static_cast<int>(res.result_int()), body_reason(res)});
         continue;
       }
-      report = json::parse(res.body());
+      report = report_from_json(std::string_view(res.body()));
     } catch (const std::exception& e) {
-      merged.failed.push_back({{"pid", pid}, {"status", 502}, {"error", e.what()}});
+      failed.push_back({pid, 502, e.what()});
       continue;
     }
-    merged.pids.push_back(pid);
-    if (merged.body.is_null()) {
-      merged.body = report;
-      for (auto& [name, value] : merged.body["total"].items()) value = 0;
-    } else if (report.contains("tracker_memory_cap") && merged.body.contains("tracker_memory_cap")) {
+    pids.push_back(pid);
+    if (!merged) {
+      merged = report;
+      merged->total = {};
+      merged->lines.clear();
+    } else {
       // Each process has its own cap: reached by any, its folds and drops summed.
-      json& cap = merged.body["tracker_memory_cap"];
-      const json& more = report["tracker_memory_cap"];
-      cap["reached"] = cap["reached"].get<bool>() || more["reached"].get<bool>();
-      cap["max_bytes"] = std::max(cap["max_bytes"].get<std::int64_t>(), more["max_bytes"].get<std::int64_t>());
-      for (const char* field : {"folded_blocks", "folded_bytes", "dropped_blocks", "dropped_bytes"})
-        cap[field] = cap[field].get<std::int64_t>() + more[field].get<std::int64_t>();
+      TrackerMemoryCap& cap = merged->cap;
+      cap.reached = cap.reached || report.cap.reached;
+      cap.max_bytes = std::max(cap.max_bytes, report.cap.max_bytes);
+      cap.folded_blocks += report.cap.folded_blocks;
+      cap.folded_bytes += report.cap.folded_bytes;
+      cap.dropped_blocks += report.cap.dropped_blocks;
+      cap.dropped_bytes += report.cap.dropped_bytes;
     }
-    for (auto& [name, value] : report["total"].items())
-      merged.body["total"][name] = merged.body["total"][name].get<std::int64_t>() + value.get<std::int64_t>();
-    for (json& stat : report["stats"]) {
-      const std::string key = merge_key(stat, query.key);
-      const auto [at, fresh] = index.try_emplace(key, merged.stats.size());
+    merged->total.size += report.total.size;
+    merged->total.count += report.total.count;
+    merged->total.size_diff += report.total.size_diff;
+    merged->total.count_diff += report.total.count_diff;
+    for (ReportLine& line : report.lines) {
+      const auto [at, fresh] = index.try_emplace(merge_key(line, query.key), merged->lines.size());
       if (fresh) {
-        merged.stats.push_back(std::move(stat));
+        merged->lines.push_back(std::move(line));
         continue;
       }
-      json& into = merged.stats[at->second];
-      for (const char* field : {"size", "count", "size_diff", "count_diff"})
-        if (stat.contains(field))
-          into[field] = into[field].get<std::int64_t>() + stat[field].get<std::int64_t>();
-      merge_verdict(into, stat);
+      ReportLine& into = merged->lines[at->second];
+      into.size += line.size;
+      into.count += line.count;
+      into.size_diff += line.size_diff;
+      into.count_diff += line.count_diff;
+      if (into.verdict && line.verdict) merge_verdict(*into.verdict, *line.verdict);
     }
   }
-  for (json& stat : merged.stats) {
-    const auto count = stat["count"].get<std::int64_t>();
-    stat["average"] = count == 0 ? 0.0 : static_cast<double>(stat["size"].get<std::int64_t>()) / count;
+  if (!merged) {
+    std::string reasons;
+    for (const ReportFailure& f : failed)
+      reasons += (reasons.empty() ? "" : "; ") + ("pid " + std::to_string(f.pid) + ": " + f.error);
+    throw RequestError(Status::conflict, "no process answered: " + reasons);
   }
-  const auto rank = [diff](const json& s) {
-    const auto v = [&s](const char* f) { return s.value(f, std::int64_t{0}); };
+  std::vector<ReportLine>& lines = merged->lines;
+  for (ReportLine& line : lines)
+    line.average = line.count == 0 ? 0.0 : static_cast<double>(line.size) / static_cast<double>(line.count);
+  const auto rank = [diff](const ReportLine& s) {
     using Rank = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-    return diff ? Rank{std::abs(v("size_diff")), v("size"), std::abs(v("count_diff")), v("count")}
-                : Rank{v("size"), v("count"), 0, 0};
+    return diff ? Rank{std::abs(s.size_diff), s.size, std::abs(s.count_diff), s.count}
+                : Rank{s.size, s.count, 0, 0};
   };
-  std::stable_sort(merged.stats.begin(), merged.stats.end(),
-                   [&](const json& a, const json& b) { return rank(a) > rank(b); });
-  return merged;
+  std::stable_sort(lines.begin(), lines.end(),
+                   [&](const ReportLine& a, const ReportLine& b) { return rank(a) > rank(b); });
+  merged->keys = lines.size();
+  lines.resize(std::min(lines.size(), query.limit));
+  merged->request.limit = query.limit;
+  merged->request.traceback = query.traceback;  // as a single process answers
+  merged->pids = std::move(pids);
+  merged->failed = std::move(failed);
+  return std::move(*merged);
 }
 
 Response merged_report(RouteState& state, const Request& req, const ReplyTo& to,
                        const Query& query, bool diff) {
-  Merged merged = merge_reports(state, req, query, diff);
-  if (merged.pids.empty()) {
-    std::string reasons;
-    for (const json& f : merged.failed)
-      reasons += (reasons.empty() ? "" : "; ") + ("pid " + std::to_string(f["pid"].get<long>()) +
-                                                 ": " + f["error"].get<std::string>());
-    throw RequestError(Status::conflict, "no process answered: " + reasons);
-  }
-  const std::size_t shown = std::min(merged.stats.size(), query.limit);
-  if (to.format == Format::json) {
-    json body = std::move(merged.body);
-    body["limit"] = query.limit;
-    body["keys"] = merged.stats.size();
-    body["stats"] = json(std::vector<json>(merged.stats.begin(), merged.stats.begin() + shown));
-    if (!query.traceback && query.key != KeyType::traceback)  // as a single process answers
-      for (json& stat : body["stats"]) stat.erase("traceback");
-    body["pids"] = merged.pids;
-    body["failed"] = merged.failed;
-    return make_json(to, Status::ok, body);
-  }
-  const json& total = merged.body["total"];
-  const auto size = [](const json& v, bool sign) { return format_size(static_cast<double>(v.get<std::int64_t>()), sign); };
-  std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(merged.stats.size()) + " " +
-                     std::string(to_string(query.key)) + "s" + (diff ? " against the baselines" : "") +
-                     " of " + std::to_string(merged.pids.size()) + " processes: size=" + size(total["size"], false);
-  if (diff) {
-    const auto count_diff = total["count_diff"].get<std::int64_t>();
-    text += " (" + size(total["size_diff"], true) + "), count=" + std::to_string(total["count"].get<std::int64_t>()) +
-            " (" + (count_diff >= 0 ? "+" : "") + std::to_string(count_diff) + ")";
-  } else {
-    text += ", count=" + std::to_string(total["count"].get<std::int64_t>());
-  }
-  text += " (mode=" + merged.body.value("mode", "") + ", pids " + merged.pids.dump();
-  if (merged.body.contains("tracker_memory_cap")) {
-    const json& c = merged.body["tracker_memory_cap"];
-    const std::string note = format_cap({c["max_bytes"].get<std::int64_t>(), c["reached"].get<bool>(),
-                                         c["folded_blocks"].get<std::uint64_t>(), c["folded_bytes"].get<std::int64_t>(),
-                                         c["dropped_blocks"].get<std::uint64_t>(), c["dropped_bytes"].get<std::int64_t>()});
-    if (!note.empty()) text += ", " + note;
-  }
-  text += ")\n";
-  for (const json& f : merged.failed)
-    text += "pid " + std::to_string(f["pid"].get<long>()) + " did not answer: " + f["error"].get<std::string>() + "\n";
-  for (std::size_t i = 0; i < shown; ++i) {
-    const json& s = merged.stats[i];
-    const Traceback traceback = traceback_from(s["traceback"]);
-    const auto v = [&s](const char* f) { return s.value(f, std::int64_t{0}); };
-    text += (diff ? format_statistic_diff({traceback, v("size"), v("size_diff"), v("count"), v("count_diff")}, query.key)
-                  : format_statistic({traceback, v("size"), v("count")}, query.key)) + "\n";
-  }
-  return make_text(to, Status::ok, std::move(text));
+  const Report merged = merge_reports(state, req, query, diff);
+  if (to.format == Format::json) return make_response(to, Status::ok, to_json(merged) + "\n", "application/json");
+  return make_text(to, Status::ok, to_text(merged));
 }
 
 // POST /baseline?pid=all: every process remembers its heap now.
@@ -342,21 +295,32 @@ json process_entry(RouteState& state, pid_t pid) {
 
 }  // namespace
 
-void merge_verdict(json& into, const json& other) {
-  if (!into.contains("verdict") || !other.contains("verdict")) return;  // no history: nothing to merge
-  if (into["verdict"] != other["verdict"]) {
-    into["verdict"] = "unknown";
-    into["growth_per_min"] = nullptr;
-    into["since_last_growth_s"] = nullptr;
+void merge_verdict(Verdict& into, const Verdict& other) {
+  if (into.trend != other.trend) {
+    into = Verdict{};
     return;
   }
-  const auto both = [&](const char* field) {
-    return into.contains(field) && other.contains(field) && into[field].is_number() && other[field].is_number();
+  if (into.trend == Trend::unknown) return;
+  into.growth_per_min += other.growth_per_min;
+  into.since_last_growth_s = std::min(into.since_last_growth_s, other.since_last_growth_s);
+}
+
+void merge_verdict(json& into, const json& other) {
+  if (!into.contains("verdict") || !other.contains("verdict")) return;  // no history: nothing to merge
+  const auto verdict = [](const json& stat) {
+    Verdict v;
+    v.trend = stat["verdict"].is_string() ? parse_trend(stat["verdict"].get<std::string>()).value_or(Trend::unknown)
+                                          : Trend::unknown;
+    const auto number = [&](const char* field) {
+      return stat.contains(field) && stat[field].is_number() ? stat[field].get<double>() : 0.0;
+    };
+    v.growth_per_min = number("growth_per_min");
+    v.since_last_growth_s = number("since_last_growth_s");
+    return v;
   };
-  if (both("growth_per_min"))
-    into["growth_per_min"] = into["growth_per_min"].get<double>() + other["growth_per_min"].get<double>();
-  if (both("since_last_growth_s"))
-    into["since_last_growth_s"] = std::min(into["since_last_growth_s"].get<double>(), other["since_last_growth_s"].get<double>());
+  Verdict merged = verdict(into);
+  merge_verdict(merged, verdict(other));
+  add_verdict_json(into, merged);
 }
 
 std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to,

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "liveheap/history.hpp"
+
 #include "query.hpp"
 #include "routes.hpp"
 
@@ -25,6 +27,8 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
 // statistic from another process. Each process judged its own history: when they agree the
 // verdict stands (growth per minute summed, the most recent growth kept); when they differ
 // it is "unknown", as the sum's series is no process's history and no second rule guesses.
+void merge_verdict(Verdict& into, const Verdict& other);
+// The same on two JSON statistics; nothing when either has no "verdict".
 void merge_verdict(nlohmann::json& into, const nlohmann::json& other);
 
 // GET /processes: every live process of the group, this one included.

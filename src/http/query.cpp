@@ -2,8 +2,8 @@
 #include "query.hpp"
 
 #include <array>
-#include <charconv>
 
+#include "liveheap/settings.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace liveheap::http {
@@ -87,15 +87,16 @@ std::string decode(std::string_view text, bool plus_is_space, std::string_view w
   return out;
 }
 
-std::uint64_t parse_number(std::string_view name, std::string_view text, std::uint64_t min,
-                           std::uint64_t max) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
-      value > max)
-    bad_request(std::string(name) + "=" + excerpt(text) + " is not a whole number from " +
-                std::to_string(min) + " to " + std::to_string(max));
-  return value;
+// A whole number in the setting's range (liveheap/settings.hpp), or a 400 naming it.
+std::uint64_t parse_number(std::string_view name, std::string_view text, settings::Range range) {
+  if (const auto value = settings::parse_whole(text, range)) return *value;
+  bad_request(settings::not_a_whole_number(name, excerpt(text), range));
+}
+
+// 0 or 1, or a 400 naming the parameter.
+bool parse_flag(std::string_view name, const std::string& value) {
+  if (const auto flag = settings::parse_flag(value)) return *flag;
+  bad_request(std::string(name) + "=" + excerpt(value) + " is not 0 or 1");
 }
 
 // include=GLOB matches the user frame's file; include=function:GLOB its function.
@@ -136,36 +137,30 @@ void set_param(Query& query, std::string_view name, const std::string& value, Pa
       bad_request("key=" + excerpt(value) + " is not one of line, file, function, traceback");
     }
   } else if (name == "limit") {
-    query.limit = parse_number(name, value, 1, kMaxLimit);
+    query.limit = parse_number(name, value, settings::kLimit);
   } else if (name == "cumulative") {
-    if (value != "0" && value != "1") bad_request("cumulative=" + excerpt(value) + " is not 0 or 1");
-    query.cumulative = value == "1";
+    query.cumulative = parse_flag(name, value);
   } else if (name == "include" || name == "exclude") {
     add_filter(query, name == "include", value);
   } else if (name == "seconds") {
-    query.seconds = static_cast<unsigned>(parse_number(name, value, 1, kMaxSeconds));
+    query.seconds = static_cast<unsigned>(parse_number(name, value, settings::kSeconds));
   } else if (name == "mode") {
-    if (value != "exact" && value != "sampled") bad_request("mode=" + excerpt(value) + " is not exact or sampled");
-    query.mode = parse_mode(value);
+    query.mode = settings::parse_start_mode(value);
+    if (!query.mode) bad_request("mode=" + excerpt(value) + " is not exact or sampled");
   } else if (name == "frames") {
-    query.frames = static_cast<unsigned>(parse_number(name, value, 1, kMaxFrames));
+    query.frames = static_cast<unsigned>(parse_number(name, value, settings::kFrames));
   } else if (name == "sample_interval") {
-    query.sample_interval =
-        parse_number(name, value, kMinHttpSampleInterval, std::uint64_t{1} << 40);
+    query.sample_interval = parse_number(name, value, settings::kHttpSampleInterval);
   } else if (name == "traceback") {
-    if (value != "0" && value != "1") bad_request("traceback=" + excerpt(value) + " is not 0 or 1");
-    query.traceback = value == "1";
+    query.traceback = parse_flag(name, value);
   } else if (name == "verdicts") {
-    if (value != "0" && value != "1") bad_request("verdicts=" + excerpt(value) + " is not 0 or 1");
-    query.verdicts = value == "1";
+    query.verdicts = parse_flag(name, value);
   } else if (name == "pid") {
-    std::uint64_t pid = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), pid);
-    if (value != "all" && (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
-                           pid < 1 || pid > static_cast<std::uint64_t>(kMaxPid)))
+    const auto pid = settings::parse_whole(value, settings::kPid);
+    if (value != "all" && !pid)
       bad_request("pid=" + excerpt(value) + " is not a process id (1 to " + std::to_string(kMaxPid) +
                   ") or all");
-    query.pid = value == "all" ? kAllProcesses : static_cast<long>(pid);
+    query.pid = value == "all" ? kAllProcesses : static_cast<long>(*pid);
   }
 }
 

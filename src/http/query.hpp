@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "liveheap/settings.hpp"
 #include "liveheap/snapshot.hpp"
 #include "reply.hpp"
 
@@ -32,13 +33,13 @@ enum Param : unsigned {
 };
 using ParamSet = unsigned;
 
-inline constexpr std::size_t kMaxLimit = 10000;
-inline constexpr unsigned kMaxSeconds = 60;
-// Below this, sampling costs a page per small block (issue 12: 20,000 malloc(16) grew RSS
-// by 79 MiB at 1 B); LIVEHEAP_SAMPLE_INTERVAL may still go lower, for tests.
-inline constexpr std::uint64_t kMinHttpSampleInterval = 4096;
+// The limits are the settings module's (liveheap/settings.hpp), shared with the
+// environment, Options and liveheap-watch.
+inline constexpr std::size_t kMaxLimit = settings::kLimit.max;
+inline constexpr unsigned kMaxSeconds = settings::kSeconds.max;
+inline constexpr std::uint64_t kMinHttpSampleInterval = settings::kHttpSampleInterval.min;
 inline constexpr long kAllProcesses = 0;  // Query::pid for pid=all
-inline constexpr long kMaxPid = 4194304;  // Linux's PID_MAX_LIMIT
+inline constexpr long kMaxPid = settings::kPid.max;  // Linux's PID_MAX_LIMIT
 
 struct Query {
   std::optional<Format> format;

@@ -1,14 +1,16 @@
-// The bodies of the report routes, text or JSON. Formatting of sizes, statistics and
-// tracebacks is the report layer's (liveheap/format.hpp); this file only lays them out.
+// The bodies of the report routes, text or JSON. The statistics reports (/top, /peak,
+// /tracebacks, /diff) are the report layer's document (liveheap/report.hpp), built and
+// rendered there; this file picks the rendering and lays out the other routes' bodies.
 #include "reports.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
+#include <memory>
 
 #include "liveheap/allocator.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
+#include "liveheap/report.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace liveheap::http {
@@ -26,11 +28,14 @@ std::string_view plural(KeyType key) {
   return "keys";
 }
 
-std::string signed_count(std::int64_t n) { return (n >= 0 ? "+" : "") + std::to_string(n); }
-
 std::int64_t now_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// The report request a query asks for.
+ReportRequest request_of(const Query& query) {
+  return {query.key, query.limit, query.cumulative, query.include, query.exclude, query.traceback};
 }
 
 // `snapshot` itself without filters, else the filtered copy, kept in `storage`.
@@ -38,27 +43,6 @@ const Snapshot& apply_filters(const Snapshot& snapshot, const Query& query, Snap
   if (query.filters.empty()) return snapshot;
   storage = snapshot.filter_traces(query.filters);
   return storage;
-}
-
-// What every snapshot report says about how it was made and asked for.
-json report_json(const SnapshotInfo& info, const Query& query) {
-  return {{"mode", to_string(info.mode)},        {"sample_interval", info.sample_interval},
-          {"max_frames", info.max_frames},       {"taken_at_ms", info.taken_at_ms},
-          {"key", to_string(query.key)},         {"cumulative", query.cumulative},
-          {"limit", query.limit},                {"include", query.include},
-          {"exclude", query.exclude},            {"tracker_memory_cap", to_json(info.cap)}};
-}
-
-// The same, as the end of a text header line: "(mode=exact, include=*.cpp)".
-std::string report_text(const SnapshotInfo& info, const Query& query) {
-  std::string text = "(mode=" + std::string(to_string(info.mode));
-  if (info.mode == Mode::sampled)
-    text += ", one sample per " + format_size(static_cast<double>(info.sample_interval), false);
-  if (query.cumulative) text += ", cumulative";
-  for (const std::string& glob : query.include) text += ", include=" + glob;
-  for (const std::string& glob : query.exclude) text += ", exclude=" + glob;
-  if (const std::string cap = format_cap(info.cap); !cap.empty()) text += ", " + cap;
-  return text + ")";
 }
 
 // A JSON stat, with its whole stack only where asked: ~53 KB each otherwise.
@@ -69,51 +53,14 @@ json stat_json(const Stat& stat, const Query& query) {
   return j;
 }
 
-// A report is built in the host's memory: past ReplyTo::max_report_bytes of rows it stops
-// and says so ("truncated": true in JSON, a last line in text). 10,000 stacks with
-// tracebacks would be ~0.5 GB.
-std::string truncation_note(std::size_t max_bytes, std::size_t shown, std::size_t wanted) {
-  return "(truncated at " + format_size(static_cast<double>(max_bytes), false) + ": " +
-         std::to_string(shown) + " of " + std::to_string(wanted) +
-         " rows shown; ask for a smaller limit= or narrow with include=)\n";
-}
-
-// The JSON body with `wanted` stats rows serialized once each, straight into the output
-// (not as a second document), up to to.max_report_bytes; "truncated" says whether all fit.
-template <typename Row>
-Response json_with_rows(const ReplyTo& to, json body, std::size_t wanted, Row&& row) {
-  std::string rows = "[";
-  bool truncated = false;
-  for (std::size_t i = 0; i < wanted; ++i) {
-    std::string one = row(i).dump(-1, ' ', false, json::error_handler_t::replace);
-    if (rows.size() + one.size() > to.max_report_bytes) {
-      truncated = true;
-      break;
-    }
-    if (i != 0) rows += ',';
-    rows += one;
-  }
-  rows += ']';
-  body["truncated"] = truncated;
-  body["stats"] = nullptr;  // a placeholder the rows replace: keys are unique, strings escaped
-  std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  const std::string placeholder = "\"stats\":null";
-  text.replace(text.find(placeholder), placeholder.size(), "\"stats\":" + rows);
-  return make_response(to, Status::ok, std::move(text) + "\n", "application/json");
-}
-
-// Appends text rows while the report stays within to.max_report_bytes, then a note if not
-// all fit.
-template <typename Row>
-void append_text_rows(const ReplyTo& to, std::string& text, std::size_t wanted, Row&& row) {
-  for (std::size_t i = 0; i < wanted; ++i) {
-    std::string one = row(i);
-    if (text.size() + one.size() > to.max_report_bytes) {
-      text += truncation_note(to.max_report_bytes, i, wanted);
-      return;
-    }
-    text += one;
-  }
+// The report document laid out as the client asked: JSON, or text (stacks under each line
+// for /tracebacks). Both stop at to.max_report_bytes of lines and say so.
+Response report_response(const ReplyTo& to, const Report& report, const Query& query, bool stacks) {
+  if (to.format == Format::json)
+    return make_response(to, Status::ok, to_json(report, to.max_report_bytes) + "\n", "application/json");
+  return make_text(to, Status::ok,
+                   to_text(report, {.verdicts = query.verdicts, .stacks = stacks,
+                                    .max_bytes = to.max_report_bytes}));
 }
 
 // Each statistic's verdict, from the tracker's history grouped as the report groups.
@@ -133,6 +80,13 @@ class Verdicts {
   HistoryIndex index_;
   std::vector<std::int64_t> times_;
 };
+
+// The lines' verdicts where the answer shows them (JSON always, text with verdicts=1).
+VerdictOf verdicts_for(const ReplyTo& to, const Query& query) {
+  if (to.format != Format::json && !query.verdicts) return {};
+  auto verdicts = std::make_shared<Verdicts>(query);
+  return [verdicts](const Traceback& key) { return verdicts->of(key); };
+}
 
 std::string size_and_count(std::int64_t size, std::int64_t count) {
   return "size=" + format_size(static_cast<double>(size), false) +
@@ -166,36 +120,12 @@ Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapsh
 // /top and /tracebacks: the same statistics; /tracebacks prints each stack whole.
 Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& query,
                            bool whole_tracebacks) {
-  Snapshot storage;
-  const Snapshot& snapshot = apply_filters(now, query, storage);
-  if (to.format == Format::folded) return folded_report(to, snapshot);
-  const std::vector<Statistic> stats = snapshot.statistics(query.key, query.cumulative);
-  const std::size_t shown = std::min(stats.size(), query.limit);
-  std::optional<Verdicts> verdicts;
-  if (to.format == Format::json || query.verdicts) verdicts.emplace(query);
-  if (to.format == Format::json) {
-    json body = report_json(snapshot.info(), query);
-    body["total"] = {{"size", snapshot.total_size()}, {"count", snapshot.total_count()}};
-    body["keys"] = stats.size();
-    return json_with_rows(to, std::move(body), shown, [&](std::size_t i) {
-      json row = stat_json(stats[i], query);
-      add_verdict_json(row, verdicts->of(stats[i].traceback));
-      return row;
-    });
+  if (to.format == Format::folded) {
+    Snapshot storage;
+    return folded_report(to, apply_filters(now, query, storage));
   }
-  std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(stats.size()) +
-                     " " + std::string(plural(query.key)) + ": " +
-                     size_and_count(snapshot.total_size(), snapshot.total_count()) + " " +
-                     report_text(snapshot.info(), query) + "\n";
-  append_text_rows(to, text, shown, [&](std::size_t i) {
-    std::string row = (whole_tracebacks ? "\n" : "") + format_statistic(stats[i], query.key);
-    if (verdicts) row += verdict_text(verdicts->of(stats[i].traceback));
-    row += "\n";
-    if (whole_tracebacks)
-      for (const std::string& line : format_traceback(stats[i].traceback)) row += line + "\n";
-    return row;
-  });
-  return make_text(to, Status::ok, std::move(text));
+  return report_response(to, make_report(now, request_of(query), verdicts_for(to, query)), query,
+                         whole_tracebacks);
 }
 
 }  // namespace
@@ -272,44 +202,15 @@ Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& 
 
 Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
                      const Query& query, const std::string& against) {
-  Snapshot now_storage;
-  Snapshot old_storage;
-  const Snapshot& current = apply_filters(now, query, now_storage);
-  const Snapshot& previous = apply_filters(old, query, old_storage);
-  if (to.format == Format::folded || to.format == Format::folded2)
-    return folded_diff_report(to, current, previous);
-  const std::vector<StatisticDiff> diffs =
-      current.compare_to(previous, query.key, query.cumulative);
-  const std::size_t shown = std::min(diffs.size(), query.limit);
-  const std::int64_t size_diff = current.total_size() - previous.total_size();
-  const std::int64_t count_diff = current.total_count() - previous.total_count();
-  std::optional<Verdicts> verdicts;
-  if (to.format == Format::json || query.verdicts) verdicts.emplace(query);
-  if (to.format == Format::json) {
-    json body = report_json(current.info(), query);
-    body["against"] = against;
-    body["old_taken_at_ms"] = previous.info().taken_at_ms;
-    body["total"] = {{"size", current.total_size()}, {"size_diff", size_diff},
-                     {"count", current.total_count()}, {"count_diff", count_diff}};
-    body["keys"] = diffs.size();
-    return json_with_rows(to, std::move(body), shown, [&](std::size_t i) {
-      json row = stat_json(diffs[i], query);
-      add_verdict_json(row, verdicts->of(diffs[i].traceback));
-      return row;
-    });
+  if (to.format == Format::folded || to.format == Format::folded2) {
+    Snapshot now_storage;
+    Snapshot old_storage;
+    return folded_diff_report(to, apply_filters(now, query, now_storage),
+                              apply_filters(old, query, old_storage));
   }
-  std::string text = "Top " + std::to_string(shown) + " of " + std::to_string(diffs.size()) +
-                     " " + std::string(plural(query.key)) + " against " + against +
-                     ": size=" + format_size(static_cast<double>(current.total_size()), false) +
-                     " (" + format_size(static_cast<double>(size_diff), true) +
-                     "), count=" + std::to_string(current.total_count()) + " (" +
-                     signed_count(count_diff) + ") " + report_text(current.info(), query) + "\n";
-  append_text_rows(to, text, shown, [&](std::size_t i) {
-    std::string row = format_statistic_diff(diffs[i], query.key);
-    if (verdicts) row += verdict_text(verdicts->of(diffs[i].traceback));
-    return row + "\n";
-  });
-  return make_text(to, Status::ok, std::move(text));
+  return report_response(
+      to, make_diff_report(now, old, against, request_of(query), verdicts_for(to, query)), query,
+      false);
 }
 
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {

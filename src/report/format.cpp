@@ -124,18 +124,27 @@ std::string format_key(const Traceback& key, KeyType key_type) {
   return {};
 }
 
+std::string format_statistic(std::string_view key, std::int64_t size, std::int64_t count) {
+  return std::string(key) + ": size=" + format_size(static_cast<double>(size), false) +
+         ", count=" + std::to_string(count) + average_suffix(size, count);
+}
+
+std::string format_statistic_diff(std::string_view key, std::int64_t size,
+                                  std::int64_t size_diff, std::int64_t count,
+                                  std::int64_t count_diff) {
+  return std::string(key) + ": size=" + format_size(static_cast<double>(size), false) + " (" +
+         format_size(static_cast<double>(size_diff), true) + "), count=" +
+         std::to_string(count) + " (" + printf_string("%+lld", static_cast<long long>(count_diff)) +
+         ")" + average_suffix(size, count);
+}
+
 std::string format_statistic(const Statistic& stat, KeyType key_type) {
-  return format_key(stat.traceback, key_type) + ": size=" +
-         format_size(static_cast<double>(stat.size), false) +
-         ", count=" + std::to_string(stat.count) + average_suffix(stat.size, stat.count);
+  return format_statistic(format_key(stat.traceback, key_type), stat.size, stat.count);
 }
 
 std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type) {
-  return format_key(stat.traceback, key_type) + ": size=" +
-         format_size(static_cast<double>(stat.size), false) + " (" +
-         format_size(static_cast<double>(stat.size_diff), true) + "), count=" +
-         std::to_string(stat.count) + " (" + printf_string("%+lld", static_cast<long long>(stat.count_diff)) +
-         ")" + average_suffix(stat.size, stat.count);
+  return format_statistic_diff(format_key(stat.traceback, key_type), stat.size, stat.size_diff,
+                               stat.count, stat.count_diff);
 }
 
 std::vector<std::string> format_traceback(const Traceback& traceback,

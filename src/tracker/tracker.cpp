@@ -18,6 +18,7 @@
 #include "engine.hpp"
 #include "history.hpp"
 #include "peak.hpp"
+#include "stack_capture.hpp"
 #include "symbolizer.hpp"
 
 namespace liveheap {
@@ -49,22 +50,24 @@ engine::Mode to_engine(Mode mode) {
   return engine::Mode::off;
 }
 
+// The engine's stack buffer is sized for the deepest stack a setting can ask for.
+static_assert(engine::kMaxFramesCapture >= settings::kFrames.max);
+
+// start()'s checks, with the settings module's ranges (the environment and HTTP use them too).
 void validate(const Options& o) {
   if (o.mode == Mode::off)
     throw std::invalid_argument("mode 'off' cannot be started: call liveheap::stop() instead");
-  if (o.max_frames < 1 || o.max_frames > kMaxFrames)
-    throw std::invalid_argument("max_frames must be 1.." + std::to_string(kMaxFrames) +
-                                ", got " + std::to_string(o.max_frames));
-  if (o.sample_interval < 1 || o.sample_interval > (std::uint64_t{1} << 40))
-    throw std::invalid_argument("sample_interval must be 1..2^40 bytes, got " +
-                                std::to_string(o.sample_interval));
-  if (o.max_tracker_memory < kMinTrackerMemory || o.max_tracker_memory > kMaxTrackerMemory)
-    throw std::invalid_argument("max_tracker_memory must be " + std::to_string(kMinTrackerMemory) +
-                                ".." + std::to_string(kMaxTrackerMemory) + " bytes, got " +
-                                std::to_string(o.max_tracker_memory));
-  if (o.history_interval_s > kMaxHistoryInterval)
-    throw std::invalid_argument("history_interval_s must be 0.." + std::to_string(kMaxHistoryInterval) +
-                                " seconds, got " + std::to_string(o.history_interval_s));
+  if (!settings::kFrames.contains(o.max_frames))
+    throw std::invalid_argument(settings::out_of_range("max_frames", o.max_frames, settings::kFrames));
+  if (!settings::kSampleInterval.contains(o.sample_interval))
+    throw std::invalid_argument(
+        settings::out_of_range("sample_interval", o.sample_interval, settings::kSampleInterval, " bytes", "2^40"));
+  if (!settings::kHistoryInterval.contains(o.history_interval_s))
+    throw std::invalid_argument(settings::out_of_range("history_interval_s", o.history_interval_s,
+                                                       settings::kHistoryInterval, " seconds"));
+  if (!settings::kTrackerMemory.contains(o.max_tracker_memory))
+    throw std::invalid_argument(settings::out_of_range("max_tracker_memory", o.max_tracker_memory,
+                                                       settings::kTrackerMemory, " bytes"));
 }
 
 void install_symbolizer_hook() {

@@ -54,3 +54,27 @@ test('a 401 to a request sent before the token was entered does not ask again', 
   assert.deepEqual(await next, { mode: 'exact' });
   assert.deepEqual(asked, []);
 });
+
+// The page reads the server's report document (liveheap/report.hpp): schema 1, or an
+// answer from a server older than the field; any other schema is a one-line error.
+test('reports are read as the schema the server writes', async () => {
+  const pending = stubFetch();
+  const { api } = client();
+  const report = { schema: 1, total: { size: 10, size_diff: 10 }, stats: [{ key: 'a.cpp:1', size_diff: 10 }] };
+  const good = api.report('diff');
+  pending[0].answer(200, report);
+  assert.deepEqual(await good, report);
+
+  const future = api.report('diff');
+  pending[1].answer(200, { ...report, schema: 2 });
+  await assert.rejects(future, (e) => e instanceof ApiError && /schema is 2; this page reads schema 1/.test(e.message));
+
+  const older = api.report('diff');
+  const { schema, ...unversioned } = report;
+  pending[2].answer(200, unversioned);
+  assert.deepEqual(await older, unversioned);
+
+  const notReport = api.report('diff');
+  pending[3].answer(200, { total: {} });
+  await assert.rejects(notReport, (e) => e instanceof ApiError && /GET diff: the report has no stats/.test(e.message));
+});

@@ -22,6 +22,7 @@
 #include "child_process.hpp"
 #include "client.hpp"
 #include "forward.hpp"
+#include "liveheap/report.hpp"
 #include "gtest/gtest.h"
 
 extern char** environ;
@@ -194,6 +195,31 @@ TEST_F(Prefork, EachWorkerExactlyAndAllMerged) {
   const Reply top = get(port_, "/debug/memory/top?format=json&limit=1000&pid=all");
   ASSERT_EQ(top.status, 200) << top.body;
   EXPECT_EQ(stat_at(top.json(), where)["size"], sum);
+}
+
+// A merged report is the same document (with "pids" and "failed"): read back, it writes
+// the same bytes, and its text is the server's text.
+TEST_F(Prefork, MergedReportsReadBackAsTheReportDocument) {
+  ASSERT_EQ(post(port_, "/debug/memory/baseline?pid=all").status, 200);
+  const auto kept = keep();
+  ASSERT_EQ(kept.size(), 2u);
+  const std::string where = kept.begin()->second.first;
+  const std::string only = "include=*" + where.substr(where.rfind('/') + 1, where.rfind(':') - where.rfind('/') - 1);
+  for (const std::string route : {"/diff?", "/top?", "/diff?key=traceback&", "/top?traceback=1&"}) {
+    const Reply json = get(port_, "/debug/memory" + route + only + "&pid=all&format=json");
+    ASSERT_EQ(json.status, 200) << json.body;
+    const liveheap::Report report = liveheap::report_from_json(std::string_view(json.body));
+    EXPECT_EQ(liveheap::to_json(report) + "\n", json.body) << route;
+    ASSERT_TRUE(report.pids.has_value()) << route;
+    EXPECT_EQ(report.pids->size(), 3u);
+    EXPECT_TRUE(report.failed.empty());
+    if (report.diff) EXPECT_EQ(report.total.size_diff, 9000) << route;  // the workers' kept bytes
+    const Reply text = get(port_, "/debug/memory" + route + only + "&pid=all");
+    EXPECT_EQ(liveheap::to_text(report), text.body) << route;
+    const Reply one = get(port_, "/debug/memory" + route + only + "&format=json&pid=" +
+                                     std::to_string(kept.begin()->first));
+    EXPECT_EQ(liveheap::to_json(liveheap::report_from_json(std::string_view(one.body))) + "\n", one.body);
+  }
 }
 
 // pid=all sums a key's statistics over the processes; each process judged its own history,

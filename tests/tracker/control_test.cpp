@@ -69,6 +69,44 @@ TEST(Control, RejectsBadOptions) {
   EXPECT_FALSE(liveheap::is_tracing());
 }
 
+// start(Options) names the field and its range; the range is the one the environment
+// (and HTTP) enforce, so a value refused here is refused there with the same bounds.
+TEST(Control, BadOptionsAreNamedWithTheSettingsRanges) {
+  const auto refusal = [](const liveheap::Options& o) -> std::string {
+    try {
+      liveheap::start(o);
+      liveheap::stop();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  liveheap::Options o;
+  o.max_frames = liveheap::kMaxFrames + 1;
+  EXPECT_EQ(refusal(o), "max_frames must be 1..128, got 129");
+  o = {};
+  o.sample_interval = (std::uint64_t{1} << 40) + 1;
+  EXPECT_EQ(refusal(o), "sample_interval must be 1..2^40 bytes, got 1099511627777");
+  o = {};
+  o.history_interval_s = 86401;
+  EXPECT_EQ(refusal(o), "history_interval_s must be 0..86400 seconds, got 86401");
+  o = {};
+  o.mode = Mode::off;
+  EXPECT_EQ(refusal(o), "mode 'off' cannot be started: call liveheap::stop() instead");
+  EXPECT_FALSE(liveheap::is_tracing());
+
+  ::setenv("LIVEHEAP_FRAMES", "129", 1);
+  try {
+    liveheap::options_from_environment(Mode::exact);
+    ADD_FAILURE() << "LIVEHEAP_FRAMES=129 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "LIVEHEAP_FRAMES='129' is not a whole number from 1 to 128");
+  }
+  ::setenv("LIVEHEAP_FRAMES", "128", 1);
+  EXPECT_EQ(liveheap::options_from_environment(Mode::exact)->max_frames, 128u);
+  ::unsetenv("LIVEHEAP_FRAMES");
+}
+
 #ifdef LIVEHEAP_SANITIZED
 // In a sanitized tree the sanitizer's malloc comes first, as another allocator would: start
 // says so and nothing changes.

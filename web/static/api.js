@@ -2,6 +2,8 @@
 // and every failure as an ApiError with a one-line reason (the page shows it; it never throws
 // past the refresh loop).
 
+import { readReport } from './report.js';
+
 const TOKEN_KEY = 'liveheap.token';
 const TIMEOUT_MS = 10000;
 
@@ -39,6 +41,15 @@ export class Api {
   set token(value) { save(TOKEN_KEY, value); }
 
   get(route, params) { return this.request('GET', route, params); }
+  // GET of a report route (diff, top): its answer checked as the report document.
+  async report(route, params) {
+    const body = await this.get(route, params);
+    try {
+      return readReport(body);
+    } catch (e) {
+      throw new ApiError(`GET ${route}: ${e.message}.`, 200);
+    }
+  }
   post(route, params) { return this.request('POST', route, params); }
 
   async request(method, route, params = {}) {

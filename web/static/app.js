@@ -118,7 +118,7 @@ async function refresh() {
     await loadHistory(pid);
     showStats(stats);
     if (stats.tracing) {
-      const diff = pid === 'all' ? await mergedDiff() : (await ensureBaseline(pid), await api.get('diff', { ...query(), pid }));
+      const diff = pid === 'all' ? await mergedDiff() : (await ensureBaseline(pid), await api.report('diff', { ...query(), pid }));
       check(pid);
       showDiff(diff);
       if (state.flame) await loadFlame(pid);
@@ -202,13 +202,13 @@ async function mergedDiff() {
   const params = { ...query(), pid: 'all' };
   let diff;
   try {
-    diff = await api.get('diff', params);
+    diff = await api.report('diff', params);
   } catch (error) {
     if (error.status !== 409) throw error;
     await takeBaseline('all');
     check('all');
     notice(`No process had a baseline yet, so this page took one in each of them at ${formatClock(Date.now())}. Growth is measured from them.`);
-    diff = await api.get('diff', params);
+    diff = await api.report('diff', params);
   }
   check('all');
   const failed = Array.isArray(diff.failed) ? diff.failed : [];
@@ -380,7 +380,7 @@ function showDiff(diff) {
 async function loadFlame(pid) {
   let diff;
   try {
-    diff = await api.get('diff', { key: 'traceback', limit: FLAME_LIMIT, include: query().include, exclude: query().exclude, pid });
+    diff = await api.report('diff', { key: 'traceback', limit: FLAME_LIMIT, include: query().include, exclude: query().exclude, pid });
   } catch (error) {
     if (error.status === 0 || error.status === 401) throw error;
     check(pid);
@@ -415,7 +415,7 @@ $('btn-flame').addEventListener('click', () => {
 // stacks of the key=traceback diff that pass through this callsite.
 async function loadStacks(stat) {
   if (query().key === 'traceback') return [{ ...stat, frames: stat.traceback ?? [] }];
-  const diff = await api.get('diff', { key: 'traceback', limit: 1000, include: query().include, exclude: query().exclude, pid: state.pid });
+  const diff = await api.report('diff', { key: 'traceback', limit: 1000, include: query().include, exclude: query().exclude, pid: state.pid });
   const matches = (f) => (!stat.file || f.file === stat.file) && (!stat.line || f.line === stat.line) &&
     (query().key === 'file' || !stat.function || f.function === stat.function);
   return (diff.stats ?? []).filter((s) => (s.traceback ?? []).some(matches)).slice(0, 5)

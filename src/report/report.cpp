@@ -1,0 +1,98 @@
+// Building the report document from snapshots: filter, group, sort, keep the top lines.
+#include "liveheap/report.hpp"
+
+#include <algorithm>
+
+#include "liveheap/format.hpp"
+
+namespace liveheap {
+namespace {
+
+std::vector<Filter> filters_of(const ReportRequest& request) {
+  std::vector<Filter> filters;
+  for (const std::string& spec : request.include) filters.push_back(Filter::parse(true, spec));
+  for (const std::string& spec : request.exclude) filters.push_back(Filter::parse(false, spec));
+  return filters;
+}
+
+// `snapshot` itself without filters, else the filtered copy, kept in `storage`.
+const Snapshot& filtered(const Snapshot& snapshot, const std::vector<Filter>& filters,
+                         Snapshot& storage) {
+  if (filters.empty()) return snapshot;
+  storage = snapshot.filter_traces(filters);
+  return storage;
+}
+
+Report empty_report(const SnapshotInfo& info, const ReportRequest& request) {
+  Report report;
+  report.mode = info.mode;
+  report.sample_interval = info.sample_interval;
+  report.max_frames = info.max_frames;
+  report.taken_at_ms = info.taken_at_ms;
+  report.cap = info.cap;
+  report.request = request;
+  return report;
+}
+
+// A line named as format_key names it; the key's stack kept whole only where JSON shows it.
+ReportLine line_of(const Traceback& key, const ReportRequest& request, std::int64_t size,
+                   std::int64_t count) {
+  ReportLine line;
+  line.key = format_key(key, request.key);
+  if (!key.empty())
+    line.frame = request.key == KeyType::traceback ? key[user_frame_index(key)] : key.front();
+  line.traceback = key;
+  line.size = size;
+  line.count = count;
+  line.average = count == 0 ? 0.0 : static_cast<double>(size) / static_cast<double>(count);
+  return line;
+}
+
+}  // namespace
+
+Report make_report(const Snapshot& now, const ReportRequest& request, const VerdictOf& verdict_of) {
+  Snapshot storage;
+  const Snapshot& snapshot = filtered(now, filters_of(request), storage);
+  const std::vector<Statistic> stats = snapshot.statistics(request.key, request.cumulative);
+  Report report = empty_report(snapshot.info(), request);
+  report.total = {snapshot.total_size(), snapshot.total_count(), 0, 0};
+  report.keys = stats.size();
+  const std::size_t shown = std::min(stats.size(), request.limit);
+  report.lines.reserve(shown);
+  for (std::size_t i = 0; i < shown; ++i) {
+    ReportLine line = line_of(stats[i].traceback, request, stats[i].size, stats[i].count);
+    if (verdict_of) line.verdict = verdict_of(stats[i].traceback);
+    report.lines.push_back(std::move(line));
+  }
+  return report;
+}
+
+Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string against,
+                        const ReportRequest& request, const VerdictOf& verdict_of) {
+  const std::vector<Filter> filters = filters_of(request);
+  Snapshot now_storage;
+  Snapshot old_storage;
+  const Snapshot& current = filtered(now, filters, now_storage);
+  const Snapshot& previous = filtered(old, filters, old_storage);
+  const std::vector<StatisticDiff> diffs =
+      current.compare_to(previous, request.key, request.cumulative);
+  Report report = empty_report(current.info(), request);
+  report.diff = ReportAgainst{std::move(against), previous.info().taken_at_ms};
+  report.total = {current.total_size(), current.total_count(),
+                  current.total_size() - previous.total_size(),
+                  current.total_count() - previous.total_count()};
+  report.keys = diffs.size();
+  const std::size_t shown = std::min(diffs.size(), request.limit);
+  report.lines.reserve(shown);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const StatisticDiff& d = diffs[i];
+    ReportLine line = line_of(d.traceback, request, d.size, d.count);
+    line.size_diff = d.size_diff;
+    line.count_diff = d.count_diff;
+    if (verdict_of) line.verdict = verdict_of(d.traceback);
+    report.lines.push_back(std::move(line));
+  }
+  return report;
+}
+
+}  // namespace liveheap
