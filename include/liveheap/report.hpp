@@ -17,8 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "liveheap/export.hpp"
 #include "liveheap/history.hpp"
 #include "liveheap/snapshot.hpp"
+
+LIVEHEAP_API_BEGIN
 
 namespace liveheap {
 
@@ -143,3 +146,5 @@ std::string to_text(const Report& report, const TextStyle& style = {});
 std::string to_text(const ReportLine& line, bool diff);
 
 }  // namespace liveheap
+
+LIVEHEAP_API_END

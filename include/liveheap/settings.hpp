@@ -12,7 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "liveheap/export.hpp"
 #include "liveheap/snapshot.hpp"
+
+LIVEHEAP_API_BEGIN
 
 namespace liveheap::settings {
 
@@ -66,3 +69,5 @@ std::optional<Mode> parse_start_mode(std::string_view text) noexcept;
 std::vector<std::string> parse_plumbing(std::string_view text);
 
 }  // namespace liveheap::settings
+
+LIVEHEAP_API_END

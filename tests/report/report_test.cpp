@@ -92,7 +92,7 @@ TEST(ReportJson, KnownDiffFieldByField) {
   EXPECT_EQ(flat["verdict"], "unknown");
   EXPECT_TRUE(flat["growth_per_min"].is_null());
   EXPECT_TRUE(flat["since_last_growth_s"].is_null());
-  EXPECT_EQ(j.size(), 16u) << j.dump();  // nothing more
+  EXPECT_EQ(j.size(), 17u) << j.dump();  // nothing more
   EXPECT_EQ(grew.size(), 14u) << grew.dump();
 }
 
@@ -109,7 +109,8 @@ TEST(ReportJson, KnownDiffByteForByte) {
       R"j("key":"/src/cache.cpp:40","line":40,"module":"/bin/app","short_function":"cache::fill",)j"
       R"j("since_last_growth_s":null,"size":4096,"size_diff":0,"verdict":"unknown"}],)j"
       R"j("taken_at_ms":1795345872000,"total":{"count":11,"count_diff":8,"size":45096,"size_diff":40000},)j"
-      R"j("truncated":false})j");
+      R"j("tracker_memory_cap":{"dropped_blocks":0,"dropped_bytes":0,"folded_blocks":0,)j"
+      R"j("folded_bytes":0,"max_bytes":0,"reached":false},"truncated":false})j");
 }
 
 TEST(ReportJson, StatisticsHaveNoDiffFieldsAndStacksWhereAsked) {
