@@ -138,14 +138,13 @@ TEST_P(AllocatorStack, ServesTheBytesAndLiveheapSeesThemAtTheirLines) {
   // The history's points carry the same figures (issue 14): a point taken after the blocks
   // were kept sees them, in the allocator's own names.
   nlohmann::json history;
-  const bool seen = wait_until(std::chrono::seconds(10), [&] {
+  EXPECT_TRUE(wait_until(std::chrono::seconds(10), [&] {
     history = get(port, "/debug/memory/history?format=json").json();
     if (history["points"].empty()) return false;
     const nlohmann::json last = history["points"].back();
     return in_use({{"allocator", last["allocator"]}}, allocator) - in_use(stats_before, allocator) >=
            (exact ? 0.9 : 0.6) * kept;
-  });
-  EXPECT_TRUE(seen) << history["points"].dump();
+  })) << "no history point saw the kept bytes: " << history["points"].dump();
   EXPECT_EQ(history["allocator"], allocator.name);
   nlohmann::json figures = stats_after["allocator"];
   figures.erase("name");
