@@ -96,7 +96,9 @@ Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
                 }};
 }
 
-Outcome stats(RouteState&, const ReplyTo& to, const Query&) { return stats_report(to); }
+Outcome stats(RouteState& state, const ReplyTo& to, const Query&) {
+  return stats_report(to, state.windows.load());
+}
 
 Outcome get_baseline(RouteState& state, const ReplyTo& to, const Query&) {
   const auto baseline = state.baseline.get();
@@ -165,22 +167,22 @@ Outcome start_tracing(RouteState& state, const ReplyTo& to, const Query& query) 
   } catch (const std::runtime_error& e) {
     conflict(e.what());
   }
-  return stats_report(to);
+  return stats_report(to, state.windows.load());
 }
 
-Outcome stop_tracing(RouteState&, const ReplyTo& to, const Query&) {
+Outcome stop_tracing(RouteState& state, const ReplyTo& to, const Query&) {
   stop();
-  return stats_report(to);
+  return stats_report(to, state.windows.load());
 }
 
-Outcome clear_traces(RouteState&, const ReplyTo& to, const Query&) {
+Outcome clear_traces(RouteState& state, const ReplyTo& to, const Query&) {
   clear();
-  return stats_report(to);
+  return stats_report(to, state.windows.load());
 }
 
-Outcome reset_traced_peak(RouteState&, const ReplyTo& to, const Query&) {
+Outcome reset_traced_peak(RouteState& state, const ReplyTo& to, const Query&) {
   reset_peak();
-  return stats_report(to);
+  return stats_report(to, state.windows.load());
 }
 
 Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
