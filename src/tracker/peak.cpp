@@ -26,6 +26,7 @@ struct State {
   std::shared_ptr<const Record> latest;  // guarded by latest_mutex
   std::atomic<std::int64_t> mark{0};     // the thread records once traced current exceeds it
   std::atomic<bool> thread_running{false};
+  std::atomic<std::uint64_t> polls{0};  // comparisons made while tracing (polls())
 };
 
 State& state() {
@@ -69,14 +70,16 @@ void record(State& s) {
   IgnoreScope ignore;  // for the thread's whole life: everything it allocates is ours
   for (;;) {
     std::this_thread::sleep_for(engine::active() ? kPeakPoll : kIdlePoll);
-    if (!engine::active() || engine::traced().current <= s.mark.load(std::memory_order_relaxed))
-      continue;
-    try {
-      std::lock_guard lock(s.recording);
-      record(s);
-    } catch (...) {
-      // Out of memory: the previous record stays; the next poll tries again.
+    if (!engine::active()) continue;
+    if (engine::traced().current > s.mark.load(std::memory_order_relaxed)) {
+      try {
+        std::lock_guard lock(s.recording);
+        record(s);
+      } catch (...) {
+        // Out of memory: the previous record stays; the next poll tries again.
+      }
     }
+    s.polls.fetch_add(1, std::memory_order_release);  // after the record: a waiter sees it
   }
 }
 
@@ -132,5 +135,7 @@ std::shared_ptr<const Record> latest() {
   std::lock_guard lock(s.latest_mutex);
   return s.latest;
 }
+
+std::uint64_t polls() noexcept { return state().polls.load(std::memory_order_acquire); }
 
 }  // namespace liveheap::peak
