@@ -14,7 +14,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Target, leakLines } from './target.mjs';
-import { until } from './until.mjs';
+import { countRequests, until } from './until.mjs';
 import { CHROMIUM, requireChromium } from './chromium.mjs';
 import { formatSize as fmt } from '../../web/static/format.js';
 
@@ -289,7 +289,10 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.equal(await page.locator('#flame-body').isHidden(), true);
     assert.match(page.url(), /#.*flame=0/);
     page.on('request', count);
-    await page.waitForTimeout(1600);  // three refresh periods
+    // Three whole refreshes while hidden: a fourth has begun.
+    const refreshes = countRequests(page, 'processes');
+    await until('three refreshes while hidden', async () => refreshes.count >= 4 || refreshes.count);
+    refreshes.stop();
     page.off('request', count);
     assert.deepEqual(asked, [], 'no key=traceback request while hidden');
     await page.click('#btn-flame');
@@ -301,7 +304,12 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     await page.click('#btn-pause');
     assert.equal(await text(page, '#refresh-info'), 'paused');
     const frozen = await text(page, '#conn');
-    await page.waitForTimeout(1600);  // three refresh periods
+    // Kept: nothing happens while paused, so there is no state to wait on; the test is that
+    // three refresh periods go by without one.
+    const refreshes = countRequests(page, 'processes');
+    await page.waitForTimeout(1600);
+    refreshes.stop();
+    assert.equal(refreshes.count, 0, 'no refresh while paused');
     assert.equal(await text(page, '#conn'), frozen, 'no refresh while paused');
     await page.click('#btn-pause');
     await until('refreshing again', async () => (await text(page, '#conn')) !== frozen);
