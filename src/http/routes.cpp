@@ -86,13 +86,18 @@ class WindowSlot {
 Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
   auto slot = std::make_shared<WindowSlot>(state);
   auto first = std::make_shared<const Snapshot>(snapshot_now(state));
-  return Window{std::chrono::seconds(query.seconds), [&state, to, query, first, slot] {
+  return Window{std::chrono::seconds(query.seconds), [&state, to, query, first, slot]() mutable {
+                  Response res;
                   try {
-                    return diff_report(to, snapshot_now(state), *first, query,
-                                       "the heap " + std::to_string(query.seconds) + " s ago");
+                    res = diff_report(to, snapshot_now(state), *first, query,
+                                      "the heap " + std::to_string(query.seconds) + " s ago");
                   } catch (...) {
-                    return failure_response(to);
+                    res = failure_response(to);
                   }
+                  // The place is given back before the answer leaves: a client that has it
+                  // may open the next window at once.
+                  slot.reset();
+                  return res;
                 }};
 }
 
@@ -206,12 +211,15 @@ Outcome profile(RouteState& state, const ReplyTo& to, const Query& query, Profil
   if (query.seconds == 0) return profile_response(to, allocations_now(state), view);
   auto slot = std::make_shared<WindowSlot>(state);
   auto first = std::make_shared<const Snapshot>(allocations_now(state));
-  return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view] {
+  return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view]() mutable {
+                  Response res;
                   try {
-                    return profile_response(to, allocations_now(state), view, first.get());
+                    res = profile_response(to, allocations_now(state), view, first.get());
                   } catch (...) {
-                    return failure_response(to);
+                    res = failure_response(to);
                   }
+                  slot.reset();  // before the answer leaves, as in window()
+                  return res;
                 }};
 }
 
