@@ -5,7 +5,8 @@
 //   GET  /             the dashboard (a plain index of the routes without it)
 //   GET  /stats        tracing state, traced and tracker memory (its cap, and what the cap
 //                      folded or dropped), RSS, mallinfo2, the allocator underneath (glibc,
-//                      jemalloc, tcmalloc, mimalloc) and its figures
+//                      jemalloc, tcmalloc, mimalloc) and its figures, the ?seconds= windows
+//                      open now (JSON "windows")
 //   POST /baseline     remember the heap now;  GET /baseline  when, and its totals
 //   GET  /diff         the heap now against the baseline
 //   GET  /top          statistics of the heap now

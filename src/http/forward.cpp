@@ -278,8 +278,9 @@ json process_entry(RouteState& state, pid_t pid) {
   try {
     Request req{bh::verb::get, state.config.prefix + "/stats?format=json", 11};
     if (!state.config.token.empty()) req.set(bh::field::authorization, "Bearer " + state.config.token);
-    const Response res = pid == ::getpid() ? stats_report(ReplyTo{11, false, Format::json})
-                                           : ask(state, pid, req, std::string(req.target()), kStatsTimeout);
+    const Response res = pid == ::getpid()
+                             ? stats_report(ReplyTo{11, false, Format::json}, state.windows.load())
+                             : ask(state, pid, req, std::string(req.target()), kStatsTimeout);
     const json stats = json::parse(res.body());
     entry["mode"] = stats.at("mode");
     entry["traced"] = stats.at("traced").at("current");

@@ -130,7 +130,7 @@ Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& 
 
 }  // namespace
 
-Response stats_report(const ReplyTo& to) {
+Response stats_report(const ReplyTo& to, unsigned windows) {
   const bool tracing = is_tracing();
   const Options options = liveheap::options();
   const Mode mode = tracing ? options.mode : Mode::off;
@@ -164,7 +164,8 @@ Response stats_report(const ReplyTo& to) {
          {"mallinfo",
           {{"arena", heap.arena}, {"hblkhd", heap.hblkhd}, {"uordblks", heap.uordblks},
            {"fordblks", heap.fordblks}, {"keepcost", heap.keepcost}}},
-         {"allocator", std::move(allocator_json)}});
+         {"allocator", std::move(allocator_json)},
+         {"windows", windows}});
   }
   const auto size = [](auto bytes) { return format_size(static_cast<double>(bytes), false); };
   std::string text = "tracing: " + std::string(tracing ? "on" : "off") +

@@ -12,8 +12,9 @@
 
 namespace liveheap::http {
 
-// GET /stats: the tracker's and the process's state now (reads them itself).
-Response stats_report(const ReplyTo& to);
+// GET /stats: the tracker's and the process's state now (reads them itself), and `windows`:
+// the ?seconds= windows open now on this handler.
+Response stats_report(const ReplyTo& to, unsigned windows);
 
 // GET /top: statistics of `now` grouped by query.key, the top query.limit of them.
 Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query);

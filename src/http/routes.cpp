@@ -86,17 +86,24 @@ class WindowSlot {
 Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
   auto slot = std::make_shared<WindowSlot>(state);
   auto first = std::make_shared<const Snapshot>(snapshot_now(state));
-  return Window{std::chrono::seconds(query.seconds), [&state, to, query, first, slot] {
+  return Window{std::chrono::seconds(query.seconds), [&state, to, query, first, slot]() mutable {
+                  Response res;
                   try {
-                    return diff_report(to, snapshot_now(state), *first, query,
-                                       "the heap " + std::to_string(query.seconds) + " s ago");
+                    res = diff_report(to, snapshot_now(state), *first, query,
+                                      "the heap " + std::to_string(query.seconds) + " s ago");
                   } catch (...) {
-                    return failure_response(to);
+                    res = failure_response(to);
                   }
+                  // The place is given back before the answer leaves: a client that has it
+                  // may open the next window at once.
+                  slot.reset();
+                  return res;
                 }};
 }
 
-Outcome stats(RouteState&, const ReplyTo& to, const Query&) { return stats_report(to); }
+Outcome stats(RouteState& state, const ReplyTo& to, const Query&) {
+  return stats_report(to, state.windows.load());
+}
 
 Outcome get_baseline(RouteState& state, const ReplyTo& to, const Query&) {
   const auto baseline = state.baseline.get();
@@ -165,22 +172,22 @@ Outcome start_tracing(RouteState& state, const ReplyTo& to, const Query& query) 
   } catch (const std::runtime_error& e) {
     conflict(e.what());
   }
-  return stats_report(to);
+  return stats_report(to, state.windows.load());
 }
 
-Outcome stop_tracing(RouteState&, const ReplyTo& to, const Query&) {
+Outcome stop_tracing(RouteState& state, const ReplyTo& to, const Query&) {
   stop();
-  return stats_report(to);
+  return stats_report(to, state.windows.load());
 }
 
-Outcome clear_traces(RouteState&, const ReplyTo& to, const Query&) {
+Outcome clear_traces(RouteState& state, const ReplyTo& to, const Query&) {
   clear();
-  return stats_report(to);
+  return stats_report(to, state.windows.load());
 }
 
-Outcome reset_traced_peak(RouteState&, const ReplyTo& to, const Query&) {
+Outcome reset_traced_peak(RouteState& state, const ReplyTo& to, const Query&) {
   reset_peak();
-  return stats_report(to);
+  return stats_report(to, state.windows.load());
 }
 
 Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
@@ -204,12 +211,15 @@ Outcome profile(RouteState& state, const ReplyTo& to, const Query& query, Profil
   if (query.seconds == 0) return profile_response(to, allocations_now(state), view);
   auto slot = std::make_shared<WindowSlot>(state);
   auto first = std::make_shared<const Snapshot>(allocations_now(state));
-  return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view] {
+  return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view]() mutable {
+                  Response res;
                   try {
-                    return profile_response(to, allocations_now(state), view, first.get());
+                    res = profile_response(to, allocations_now(state), view, first.get());
                   } catch (...) {
-                    return failure_response(to);
+                    res = failure_response(to);
                   }
+                  slot.reset();  // before the answer leaves, as in window()
+                  return res;
                 }};
 }
 

@@ -27,6 +27,7 @@ struct State {
   std::atomic<std::int64_t> mark{0};     // the thread records once traced current exceeds it
   std::atomic<bool> thread_running{false};
   std::atomic<bool> restart_in_child{true};  // else a forked child waits for run()
+  std::atomic<std::uint64_t> polls{0};  // comparisons made while tracing (polls())
 };
 
 State& state() {
@@ -70,14 +71,16 @@ void record(State& s) {
   IgnoreScope ignore;  // for the thread's whole life: everything it allocates is ours
   for (;;) {
     std::this_thread::sleep_for(engine::active() ? kPeakPoll : kIdlePoll);
-    if (!engine::active() || engine::traced().current <= s.mark.load(std::memory_order_relaxed))
-      continue;
-    try {
-      std::lock_guard lock(s.recording);
-      record(s);
-    } catch (...) {
-      // Out of memory: the previous record stays; the next poll tries again.
+    if (!engine::active()) continue;
+    if (engine::traced().current > s.mark.load(std::memory_order_relaxed)) {
+      try {
+        std::lock_guard lock(s.recording);
+        record(s);
+      } catch (...) {
+        // Out of memory: the previous record stays; the next poll tries again.
+      }
     }
+    s.polls.fetch_add(1, std::memory_order_release);  // after the record: a waiter sees it
   }
 }
 
@@ -136,5 +139,7 @@ std::shared_ptr<const Record> latest() {
   std::lock_guard lock(s.latest_mutex);
   return s.latest;
 }
+
+std::uint64_t polls() noexcept { return state().polls.load(std::memory_order_acquire); }
 
 }  // namespace liveheap::peak

@@ -42,5 +42,8 @@ void forget() noexcept;
 void record_now() noexcept;
 // The latest record; null before the first one of this session.
 std::shared_ptr<const Record> latest();
+// How many times the thread has compared the traced total with the record while tracing
+// (each kPeakPoll): tests wait on it to know that the thread has looked, not on a sleep.
+std::uint64_t polls() noexcept;
 
 }  // namespace liveheap::peak

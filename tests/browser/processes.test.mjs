@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Target } from './target.mjs';
-import { until } from './until.mjs';
+import { countRequests, until } from './until.mjs';
 import { CHROMIUM, requireChromium } from './chromium.mjs';
 import { formatSize as fmt } from '../../web/static/format.js';
 
@@ -117,7 +117,10 @@ test('the process picker of a prefork server', { timeout: 120000 }, async (t) =>
   await t.test('the holder of the port shows none of the workers\' bytes', async () => {
     await page.selectOption('#pid', '');
     await until('the holder', async () => (await page.locator('#pid').inputValue()) === '' && !page.url().includes('pid='));
-    await page.waitForTimeout(1500);
+    // A whole refresh for the holder, drawn: every refresh that begins from here is its.
+    const refreshes = countRequests(page, 'processes');
+    await until('a whole refresh for the holder', async () => refreshes.count >= 2 || refreshes.count);
+    refreshes.stop();
     assert.equal(await rowOf(page, where), null);
     assert.deepEqual(problems, []);
   });

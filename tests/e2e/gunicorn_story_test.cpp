@@ -7,19 +7,19 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "../support/temp_dir.hpp"
 #include "e2e_support.hpp"
 
 namespace liveheap::e2e {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kPython = "/usr/bin/python3";  // Debian's, with its packages
@@ -42,8 +42,7 @@ class GunicornStory : public ::testing::Test {
     if (std::system("/usr/bin/python3 -c 'import flask, gunicorn, matplotlib' 2>/dev/null") != 0)
       GTEST_SKIP() << "needs Debian's python3-flask, gunicorn and python3-matplotlib "
                       "(./build.sh test installs them)";
-    char name[] = "/tmp/lhg-XXXXXX";
-    dir_ = ::mkdtemp(name);
+    dir_.emplace();
     app_port_ = http_test::free_port();
     port_ = http_test::free_port();
     gunicorn_ = std::make_unique<http_test::ChildProcess>(
@@ -52,8 +51,8 @@ class GunicornStory : public ::testing::Test {
                                  LIVEHEAP_STORIES_DIR, "figure_app:app"},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
                                  "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
-                                 "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_,
-                                 "MPLCONFIGDIR=" + dir_ + "/mpl", "MPLBACKEND=Agg",
+                                 "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_->path(),
+                                 "MPLCONFIGDIR=" + (*dir_ / "mpl"), "MPLBACKEND=Agg",
                                  "PYTHONDONTWRITEBYTECODE=1"});
   }
   void TearDown() override {
@@ -61,7 +60,6 @@ class GunicornStory : public ::testing::Test {
     ::kill(gunicorn_->pid(), SIGTERM);  // the arbiter stops its workers
     gunicorn_->wait(10000);
     gunicorn_.reset();
-    fs::remove_all(dir_);
   }
 
   json processes() const {
@@ -90,7 +88,7 @@ class GunicornStory : public ::testing::Test {
     return answers;
   }
 
-  std::string dir_;
+  std::optional<test_support::TempDir> dir_;  // the registry (XDG_RUNTIME_DIR), matplotlib's cache
   std::uint16_t app_port_ = 0, port_ = 0;
   std::unique_ptr<http_test::ChildProcess> gunicorn_;
 };
@@ -98,14 +96,10 @@ class GunicornStory : public ::testing::Test {
 TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
   // The arbiter and its two workers, each with its endpoint, and the app answering.
   json list;
-  for (int i = 0; i < 300 && list.size() != 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    try {
-      list = processes();
-    } catch (const std::runtime_error&) {  // the port is not bound yet
-    }
-  }
-  ASSERT_EQ(list.size(), 3u) << list.dump();
+  ASSERT_TRUE(http_test::wait_until(  // refused until the port is bound
+      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
+      std::chrono::milliseconds(100)))
+      << "/processes never listed the arbiter and its two workers: " << list.dump();
   for (const json& p : list) EXPECT_EQ(p["mode"], "exact") << p.dump();
   // Warm-up until both workers have served (one may still be importing matplotlib): each
   // worker's first figure loads fonts and fills caches once.

@@ -3,19 +3,17 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <filesystem>
 #include <iterator>
 #include <sstream>
-#include <thread>
 
 #include <gtest/gtest.h>
 
+#include "../support/temp_dir.hpp"
 #include "e2e_support.hpp"
 
 namespace liveheap::e2e {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::vector<std::string> words(const std::string& line) {
@@ -27,25 +25,28 @@ std::vector<std::string> words(const std::string& line) {
 class PreforkServer {
  public:
   PreforkServer() : port_(http_test::free_port()) {
-    char name[] = "/tmp/lhw-XXXXXX";
-    dir_ = ::mkdtemp(name);
     master_ = std::make_unique<http_test::ChildProcess>(
         std::vector<std::string>{LIVEHEAP_PREFORK_TRUTH, "2"},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
                                  "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
-                                 "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_});
+                                 "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_.path()});
     master_->read_line(20000);  // MASTER <pid>
     for (int k = 0; k < 2; ++k)
       workers_.push_back(std::stol(words(master_->read_line(20000).value_or("x 0 0")).at(2)));
     // Every worker registered: /processes lists three.
-    for (int i = 0; i < 150 && listed() != 3; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::size_t seen = 0;
+    const testing::AssertionResult registered = http_test::wait_until(
+        http_test::kPatience, [&] { return (seen = listed()) == 3; }, std::chrono::milliseconds(100));
+    if (!registered) {
+      kill_workers();  // the destructor does not run for a constructor that throws
+      throw std::runtime_error("/processes listed " + std::to_string(seen) +
+                               " processes, never the master and its two workers: " +
+                               registered.message());
+    }
   }
   ~PreforkServer() {
-    for (const long pid : workers_)
-      if (pid > 0) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    kill_workers();
     master_.reset();
-    fs::remove_all(dir_);
   }
 
   std::size_t listed() const {
@@ -65,8 +66,13 @@ class PreforkServer {
   }
 
  private:
+  void kill_workers() {
+    for (const long pid : workers_)
+      if (pid > 0) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
+
   std::uint16_t port_;
-  std::string dir_;
+  test_support::TempDir dir_;  // the registry of its own (XDG_RUNTIME_DIR)
   std::unique_ptr<http_test::ChildProcess> master_;
   std::vector<long> workers_;
 };

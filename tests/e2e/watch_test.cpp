@@ -56,6 +56,19 @@ std::string line_with(const std::string& output, const std::string& text) {
 // that a few seconds of traffic give it verdicts.
 Launch history_every_second() { return {.env = {"LIVEHEAP_HISTORY_INTERVAL=1"}, .args = {}, .read_stderr = false}; }
 
+// The points the server's history holds now.
+std::size_t points(const LeakyServer& server) {
+  return server.get("/debug/memory/history?format=json").json().at("points").size();
+}
+
+// Until the server's history holds `n` points (a second each; a minute at most).
+testing::AssertionResult wait_for_points(const LeakyServer& server, std::size_t n) {
+  std::size_t seen = 0;
+  return http_test::wait_until(std::chrono::seconds(60), [&] { return (seen = points(server)) >= n; },
+                               std::chrono::milliseconds(200))
+         << ": the history holds " << seen << " points, not " << n;
+}
+
 // A real leak that keeps growing while liveheap-watch runs: /client keeps a 64 KiB receive
 // buffer per request, forever. --fail-on-growing fails when that growth passes the size,
 // and only then.
@@ -66,11 +79,17 @@ TEST(WatchTest, FailOnGrowingFailsOnAGrowingLeakAboveTheSize) {
   std::thread traffic([&] {
     while (!stop) {
       server.story("/client");
+      // The pace of the traffic (the leak grows all along), not a wait for anything.
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
   // Six points at least: the server says "unknown" below five.
-  std::this_thread::sleep_for(std::chrono::seconds(7));
+  const testing::AssertionResult six = wait_for_points(server, 6);
+  if (!six) {
+    stop = true;
+    traffic.join();
+    FAIL() << six.message();
+  }
   const std::vector<std::string> once = {"--url", server.url(), "--rounds", "1", "--interval", "0",
                                          "--fail-on-growing"};
   auto below = once;
@@ -103,9 +122,9 @@ TEST(WatchTest, FailOnGrowingPassesOnAPlateau) {
   server.post("/debug/memory/baseline");
   // Two empty points first, so the history holds the rise; then 32 plans (64 KiB each) fill
   // the cache to its capacity, and nothing changes for five points.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_TRUE(wait_for_points(server, 2));
   for (int i = 1; i <= 32; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
-  std::this_thread::sleep_for(std::chrono::seconds(5));
+  ASSERT_TRUE(wait_for_points(server, points(server) + 5));
   const WatchRun run = run_watch({"--url", server.url(), "--rounds", "1", "--interval", "0",
                                   "--fail-on-growing=256KiB"});
   EXPECT_EQ(run.exit_code, 0) << run.output;

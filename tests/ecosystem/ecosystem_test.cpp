@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "../http/child_process.hpp"
+#include "../support/temp_dir.hpp"
 #include "../http/client.hpp"
 
 namespace {
@@ -82,14 +84,11 @@ const char* kGo = "/usr/bin/go";
 const char* kPprofSource = "/usr/share/gocode/src/github.com/google/pprof/profile/profile.go";
 const char* kPrometheus = "/usr/bin/prometheus";
 
-// A scratch directory under the build tree, empty.
-// One directory per test: ctest -j runs the tests of this binary side by side.
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(LIVEHEAP_ECOSYSTEM_WORK) /
-                       (name + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+// A scratch directory of the test's own under the build tree, removed at the end: ctest -j
+// runs the tests of this binary side by side.
+std::unique_ptr<test_support::TempDir> scratch() {
+  fs::create_directories(LIVEHEAP_ECOSYSTEM_WORK);
+  return std::make_unique<test_support::TempDir>(LIVEHEAP_ECOSYSTEM_WORK);
 }
 
 std::string go_env(const fs::path& work) {
@@ -108,7 +107,8 @@ class Pprof : public ::testing::Test {
     if (!executable(kGo)) GTEST_SKIP() << kGo << " is missing (Debian package golang-go)";
     if (!fs::exists(kPprofSource))
       GTEST_SKIP() << kPprofSource << " is missing (golang-github-google-pprof-dev)";
-    work_ = scratch("pprof");
+    scratch_ = scratch();
+    work_ = scratch_->path();
     const CommandResult build = run_command("cd " + work_.string() + " && cp " LIVEHEAP_PPROF_DUMP_SOURCE
                                   " pprof_dump.go && " + go_env(work_) +
                                   kGo + " build -o pprof_dump pprof_dump.go");
@@ -139,6 +139,7 @@ class Pprof : public ::testing::Test {
 
   static std::string at(int line) { return "ecosystem_target.cpp:" + std::to_string(line); }
 
+  std::unique_ptr<test_support::TempDir> scratch_;
   fs::path work_;
 };
 
@@ -229,10 +230,12 @@ TEST_F(Pprof, SecondsGivesADeltaProfile) {
   Target target;
   target.run("step1");
   std::thread later([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Inside the window: once it holds its first profile.
+    EXPECT_TRUE(http_test::windows_waiting(target.port())) << "the delta's window never opened";
     target.run("step2");
   });
-  const std::string delta = profile(target, "/debug/pprof/allocs?seconds=1", "delta.pb.gz");
+  // Three seconds: step2 falls inside even when its thread runs late on a loaded machine.
+  const std::string delta = profile(target, "/debug/pprof/allocs?seconds=3", "delta.pb.gz");
   later.join();
   std::string header;
   const auto values = parse(delta, &header);
@@ -246,7 +249,8 @@ TEST(Prometheus, RealServerScrapesCallsiteGaugesExact) {
   if (!executable(kPrometheus)) GTEST_SKIP() << kPrometheus << " is missing (Debian package prometheus)";
   Target target;
   target.run("step1");
-  const fs::path work = scratch("prometheus");
+  const auto scratch_dir = scratch();
+  const fs::path work = scratch_dir->path();
   std::ofstream(work / "prometheus.yml")
       << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: liveheap\n"
       << "    static_configs:\n      - targets: ['127.0.0.1:" << target.port() << "']\n";
@@ -257,25 +261,19 @@ TEST(Prometheus, RealServerScrapesCallsiteGaugesExact) {
        "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=error"},
       {});
   std::map<std::string, double> gauges;  // callsite -> value
-  std::string last;  // the last answer or failure, for the message
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (gauges.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    http_test::Reply r;
-    try {
-      r = http_test::get(port, "/api/v1/query?query=liveheap_callsite_inuse_bytes");
-    } catch (const std::exception& e) {
-      last = e.what();
-      continue;  // not listening yet
-    }
+  std::string last;  // the last answer, for the message
+  // Prometheus scrapes every second; not listening yet counts as "not yet".
+  const testing::AssertionResult scraped = http_test::wait_until(std::chrono::seconds(60), [&] {
+    const http_test::Reply r = http_test::get(port, "/api/v1/query?query=liveheap_callsite_inuse_bytes");
     last = std::to_string(r.status) + " " + r.body;
-    if (r.status != 200) continue;
+    if (r.status != 200) return false;
     const nlohmann::json answer = r.json();
     for (const auto& series : answer["data"]["result"])
       gauges[series["metric"]["callsite"].get<std::string>()] =
           std::stod(series["value"][1].get<std::string>());
-  }
-  ASSERT_FALSE(gauges.empty()) << "Prometheus never scraped the target; last: " << last;
+    return !gauges.empty();
+  }, std::chrono::milliseconds(500));
+  ASSERT_TRUE(scraped) << "Prometheus never scraped the target; last answer: " << last;
   for (const char* leak : {"leak_a", "leak_b"}) {
     const Site& s = target.sites.at(leak);
     bool found = false;

@@ -11,7 +11,7 @@
 #include <cctype>
 #include <chrono>
 #include <stdexcept>
-#include <thread>
+#include <utility>
 
 namespace http_test {
 
@@ -42,18 +42,44 @@ void Connection::write(std::string_view bytes) {
 
 void Connection::half_close() { ::shutdown(fd_, SHUT_WR); }
 
+bool Connection::read_some(std::string& out, std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  pollfd pfd{fd_, POLLIN, 0};
+  if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
+  char buffer[4096];
+  const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+  if (n <= 0) return false;
+  out.append(buffer, static_cast<std::size_t>(n));
+  return true;
+}
+
 std::string Connection::read_all(int timeout_ms) {
-  std::string out;
+  std::string out = std::exchange(unread_, {});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (read_some(out, deadline)) {
+  }
+  return out;
+}
+
+std::string Connection::read_response(int timeout_ms) {
+  std::string out = std::exchange(unread_, {});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd pfd{fd_, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return out;
-    char buffer[4096];
-    const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
-    if (n <= 0) return out;
-    out.append(buffer, static_cast<std::size_t>(n));
+    const auto head_end = out.find("\r\n\r\n");
+    if (head_end != std::string::npos) {
+      std::string head = out.substr(0, head_end + 2);
+      for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const auto field = head.find("\r\ncontent-length:");
+      const std::size_t body = field == std::string::npos ? 0 : std::stoul(head.substr(field + 17));
+      const std::size_t end = head_end + 4 + body;
+      if (out.size() >= end) {
+        unread_ = out.substr(end);
+        out.resize(end);
+        return out;
+      }
+    }
+    if (!read_some(out, deadline)) return out;
   }
 }
 
@@ -106,13 +132,17 @@ Reply send(std::uint16_t port, std::string_view method, std::string_view target,
   return reply;
 }
 
-bool wait_until(std::chrono::milliseconds timeout, const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (condition()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+testing::AssertionResult windows_waiting(std::uint16_t port, unsigned windows) {
+  unsigned open = 0;
+  testing::AssertionResult counted = wait_until(kPatience, [&] {
+    open = get(port, "/debug/memory/stats?format=json").json().at("windows").get<unsigned>();
+    return open == windows;
+  });
+  if (!counted) return counted << ": /stats counted " << open << " windows open, not " << windows;
+  // The worker answers one request at a time, in order: this one runs after the windows'
+  // first snapshots (its answer, even an error, is all that matters).
+  get(port, "/debug/memory/top?limit=1");
+  return testing::AssertionSuccess();
 }
 
 }  // namespace http_test

@@ -4,13 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "../support/wait.hpp"
 #include "liveheap/http.hpp"
 
 // Not inside namespace liveheap: reports treat liveheap's own frames as plumbing, and the
@@ -47,9 +47,15 @@ std::string send_raw(std::uint16_t port, std::string_view bytes, bool half_close
 // The status code of a raw response ("HTTP/1.1 400 ..." -> 400), 0 when there is none.
 int status_of(std::string_view raw);
 
-// Polls `condition` every 20 ms until it holds (true) or `timeout` passes (false): tests wait
-// on observable state, not on fixed sleeps.
-bool wait_until(std::chrono::milliseconds timeout, const std::function<bool()>& condition);
+// Tests wait on observable state, not on fixed sleeps (tests/support/wait.hpp).
+using test_support::kPatience;
+using test_support::kPatienceMs;
+using test_support::wait_until;
+
+// Until `windows` ?seconds= windows (asked on other connections) have taken their first
+// snapshot and wait: /stats counts them open, and then a report queued behind them on the
+// server's one worker thread has been answered. What happens after it falls in the window.
+testing::AssertionResult windows_waiting(std::uint16_t port, unsigned windows = 1);
 
 // A TCP connection left open, for slow-client tests.
 class Connection {
@@ -62,9 +68,15 @@ class Connection {
   void half_close();  // no more requests: the server sees end of stream
   // Everything until the server closes or `timeout_ms` passes.
   std::string read_all(int timeout_ms);
+  // One response (its head and Content-Length bytes of body), or what came before the server
+  // closed or `timeout_ms` passed.
+  std::string read_response(int timeout_ms);
 
  private:
+  // Appends what arrives within `deadline` to `out`; false on close or timeout.
+  bool read_some(std::string& out, std::chrono::steady_clock::time_point deadline);
   int fd_ = -1;
+  std::string unread_;  // read past a response by read_response: the next read's start
 };
 
 }  // namespace http_test

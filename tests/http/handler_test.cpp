@@ -98,7 +98,17 @@ TEST(Handler, PendingAnswersAreDroppedWhenTheHandlerGoes) {
     Handler handler;
     handler.handle_async(make_request(bh::verb::get, "/debug/memory/diff?seconds=30"),
                          ioc.get_executor(), [&](Response) { called = true; });
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // The worker runs one request at a time, in order: once this one is answered, the
+    // window's first snapshot is taken and its timer waits.
+    bool probed = false;
+    auto work = boost::asio::make_work_guard(ioc);  // run_one_for waits for the answer
+    handler.handle_async(make_request(bh::verb::get, "/debug/memory/top?limit=1"),
+                         ioc.get_executor(), [&](Response) { probed = true; });
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!probed && std::chrono::steady_clock::now() < deadline)
+      ioc.run_one_for(std::chrono::milliseconds(100));
+    work.reset();
+    ASSERT_TRUE(probed) << "the request after the window was never answered";
   }  // must not wait 30 s
   ioc.run_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(called);

@@ -2,10 +2,11 @@
 // lines, recorded tick by tick, give exact series and the verdict of each shape.
 #include <chrono>
 #include <cstdlib>
-#include <thread>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "../support/tracing_session.hpp"
 #include "history.hpp"
 #include "server_fixture.hpp"
 
@@ -48,10 +49,9 @@ nlohmann::json stat_at(const nlohmann::json& report, int line) {
 class HistoryRoute : public ServerTest {
  protected:
   void SetUp() override {
-    liveheap::stop();
     liveheap::Options o;
     o.history_interval_s = 0;  // the test ticks
-    liveheap::start(o);
+    tracing_.emplace(o);
     ServerTest::SetUp();
     g_leak.reserve(16);
     g_cache.reserve(16);
@@ -62,7 +62,9 @@ class HistoryRoute : public ServerTest {
       churn_step();
       pool_step();
       liveheap::tracker::history_tick();
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      // Distinct times for the trends: the clock the points are stamped with moved on.
+      const std::int64_t last = liveheap::tracker::history_raw().points.back().t_ms;
+      ASSERT_TRUE(wait_until(kPatience, [&] { return now_ms() > last; }, std::chrono::milliseconds(1)));
     }
   }
   void TearDown() override {
@@ -73,9 +75,15 @@ class HistoryRoute : public ServerTest {
     std::free(std::exchange(g_churn, nullptr));
     g_leak.clear();
     g_cache.clear();
-    liveheap::stop();
-    liveheap::start();
+    tracing_.reset();  // the next test's fixture starts tracing with the defaults again
   }
+
+  static std::int64_t now_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  }
+
+  std::optional<test_support::TracingSession> tracing_;
 };
 
 TEST_F(HistoryRoute, SeriesAreExactAndVerdictsNameTheShapes) {

@@ -3,15 +3,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
+#include "peak.hpp"
 #include "server_fixture.hpp"
 
 namespace http_test {
 namespace {
 
 using PeakTest = ServerTest;
-using Clock = std::chrono::steady_clock;
 
 // The blocks escape here, so the compiler cannot elide a malloc that is only freed.
 void* volatile g_escape = nullptr;
@@ -32,14 +31,21 @@ nlohmann::json report(std::uint16_t port, const std::string& route) {
   return reply.json();
 }
 
-// Until /peak shows `bytes` at `line` (10 s at most).
-void wait_for_peak(std::uint16_t port, int line, long bytes) {
-  const auto start = Clock::now();
-  for (;;) {
+// Until /peak shows `bytes` at `line`.
+testing::AssertionResult wait_for_peak(std::uint16_t port, int line, long bytes) {
+  return wait_until(kPatience, [&] {
     const nlohmann::json stat = at_line(report(port, "peak"), line);
-    if ((!stat.is_null() && stat["size"] == bytes) || Clock::now() - start > std::chrono::seconds(10)) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+    return !stat.is_null() && stat["size"] == bytes;
+  }) << ": /peak never showed " << bytes << " B at line " << line;
+}
+
+// Until the peak thread has compared the heap with its record `n` more times (the server is
+// in this process): what it would record, it has.
+testing::AssertionResult wait_for_polls(std::uint64_t n) {
+  const std::uint64_t until = liveheap::peak::polls() + n;
+  return wait_until(kPatience, [&] { return liveheap::peak::polls() >= until; },
+                    std::chrono::milliseconds(1))
+         << ": the peak thread polled fewer than " << n << " times";
 }
 
 TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
@@ -47,11 +53,11 @@ TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
   ASSERT_EQ(post(port(), "/debug/memory/clear").status, 200);
   void* a = std::malloc(kA); const int line_x = __LINE__;
   g_escape = a;
-  wait_for_peak(port(), line_x, kA);
+  ASSERT_TRUE(wait_for_peak(port(), line_x, kA));
   std::free(a);
   void* b = std::malloc(kB); const int line_y = __LINE__;
   g_escape = b;
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // 10 polls: the record stays
+  ASSERT_TRUE(wait_for_polls(10));  // the record stays
 
   const nlohmann::json peak = report(port(), "peak");
   ASSERT_FALSE(at_line(peak, line_x).is_null()) << peak.dump();

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "child_process.hpp"
+#include "../support/temp_dir.hpp"
 #include "client.hpp"
 #include "forward.hpp"
 #include "liveheap/report.hpp"
@@ -32,17 +33,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh private XDG_RUNTIME_DIR, removed at the end.
+// A fresh private XDG_RUNTIME_DIR (mkdtemp's mode 0700), removed at the end.
 struct RuntimeDir {
-  RuntimeDir() {
-    char name[] = "/tmp/lhp-XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~RuntimeDir() { fs::remove_all(path); }
   std::string group(std::uint16_t port) const {
     return path + "/liveheap/127.0.0.1-" + std::to_string(port);
   }
-  std::string path;
+  test_support::TempDir dir;
+  std::string path = dir.path();
 };
 
 std::vector<std::string> preload_env(const RuntimeDir& dir, std::uint16_t port) {
@@ -51,17 +48,16 @@ std::vector<std::string> preload_env(const RuntimeDir& dir, std::uint16_t port) 
           "XDG_RUNTIME_DIR=" + dir.path};
 }
 
-// GET /processes until it lists `count` processes (or 15 s pass); its "processes".
+// GET /processes until it lists `count` processes; its "processes" (the last seen when it
+// never did, for the caller's check to show).
 nlohmann::json wait_for_processes(std::uint16_t port, std::size_t count) {
   nlohmann::json list;
-  for (int i = 0; i < 150; ++i) {
+  const testing::AssertionResult listed = wait_until(kPatience, [&] {
     const Reply reply = get(port, "/debug/memory/processes?format=json");
-    if (reply.status == 200) {
-      list = reply.json()["processes"];
-      if (list.size() == count) return list;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    if (reply.status == 200) list = reply.json()["processes"];
+    return list.size() == count;
+  }, std::chrono::milliseconds(100));
+  if (!listed) ADD_FAILURE() << "/processes never listed " << count << " processes: " << listed.message();
   return list;
 }
 
@@ -268,15 +264,9 @@ TEST_F(Prefork, BadPidsAreRefusedWithAReason) {
 TEST_F(Prefork, AChildOutlivesItsParentAndTakesThePort) {
   master_->write_line("exit");
   EXPECT_EQ(master_->wait(10000), 0);
-  nlohmann::json list;
-  for (int i = 0; i < 100 && list.size() != 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    try {  // refused until a worker takes the port; never left hanging
-      const Reply reply = get(port_, "/debug/memory/processes?format=json");
-      if (reply.status == 200) list = reply.json()["processes"];
-    } catch (const std::runtime_error&) {
-    }
-  }
+  // Refused until a worker takes the port (wait_until counts that as "not yet"); never
+  // left hanging.
+  const nlohmann::json list = wait_for_processes(port_, 2);
   ASSERT_EQ(list.size(), 2u) << list.dump();
   std::set<long> pids;
   for (const auto& p : list) pids.insert(p["pid"].get<long>());

@@ -66,6 +66,7 @@ TEST_F(RoutesTest, StatsInTextAndJson) {
     for (const char* field : {"max_frames", "tracker_memory", "stacks", "live_blocks", "dropped",
                               "fallback_walks", "rss", "peak_rss"})
       EXPECT_TRUE(stats.at(field).is_number()) << field;
+    EXPECT_EQ(stats["windows"], 0);  // no ?seconds= window open
     EXPECT_GT(stats["traced"]["current"].get<long>(), 0);
     EXPECT_GE(stats["traced"]["peak"], stats["traced"]["current"]);
     EXPECT_GT(stats["rss"].get<long>(), 0);
@@ -220,19 +221,25 @@ TEST_F(RoutesTest, TracebacksAreWholeAndSymbolized) {
 TEST_F(RoutesTest, WindowDiffsOverSeconds) {
   for (const char* route : {"diff", "top"}) {
     const auto started = std::chrono::steady_clock::now();
+    // Two seconds: the allocations below must fall inside the window even when this thread
+    // is descheduled for a while on a loaded machine.
     auto reply = std::async(std::launch::async, [&] {
-      return get(port(), std::string("/debug/memory/") + route + "?seconds=1&format=json&limit=10000");
+      return get(port(), std::string("/debug/memory/") + route + "?seconds=2&format=json&limit=10000");
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(windows_waiting(port())) << route << ": the window never took its first snapshot";
     KnownAllocations known(5, 3000);  // during the window
+    const auto allocated = std::chrono::steady_clock::now() - started;
     const Reply window = reply.get();
-    EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+    EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
     ASSERT_EQ(window.status, 200) << window.body;
     const auto stat = find_known(window.json());
-    ASSERT_FALSE(stat.is_null()) << route;
+    ASSERT_FALSE(stat.is_null())
+        << route << ": allocated "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(allocated).count()
+        << " ms after asking for the window (past its end?)";
     EXPECT_EQ(stat["size_diff"], 15000);
     EXPECT_EQ(stat["count_diff"], 5);
-    EXPECT_EQ(window.json()["against"], "the heap 1 s ago");
+    EXPECT_EQ(window.json()["against"], "the heap 2 s ago");
   }
 }
 
@@ -376,9 +383,10 @@ class WindowLimitTest : public ServerTest {
 };
 
 TEST_F(WindowLimitTest, TooManyWindowsAre429) {
+  // Four seconds: still open when the next request comes, even on a loaded machine.
   auto first = std::async(std::launch::async,
-                          [&] { return get(port(), "/debug/memory/diff?seconds=2"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+                          [&] { return get(port(), "/debug/memory/diff?seconds=4"); });
+  ASSERT_TRUE(windows_waiting(port())) << "the first window never opened";
   expect_error(get(port(), "/debug/memory/top?seconds=1"), 429, "already waiting");
   EXPECT_EQ(get(port(), "/debug/memory/stats").status, 200);  // others go on meanwhile
   EXPECT_EQ(first.get().status, 200);

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/tracing_session.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace {
+
+using test_support::TracingSession;
 
 // The trace whose user frame is this file at `line`, or nullptr.
 const liveheap::Trace* find_trace(const liveheap::Snapshot& s, int line) {
@@ -41,7 +44,7 @@ std::int64_t alloc_count_at(const liveheap::Snapshot& s, int line) {
 }
 
 TEST(AllocTotals, TransientLoopCountsEveryAllocationButNothingLive) {
-  liveheap::start({liveheap::Mode::exact, 32});
+  TracingSession tracing({liveheap::Mode::exact, 32});
   const int line = transient_loop(250);
   void* kept = std::malloc(4321); const int kept_line = __LINE__;
 
@@ -73,12 +76,11 @@ TEST(AllocTotals, TransientLoopCountsEveryAllocationButNothingLive) {
   transient_loop(50);  // from another call site: another stack, the same line
   EXPECT_EQ(alloc_count_at(liveheap::take_allocation_snapshot(), line), 300);
   std::free(kept);
-  liveheap::stop();
 }
 
 // A failed realloc puts its block back: it was neither freed nor allocated again.
 TEST(AllocTotals, FailedReallocAllocatesNothing) {
-  liveheap::start({liveheap::Mode::exact, 32});
+  TracingSession tracing({liveheap::Mode::exact, 32});
   void* p = std::malloc(96); const int line = __LINE__;
   void* q = std::realloc(p, ~std::size_t{0} >> 2);
   ASSERT_EQ(q, nullptr);
@@ -88,7 +90,6 @@ TEST(AllocTotals, FailedReallocAllocatesNothing) {
   EXPECT_EQ(t->alloc_count, 1);
   EXPECT_EQ(t->size, 96);
   std::free(p);
-  liveheap::stop();
 }
 
 }  // namespace

@@ -12,10 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/tracing_session.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace {
 
+using test_support::TracingSession;
 using liveheap::Mode;
 
 std::int64_t size_at_line(const liveheap::Snapshot& s, int line, std::int64_t* count) {
@@ -56,7 +58,7 @@ TEST(Concurrency, ThreadsWhileSnapshotsAreTakenEndExact) {
   constexpr int kKeep = 25;
   std::vector<std::vector<void*>> kept(kThreads);
   for (auto& k : kept) k.reserve(kKeep);
-  liveheap::start({Mode::exact, 32});
+  TracingSession tracing({Mode::exact, 32});
   const std::int64_t base = liveheap::traced_memory().current;
   std::atomic<bool> done{false};
   int snapshots = 0;
@@ -82,14 +84,13 @@ TEST(Concurrency, ThreadsWhileSnapshotsAreTakenEndExact) {
     for (void* p : k) std::free(p);
   EXPECT_EQ(size_at_line(liveheap::take_snapshot(), g_kept_line, &count), 0);
   EXPECT_EQ(liveheap::engine_stats().dropped, 0u);
-  liveheap::stop();
   (void)base;
 }
 
 // The symbolizer's worker waits on a condition variable while idle: a child forked then
 // must still symbolize (a broadcast to the parent's waiter used to hang the child forever).
 TEST(Concurrency, AChildForkedWhileTheSymbolizerIdlesSymbolizes) {
-  liveheap::start({Mode::exact, 32});
+  TracingSession tracing({Mode::exact, 32});
   void* parent_block = std::malloc(4343); const int parent_line = __LINE__;
   std::int64_t count = 0;
   ASSERT_EQ(size_at_line(liveheap::take_snapshot(), parent_line, &count), 4343);  // worker up
@@ -108,11 +109,10 @@ TEST(Concurrency, AChildForkedWhileTheSymbolizerIdlesSymbolizes) {
     EXPECT_EQ(WEXITSTATUS(status), 0);
   }
   std::free(parent_block);
-  liveheap::stop();
 }
 
 TEST(Concurrency, ForkedChildKeepsWorking) {
-  liveheap::start({Mode::exact, 32});
+  TracingSession tracing({Mode::exact, 32});
   // Another thread busy in the allocator while we fork: its locks must not leak into the child.
   std::atomic<bool> done{false};
   std::thread busy([&] {
@@ -142,7 +142,6 @@ TEST(Concurrency, ForkedChildKeepsWorking) {
   std::int64_t count = 0;
   EXPECT_EQ(size_at_line(liveheap::take_snapshot(), parent_line, &count), 4242);
   std::free(parent_block);
-  liveheap::stop();
 }
 
 std::string module_of(const char* symbol) {
@@ -153,12 +152,11 @@ std::string module_of(const char* symbol) {
 }
 
 TEST(Concurrency, UnwinderIsLoadedPrivately) {
-  liveheap::start({Mode::exact, 32});  // loads libunwind
+  TracingSession tracing({Mode::exact, 32});  // loads libunwind
   // libunwind exports _Unwind_* and backtrace: loaded globally, they would replace
   // libgcc_s's and glibc's for every throw and every caller in the process.
   EXPECT_NE(module_of("_Unwind_RaiseException").find("libgcc_s"), std::string::npos);
   EXPECT_NE(module_of("backtrace").find("libc.so"), std::string::npos);
-  liveheap::stop();
 }
 
 }  // namespace

@@ -9,10 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/tracing_session.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace {
 
+using test_support::TracingSession;
 using liveheap::Mode;
 
 // Live bytes and blocks attributed to this file at `line` in a fresh snapshot.
@@ -125,7 +127,7 @@ TEST(Control, StartRefusesWhenTheHooksAreNotInEffect) {
 #endif
 
 TEST(Control, TrackerMemoryNeverShowsInReports) {
-  liveheap::start({Mode::exact, 32});
+  TracingSession tracing({Mode::exact, 32});
   const auto first = liveheap::take_snapshot();  // warms the symbolizer: ~MBs of its own
   for (int i = 0; i < 3; ++i) (void)liveheap::take_snapshot();
   const auto later = liveheap::take_snapshot();
@@ -138,20 +140,18 @@ TEST(Control, TrackerMemoryNeverShowsInReports) {
     std::vector<char> own(1 << 20);  // the tracker's own: not traced
     EXPECT_EQ(liveheap::traced_memory().current, later.info().traced_current);
   }
-  liveheap::stop();
 }
 
 TEST(Control, DepthIsHonoured) {
-  liveheap::start({Mode::exact, 3});
+  TracingSession tracing({Mode::exact, 3});
   void* p = std::malloc(64);
   const liveheap::Snapshot snapshot = liveheap::take_snapshot();
   for (const auto& t : snapshot.traces()) EXPECT_LE(t.traceback.size(), 3u);
   std::free(p);
-  liveheap::stop();
 }
 
 TEST(Control, AllocationFunctionsKeepTheirContracts) {
-  liveheap::start({Mode::exact, 32});
+  TracingSession tracing({Mode::exact, 32});
   const std::int64_t base = liveheap::traced_memory().current;
   void* p = nullptr;
   EXPECT_EQ(posix_memalign(&p, 3, 10), EINVAL);
@@ -175,11 +175,10 @@ TEST(Control, AllocationFunctionsKeepTheirContracts) {
   EXPECT_EQ(realloc(grown, 0), nullptr);  // glibc: frees, returns null
   for (void* x : {p, q, m, v, pv}) free(x);
   EXPECT_EQ(liveheap::traced_memory().current, base);
-  liveheap::stop();
 }
 
 TEST(Control, ExceptionsStillWorkUnderTracking) {
-  liveheap::start({Mode::exact, 32});
+  TracingSession tracing({Mode::exact, 32});
   int caught = 0;
   for (int i = 0; i < 1000; ++i) {
     try {
@@ -189,7 +188,6 @@ TEST(Control, ExceptionsStillWorkUnderTracking) {
     }
   }
   EXPECT_EQ(caught, 1000);
-  liveheap::stop();
 }
 
 }  // namespace

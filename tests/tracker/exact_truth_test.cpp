@@ -8,9 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "liveheap/format.hpp"
+#include "../support/tracing_session.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace {
+
+using test_support::TracingSession;
 
 struct Site {
   int line;
@@ -54,7 +57,7 @@ TEST(ExactTruth, DiffNamesEveryLineWithExactSizeAndCount) {
   // Reserved before the baseline so that recording sites allocates nothing at them.
   sites.reserve(32);
   keep.reserve(32);
-  liveheap::start({liveheap::Mode::exact, 32});
+  TracingSession tracing({liveheap::Mode::exact, 32});
   const liveheap::Snapshot before = liveheap::take_snapshot();
 
   for (int i = 0; i < 4; ++i) {
@@ -103,7 +106,6 @@ TEST(ExactTruth, DiffNamesEveryLineWithExactSizeAndCount) {
       EXPECT_EQ(d->size, 0) << "line " << site.line << "\n" << dump(cleared);
     }
   }
-  liveheap::stop();
 }
 
 }  // namespace

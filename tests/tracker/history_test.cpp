@@ -8,11 +8,12 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "../support/tracing_session.hpp"
+#include "../support/wait.hpp"
 #include "history.hpp"
 #include "liveheap/tracker.hpp"
 
@@ -22,6 +23,9 @@ using liveheap::History;
 using liveheap::HistoryIndex;
 using liveheap::KeySeries;
 using liveheap::KeyType;
+using test_support::kPatience;
+using test_support::TracingSession;
+using test_support::wait_until;
 
 std::vector<void*> g_leak;
 std::vector<void*> g_cache;
@@ -50,15 +54,35 @@ liveheap::Options no_thread() {
   return o;
 }
 
+std::int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// Until the clock the points are stamped with has passed the last point's time: the next
+// point gets a later one (the trends need distinct times).
+testing::AssertionResult clock_past_last_point() {
+  const std::int64_t last = liveheap::tracker::history_raw().points.back().t_ms;
+  return wait_until(kPatience, [&] { return now_ms() > last; }, std::chrono::milliseconds(1));
+}
+
+// The raw points, once there are at least `n` (the thread ticks on its own).
+testing::AssertionResult wait_for_points(std::size_t n, liveheap::tracker::RawHistory* raw) {
+  return wait_until(kPatience, [&] {
+    *raw = liveheap::tracker::history_raw();
+    return raw->points.size() >= n;
+  }) << ": the history never held " << n << " points";
+}
+
 TEST(History, TicksRecordExactSeriesAndVerdicts) {
   g_leak.reserve(64);
   g_cache.reserve(64);
-  liveheap::start(no_thread());
+  TracingSession tracing(no_thread());
   for (int i = 0; i < 8; ++i) {
     leak_step();
     cache_step();
     liveheap::tracker::history_tick();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // distinct times
+    ASSERT_TRUE(clock_past_last_point());
   }
   const History h = liveheap::history();
   ASSERT_EQ(h.points.size(), 8u);
@@ -84,7 +108,6 @@ TEST(History, TicksRecordExactSeriesAndVerdicts) {
 
   liveheap::clear();  // forgets the points
   EXPECT_TRUE(liveheap::history().points.empty());
-  liveheap::stop();
   for (void* p : g_leak) std::free(p);
   for (void* p : g_cache) std::free(p);
   g_leak.clear();
@@ -94,43 +117,48 @@ TEST(History, TicksRecordExactSeriesAndVerdicts) {
 TEST(History, ThreadTicksEveryIntervalAndStopsAtOnce) {
   liveheap::Options o;
   o.history_interval_s = 1;
-  liveheap::start(o);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
-  const History h = liveheap::history();
-  EXPECT_EQ(h.interval_s, 1);
-  ASSERT_EQ(h.points.size(), 2u);
-  EXPECT_NEAR(static_cast<double>(h.points[1].t_ms - h.points[0].t_ms), 1000, 100);
+  TracingSession tracing(o);
+  liveheap::tracker::RawHistory raw;
+  ASSERT_TRUE(wait_for_points(2, &raw));
+  // At once: a stop that waited for the next tick would take most of a second from here.
   const auto before = std::chrono::steady_clock::now();
   liveheap::stop();
-  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(200));
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(500));
   EXPECT_TRUE(liveheap::history().points.empty());
+  EXPECT_EQ(raw.interval_s, 1);
+  // A second between ticks, never less (the thread waits a whole interval after each);
+  // more only by how late a loaded machine runs it, not by another whole interval.
+  const std::int64_t spacing = raw.points[1].t_ms - raw.points[0].t_ms;
+  EXPECT_GE(spacing, 999);  // stamps are whole milliseconds
+  EXPECT_LT(spacing, 2000);
 }
 
 TEST(History, ForkedChildRecordsWithAThreadOfItsOwn) {
   liveheap::Options o;
   o.history_interval_s = 1;
-  liveheap::start(o);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-  const std::size_t parent_points = liveheap::history().points.size();
-  ASSERT_EQ(parent_points, 1u);
+  TracingSession tracing(o);
+  liveheap::tracker::RawHistory parent;
+  ASSERT_TRUE(wait_for_points(1, &parent));
   const pid_t child = fork();
   if (child == 0) {
     // The raw history, unsymbolized: what is tested is the recorder's thread, not the
     // symbolizer's fork handling (its worker's condition variable can hang a forked child).
     const std::size_t inherited = liveheap::tracker::history_raw().points.size();  // restarts
-    std::this_thread::sleep_for(std::chrono::milliseconds(2300));
-    const std::size_t later = liveheap::tracker::history_raw().points.size();
+    // The parent's points, then the child's own thread adds two.
+    liveheap::tracker::RawHistory later;
+    const bool ticked = static_cast<bool>(wait_for_points(inherited + 2, &later));
     liveheap::stop();
-    // The parent's point, then the child's own thread adds points (two or three in 2.3 s at
-    // 1 s, by when its first tick falls on a loaded machine).
-    _exit(inherited >= 1 && later >= inherited + 2 && later <= inherited + 3
-              ? 0 : 10 + static_cast<int>(later));
+    if (inherited < 1) _exit(10);
+    if (!ticked) _exit(11);
+    // One thread: its two points a whole interval apart (two threads would tick closer).
+    _exit(later.points[inherited + 1].t_ms - later.points[inherited].t_ms >= 999 ? 0 : 12);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "child saw 10 + its points";
-  liveheap::stop();
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: the child inherited no point; 11: its thread never ticked twice; 12: its points "
+         "came less than the interval apart";
 }
 
 // 2^14 stacks apart by the return addresses of f0/f1 at each level: the bits of n.
@@ -147,7 +175,7 @@ void* stack_by_bits(unsigned n, int bits) {
 TEST(History, TickCostAndBoundAtTenThousandStacks) {
   liveheap::Options o = no_thread();
   o.max_frames = 32;
-  liveheap::start(o);
+  TracingSession tracing(o);
   std::vector<void*> blocks;
   blocks.reserve(10000);
   for (unsigned n = 0; n < 10000; ++n) blocks.push_back(stack_by_bits(n, 14));
@@ -177,7 +205,6 @@ TEST(History, TickCostAndBoundAtTenThousandStacks) {
   EXPECT_LE(h.points[0].stacks_dropped, 10000 - 512 + 16);
   EXPECT_GT(h.points[0].bytes_dropped, (10000 - 512) * 64);
   for (void* b : blocks) std::free(b);
-  liveheap::stop();
 }
 
 }  // namespace

@@ -14,10 +14,12 @@
 #include <gtest/gtest.h>
 
 #include "liveheap/request_comparison.hpp"
+#include "../support/tracing_session.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace {
 
+using test_support::TracingSession;
 using liveheap::http::ComparisonConfig;
 using liveheap::http::RequestComparison;
 using Clock = std::chrono::steady_clock;
@@ -50,7 +52,7 @@ class Log {
 };
 
 TEST(RequestComparison, LogsTheReferenceThenTheExactGrowth) {
-  liveheap::start({liveheap::Mode::exact, 16});
+  TracingSession tracing({liveheap::Mode::exact, 16});
   Log log;
   {
     RequestComparison comparison(ComparisonConfig{
@@ -74,7 +76,6 @@ TEST(RequestComparison, LogsTheReferenceThenTheExactGrowth) {
     EXPECT_EQ(comparison.requests(), 4u);
     for (void* p : blocks) std::free(p);
   }
-  liveheap::stop();
 }
 
 // Distinct stacks, 2^depth of them: each level calls the next through one of two call sites.
@@ -97,7 +98,7 @@ void* level(unsigned bits, int depth) {
 }
 
 TEST(RequestComparison, ConcurrentRequestsDoNotWaitForAComparison) {
-  liveheap::start({liveheap::Mode::exact, 32});
+  TracingSession tracing({liveheap::Mode::exact, 32});
   constexpr int kDepth = 14;  // 16384 stacks: a comparison takes a while
   std::vector<void*> blocks;
   for (unsigned bits = 0; bits < (1u << kDepth); ++bits) blocks.push_back(level(bits, kDepth));
@@ -140,7 +141,6 @@ TEST(RequestComparison, ConcurrentRequestsDoNotWaitForAComparison) {
     EXPECT_EQ(comparison.requests(), kEvery + 1u + kThreads * kCalls);
   }
   for (void* p : blocks) std::free(p);
-  liveheap::stop();
 }
 
 }  // namespace

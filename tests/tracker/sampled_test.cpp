@@ -9,11 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/tracing_session.hpp"
 #include "liveheap/tracker.hpp"
 #include "sample_region.hpp"
 
 namespace {
 
+using test_support::TracingSession;
 using liveheap::Mode;
 constexpr std::uint64_t kInterval = 512 * 1024;
 
@@ -27,7 +29,7 @@ int g_known_line = 0;
 // Allocates `n` blocks of `size` at one known line, on a fresh thread (a fresh countdown,
 // seeded from the session's seed), estimates them, frees them.
 Estimate sample_known(std::uint64_t seed, std::size_t size, std::size_t n) {
-  liveheap::start({Mode::sampled, 16, kInterval, seed});
+  TracingSession tracing({Mode::sampled, 16, kInterval, seed});
   std::vector<void*> blocks;
   blocks.reserve(n);
   std::thread([&] {
@@ -43,7 +45,6 @@ Estimate sample_known(std::uint64_t seed, std::size_t size, std::size_t n) {
     }
   }
   for (void* p : blocks) std::free(p);
-  liveheap::stop();
   return e;
 }
 
@@ -95,7 +96,7 @@ TEST(Sampled, EstimatesAreUnbiasedWithTheStatedError) {
 }
 
 TEST(Sampled, BlocksFreedOnOtherThreadsAreUncounted) {
-  liveheap::start({Mode::sampled, 16, 64 * 1024, 5});
+  TracingSession tracing({Mode::sampled, 16, 64 * 1024, 5});
   std::vector<void*> blocks(200);
   std::thread([&] {
     for (auto& b : blocks) b = std::malloc(1 << 20);  // p(sampled) = 1 - e^-16
@@ -111,11 +112,10 @@ TEST(Sampled, BlocksFreedOnOtherThreadsAreUncounted) {
   }).join();
   EXPECT_EQ(liveheap::traced_memory().current, 0);
   EXPECT_EQ(liveheap::engine_stats().live_blocks, 0u);
-  liveheap::stop();
 }
 
 TEST(Sampled, ReallocAcrossTheSampledLineKeepsTheBytes) {
-  liveheap::start({Mode::sampled, 16, 64 * 1024, 9});
+  TracingSession tracing({Mode::sampled, 16, 64 * 1024, 9});
   auto* p = static_cast<unsigned char*>(std::malloc(4 << 20));
   ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
   for (int i = 0; i < 64; ++i) p[i] = static_cast<unsigned char>(i);
@@ -133,11 +133,10 @@ TEST(Sampled, ReallocAcrossTheSampledLineKeepsTheBytes) {
   EXPECT_GE(malloc_usable_size(r), std::size_t{8} << 20);
   EXPECT_EQ(std::realloc(r, 0), nullptr);  // frees, as glibc does
   EXPECT_EQ(liveheap::traced_memory().current, 0);
-  liveheap::stop();
 }
 
 TEST(Sampled, AlignedSampledBlocksHonourTheirAlignment) {
-  liveheap::start({Mode::sampled, 16, 64 * 1024, 11});
+  TracingSession tracing({Mode::sampled, 16, 64 * 1024, 11});
   for (std::size_t alignment : {16ul, 64ul, 256ul, 4096ul, 8192ul, 65536ul, 1ul << 21}) {
     void* a = nullptr;
     ASSERT_EQ(posix_memalign(&a, alignment, 3 << 20), 0);
@@ -156,11 +155,10 @@ TEST(Sampled, AlignedSampledBlocksHonourTheirAlignment) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v) % 4096, 0u);
   std::free(v);
   EXPECT_EQ(liveheap::traced_memory().current, 0);
-  liveheap::stop();
 }
 
 TEST(Sampled, CallocOfAReusedSampledRunIsZero) {
-  liveheap::start({Mode::sampled, 16, 64 * 1024, 13});
+  TracingSession tracing({Mode::sampled, 16, 64 * 1024, 13});
   for (int round = 0; round < 20; ++round) {
     auto* p = static_cast<unsigned char*>(std::calloc(1, 1 << 20));
     ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
@@ -168,7 +166,6 @@ TEST(Sampled, CallocOfAReusedSampledRunIsZero) {
     std::memset(p, 0xff, 1 << 20);  // dirty it before its run is reused
     std::free(p);
   }
-  liveheap::stop();
 }
 
 TEST(Sampled, SamplesOutliveTheirSession) {
@@ -184,7 +181,7 @@ TEST(Sampled, SamplesOutliveTheirSession) {
 }
 
 TEST(Sampled, AFreedLargeSampleIsKeptAsTrackerMemoryUntilTrimmed) {
-  liveheap::start({Mode::sampled, 16, 64 * 1024, 19});
+  TracingSession tracing({Mode::sampled, 16, 64 * 1024, 19});
   void* p = std::malloc(8 << 20);
   ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
   liveheap::trim_tracker_memory();  // nothing kept from before
@@ -197,7 +194,6 @@ TEST(Sampled, AFreedLargeSampleIsKeptAsTrackerMemoryUntilTrimmed) {
   EXPECT_EQ(liveheap::tracker_memory(), held - run);
   EXPECT_EQ(liveheap::engine_stats().region_kept_bytes, 0);
   EXPECT_EQ(liveheap::engine_stats().region_madvise_calls, madvises + 1);
-  liveheap::stop();
 }
 
 }  // namespace
