@@ -1,7 +1,8 @@
-// What the shared library exports. liveheap is built with -fvisibility=hidden: only what
-// the public headers declare between LIVEHEAP_API_BEGIN and LIVEHEAP_API_END (the public
-// API) is callable from outside, so the engine's, tracker's and server's internals stay
-// free to change and cannot clash with the host program's symbols.
+// The public API: what the public headers declare between LIVEHEAP_API_BEGIN and
+// LIVEHEAP_API_END has default visibility, whatever -fvisibility a build uses. The library
+// itself is not yet built with -fvisibility=hidden: the white-box tests link the shared
+// library and reach its internals, and the engine cannot be linked into a test program
+// instead (it drops every frame of the object it lives in as its own).
 #pragma once
 
 #define LIVEHEAP_API_BEGIN _Pragma("GCC visibility push(default)")

@@ -118,7 +118,7 @@ void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
 }  // namespace
 
 // The hooks replace malloc and operator new for the whole process: exported whatever
-// -fvisibility says (the layers build with hidden).
+// -fvisibility a build uses.
 #pragma GCC visibility push(default)
 
 extern "C" {
