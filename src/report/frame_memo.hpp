@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -12,31 +13,38 @@
 namespace liveheap::report {
 
 // One value per distinct frame, i.e. per (frame table, index in it), computed on first use.
-// Thread-safety: none; lives for one report. The tables it sees must outlive it (they do:
-// the snapshots being reported hold them).
+// Thread-safety: none; lives for one report. It keeps every table it has seen alive: a
+// table freed while it lived could be replaced by another at the same address, whose
+// frames would then get the old table's values (a key looked up once, then dropped).
 template <typename T>
 class FrameMemo {
  public:
   // The value of frame i of `tb`: `compute(tb, i)` the first time its table entry is seen.
   template <typename Compute>
   const T& get(const Traceback& tb, std::size_t i, Compute&& compute) {
-    std::optional<T>& slot = slots_of(*tb.table())[tb.indices()[i]];
+    std::optional<T>& slot = slots_of(tb.table())[tb.indices()[i]];
     if (!slot) slot.emplace(compute(tb, i));
     return *slot;
   }
 
  private:
-  std::vector<std::optional<T>>& slots_of(const Traceback::FrameTable& table) {
-    if (&table != last_table_) {  // tracebacks of one snapshot come with one table
-      std::vector<std::optional<T>>& slots = tables_[&table];
-      slots.resize(table.size());
-      last_table_ = &table;
-      last_slots_ = &slots;
+  struct Table {
+    std::shared_ptr<const Traceback::FrameTable> pinned;  // so its address stays its own
+    std::vector<std::optional<T>> slots;
+  };
+
+  std::vector<std::optional<T>>& slots_of(const std::shared_ptr<const Traceback::FrameTable>& table) {
+    if (table.get() != last_table_) {  // tracebacks of one snapshot come with one table
+      Table& entry = tables_[table.get()];
+      if (!entry.pinned) entry.pinned = table;
+      entry.slots.resize(table->size());
+      last_table_ = table.get();
+      last_slots_ = &entry.slots;
     }
     return *last_slots_;
   }
 
-  std::unordered_map<const Traceback::FrameTable*, std::vector<std::optional<T>>> tables_;
+  std::unordered_map<const Traceback::FrameTable*, Table> tables_;
   const Traceback::FrameTable* last_table_ = nullptr;
   std::vector<std::optional<T>>* last_slots_ = nullptr;
 };
