@@ -19,7 +19,10 @@
 // baseline_ms       POST /baseline through the admin server (median of 5 after a first one,
 //                   baseline_first_ms; symbol cache warm), at the 10k stacks;
 //                   baseline_bytes: tracker_memory() growth while the first one is held
-// snapshot_held_bytes  tracker_memory() growth while a take_snapshot() is held
+// snapshot_held_bytes  tracker_memory() growth while a take_snapshot() is held (what a
+//                   baseline was before issue 13), and stack_snapshot_held_bytes while a
+//                   take_stack_snapshot() is (what it is now); stack_snapshot_ms: taking one
+//                   (median of 5)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -179,6 +182,17 @@ void measure_baseline() {
   const liveheap::Snapshot held = liveheap::take_snapshot();
   std::printf("snapshot_held_bytes=%lld\n",
               static_cast<long long>(liveheap::tracker_memory() - before_snapshot));
+  std::vector<double> stacks_ms;
+  for (int i = 0; i < kRepeats; ++i) {
+    const auto begin = Clock::now();
+    const liveheap::StackSnapshot taken = liveheap::take_stack_snapshot();
+    stacks_ms.push_back(ms_since(begin));
+  }
+  std::printf("stack_snapshot_ms=%.2f\n", median(stacks_ms));
+  const std::int64_t before_stacks = liveheap::tracker_memory();
+  const liveheap::StackSnapshot held_stacks = liveheap::take_stack_snapshot();
+  std::printf("stack_snapshot_held_bytes=%lld\n",
+              static_cast<long long>(liveheap::tracker_memory() - before_stacks));
 }
 
 // A full history window (360 ticks) over the live stacks, then /history and /peak through
