@@ -169,8 +169,9 @@ class UnloadedCodeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 // `stacks` as a Snapshot (its info as taken): each distinct return address of its stacks
-// symbolized once, now. Throws std::invalid_argument for an id this process never interned,
-// UnloadedCodeError as above.
+// symbolized once, now. Throws std::invalid_argument for an id this process never interned
+// (or a StackSnapshot with stacks that take_stack_snapshot() did not make), UnloadedCodeError
+// as above.
 Snapshot symbolized(const StackSnapshot& stacks);
 // Both as Snapshots sharing one frame table (the union of their stacks' addresses
 // symbolized once): what a diff of `now` against `old` needs. Throws as above.
