@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -129,6 +131,64 @@ Snapshot take_snapshot();
 // started, live or not (size and count 0 when nothing of it is live): what a pprof
 // profile's alloc_* values need. Their alloc_size/alloc_count never go back with clear().
 Snapshot take_allocation_snapshot();
+
+// A snapshot that is cheap until shown: per stack with live blocks, the engine's id of the
+// stack and its totals, nothing symbolized. Taking one copies integers (O(stacks), no frame
+// looked up, ~40 bytes a stack); symbolized() makes Snapshots of it when a report shows it.
+// The baseline of POST /baseline and a ?seconds= window's start are these.
+// Stack ids are never freed nor renumbered while the process lives (clear(), stop() and
+// start() keep them; a forked child inherits them), so one may be kept for as long as
+// needed. What can go stale is code: see symbolized().
+struct StackSnapshot {
+  struct Stack {
+    std::uint32_t id = 0;  // the interned stack
+    std::int64_t size = 0;
+    std::int64_t count = 0;
+    std::int64_t alloc_size = 0;   // as Trace: since the process started
+    std::int64_t alloc_count = 0;
+  };
+  std::vector<Stack> stacks;  // ascending ids
+  SnapshotInfo info;
+  // The code loaded when it was taken (opaque): symbolized() names no address whose code
+  // was unloaded since.
+  struct Code;
+  std::shared_ptr<const Code> code;
+
+  std::int64_t total_size() const noexcept;
+  std::int64_t total_count() const noexcept;
+};
+// The traced heap now, as take_snapshot() but unsymbolized. Throws std::runtime_error when
+// tracing is off.
+StackSnapshot take_stack_snapshot();
+
+// symbolized()'s refusal when the code of one of the stacks to name was unloaded (dlclose)
+// since the StackSnapshot was taken: its return addresses may hold another object's code
+// now. what() names the object; take the snapshot again.
+class UnloadedCodeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// `stacks` as a Snapshot (its info as taken): each distinct return address of its stacks
+// symbolized once, now. Throws std::invalid_argument for an id this process never interned
+// (or a StackSnapshot with stacks that take_stack_snapshot() did not make), UnloadedCodeError
+// as above.
+Snapshot symbolized(const StackSnapshot& stacks);
+// Both as Snapshots sharing one frame table (the union of their stacks' addresses
+// symbolized once): what a diff of `now` against `old` needs. Throws as above.
+struct SymbolizedPair {
+  Snapshot now;
+  Snapshot old;
+};
+SymbolizedPair symbolized(const StackSnapshot& now, const StackSnapshot& old);
+
+// What the symbolizer has done since start-up: return addresses asked of it (each report
+// asks each distinct address of the stacks it shows, once) and, of them, those it looked up
+// in debug information (not in its cache). GET /stats shows them as "symbolizer".
+struct SymbolizerStats {
+  std::uint64_t addresses_asked = 0;
+  std::uint64_t addresses_resolved = 0;
+};
+SymbolizerStats symbolizer_stats() noexcept;
 
 // The history recorded since start or clear, every options().history_interval_s seconds
 // (the last hour at 10 s; see docs/history.md), its stacks symbolized now: the biggest

@@ -16,6 +16,13 @@
 //                   window, through the admin server on loopback (median of 5 after a first
 //                   one, history_cold_ms); history_kib: the answer's size
 // peak_ms           GET /peak?format=json the same way (median of 5)
+// baseline_ms       POST /baseline through the admin server (median of 5 after a first one,
+//                   baseline_first_ms; symbol cache warm), at the 10k stacks;
+//                   baseline_bytes: tracker_memory() growth while the first one is held
+// snapshot_held_bytes  tracker_memory() growth while a take_snapshot() is held (what a
+//                   baseline was before issue 13), and stack_snapshot_held_bytes while a
+//                   take_stack_snapshot() is (what it is now); stack_snapshot_ms: taking one
+//                   (median of 5)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -129,14 +136,15 @@ std::size_t distinct_frames(const liveheap::Snapshot& snapshot) {
 
 // One GET on a fresh loopback connection, timed from the request's first byte to the last
 // byte of the answer; `bytes`: the body's size. The client's own allocations are not traced.
-double time_get(std::uint16_t port, const std::string& target, std::size_t& bytes) {
+double time_request(std::uint16_t port, boost::beast::http::verb verb, const std::string& target,
+                    std::size_t& bytes) {
   namespace http = boost::beast::http;
   using boost::asio::ip::tcp;
   liveheap::IgnoreScope ignore;
   boost::asio::io_context io;
   tcp::socket socket(io);
   socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  http::request<http::empty_body> request{http::verb::get, target, 11};
+  http::request<http::empty_body> request{verb, target, 11};
   request.set(http::field::host, "127.0.0.1");
   const auto begin = Clock::now();
   http::write(socket, request);
@@ -146,8 +154,45 @@ double time_get(std::uint16_t port, const std::string& target, std::size_t& byte
   const double ms = ms_since(begin);
   bytes = response.body().size();
   if (response.result_int() != 200)
-    std::fprintf(stderr, "report_bench: GET %s answered %u\n", target.c_str(), response.result_int());
+    std::fprintf(stderr, "report_bench: %s answered %u\n", target.c_str(), response.result_int());
   return ms;
+}
+
+double time_get(std::uint16_t port, const std::string& target, std::size_t& bytes) {
+  return time_request(port, boost::beast::http::verb::get, target, bytes);
+}
+
+// What a baseline costs to take and to keep: POST /baseline through the admin server, and
+// in-process what the baseline used to be, a symbolized Snapshot.
+void measure_baseline() {
+  liveheap::http::AdminServer server({}, "127.0.0.1", 0);
+  const std::string target = "/debug/memory/baseline";
+  std::size_t bytes = 0;
+  const std::int64_t memory_before = liveheap::tracker_memory();
+  std::printf("baseline_first_ms=%.1f\n",
+              time_request(server.port(), boost::beast::http::verb::post, target, bytes));
+  std::printf("baseline_bytes=%lld\n",
+              static_cast<long long>(liveheap::tracker_memory() - memory_before));
+  std::vector<double> ms;
+  for (int i = 0; i < kRepeats; ++i)
+    ms.push_back(time_request(server.port(), boost::beast::http::verb::post, target, bytes));
+  std::printf("baseline_ms=%.1f\n", median(ms));
+  liveheap::IgnoreScope ignore;
+  const std::int64_t before_snapshot = liveheap::tracker_memory();
+  const liveheap::Snapshot held = liveheap::take_snapshot();
+  std::printf("snapshot_held_bytes=%lld\n",
+              static_cast<long long>(liveheap::tracker_memory() - before_snapshot));
+  std::vector<double> stacks_ms;
+  for (int i = 0; i < kRepeats; ++i) {
+    const auto begin = Clock::now();
+    const liveheap::StackSnapshot taken = liveheap::take_stack_snapshot();
+    stacks_ms.push_back(ms_since(begin));
+  }
+  std::printf("stack_snapshot_ms=%.2f\n", median(stacks_ms));
+  const std::int64_t before_stacks = liveheap::tracker_memory();
+  const liveheap::StackSnapshot held_stacks = liveheap::take_stack_snapshot();
+  std::printf("stack_snapshot_held_bytes=%lld\n",
+              static_cast<long long>(liveheap::tracker_memory() - before_stacks));
 }
 
 // A full history window (360 ticks) over the live stacks, then /history and /peak through
@@ -216,6 +261,7 @@ int main(int argc, char** argv) {
   std::vector<double> warm;
   for (int i = 0; i < kRepeats; ++i) warm.push_back(time_report());
   std::printf("warm_report_ms=%.1f\n", median(warm));
+  measure_baseline();
 
   const liveheap::Snapshot baseline = [] {
     liveheap::IgnoreScope ignore;

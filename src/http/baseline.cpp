@@ -1,16 +1,16 @@
-// The baseline snapshot that /diff compares against.
+// The baseline that /diff compares against.
 #include "baseline.hpp"
 
 namespace liveheap::http {
 
-void BaselineStore::set(Snapshot snapshot) {
+void BaselineStore::set(StackSnapshot snapshot) {
   // Built outside the lock: the lock only ever guards a pointer swap.
-  auto baseline = std::make_shared<const Snapshot>(std::move(snapshot));
+  auto baseline = std::make_shared<const StackSnapshot>(std::move(snapshot));
   std::lock_guard lock(mutex_);
   baseline_.swap(baseline);
 }
 
-std::shared_ptr<const Snapshot> BaselineStore::get() const {
+std::shared_ptr<const StackSnapshot> BaselineStore::get() const {
   std::lock_guard lock(mutex_);
   return baseline_;
 }

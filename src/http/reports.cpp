@@ -141,6 +141,7 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
   const ProcessMemory process = read_process_memory();
   const MallocInfo heap = read_malloc_info();
   const AllocatorInfo allocator = read_allocator();
+  const SymbolizerStats symbolizer = symbolizer_stats();
   if (to.format == Format::json) {
     json allocator_json = {{"name", allocator.name}, {"file", allocator.file}};
     for (const auto& [name, bytes] : allocator.figures) allocator_json[name] = bytes;
@@ -159,6 +160,9 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
          {"live_blocks", engine.live_blocks},
          {"dropped", engine.dropped},
          {"fallback_walks", engine.fallback_walks},
+         {"symbolizer",
+          {{"addresses_asked", symbolizer.addresses_asked},
+           {"addresses_resolved", symbolizer.addresses_resolved}}},
          {"rss", process.rss},
          {"peak_rss", process.peak_rss},
          {"mallinfo",
@@ -271,8 +275,8 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
   return make_text(to, Status::ok, std::move(text));
 }
 
-Response baseline_report(const ReplyTo& to, const Snapshot& baseline) {
-  const SnapshotInfo& info = baseline.info();
+Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline) {
+  const SnapshotInfo& info = baseline.info;
   const std::int64_t age_ms = std::max<std::int64_t>(0, now_ms() - info.taken_at_ms);
   if (to.format == Format::json) {
     return make_json(to, Status::ok,
@@ -282,7 +286,7 @@ Response baseline_report(const ReplyTo& to, const Snapshot& baseline) {
                       {"taken_at_ms", info.taken_at_ms},
                       {"age_ms", age_ms},
                       {"total", {{"size", baseline.total_size()}, {"count", baseline.total_count()}}},
-                      {"stacks", baseline.traces().size()},
+                      {"stacks", baseline.stacks.size()},
                       {"traced", {{"current", info.traced_current}, {"peak", info.traced_peak}}},
                       {"tracker_memory", info.tracker_memory},
                       {"tracker_memory_cap", to_json(info.cap)}});
@@ -290,7 +294,7 @@ Response baseline_report(const ReplyTo& to, const Snapshot& baseline) {
   return make_text(to, Status::ok,
                    "baseline taken " + std::to_string(age_ms / 1000) + " s ago: " +
                        size_and_count(baseline.total_size(), baseline.total_count()) +
-                       ", stacks=" + std::to_string(baseline.traces().size()) +
+                       ", stacks=" + std::to_string(baseline.stacks.size()) +
                        " (mode=" + std::string(to_string(info.mode)) + ")");
 }
 

@@ -6,6 +6,7 @@
 
 #include "liveheap/history.hpp"
 #include "liveheap/snapshot.hpp"
+#include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
 #include "query.hpp"
 #include "reply.hpp"
@@ -30,8 +31,8 @@ Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& 
 // size at the last point).
 Response history_report(const ReplyTo& to, const History& history, const Query& query);
 
-// GET and POST /baseline: when it was taken and its totals.
-Response baseline_report(const ReplyTo& to, const Snapshot& baseline);
+// GET and POST /baseline: when it was taken and its totals (nothing symbolized).
+Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline);
 
 // POST /trim: what the allocator was asked (`done`), RSS before and after, and the bytes of
 // freed sampled blocks liveheap itself gave back.

@@ -48,6 +48,27 @@ Snapshot snapshot_now(const RouteState& state) {
   }
 }
 
+// The heap now as integers (a baseline, a window's start): nothing symbolized.
+StackSnapshot stacks_now(const RouteState& state) {
+  require_tracing(state);
+  try {
+    return take_stack_snapshot();
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+    conflict("tracing is off: POST " + state.config.prefix + "/start first");
+  }
+}
+
+// `now` and `old` symbolized together, at the moment a report shows them. `old_is` says
+// what `old` is and `again` how to take it afresh, for the 409 when its code was unloaded.
+SymbolizedPair shown(const StackSnapshot& now, const StackSnapshot& old, const std::string& old_is,
+                     const std::string& again) {
+  try {
+    return symbolized(now, old);
+  } catch (const UnloadedCodeError& e) {
+    conflict(old_is + " cannot be shown: " + e.what() + "; " + again);
+  }
+}
+
 // The response for the exception being handled.
 Response failure_response(const ReplyTo& to) {
   try {
@@ -85,11 +106,13 @@ class WindowSlot {
 // ?seconds=N, as Go's pprof: the heap now, and after N seconds what changed.
 Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
   auto slot = std::make_shared<WindowSlot>(state);
-  auto first = std::make_shared<const Snapshot>(snapshot_now(state));
+  auto first = std::make_shared<const StackSnapshot>(stacks_now(state));
   return Window{std::chrono::seconds(query.seconds), [&state, to, query, first, slot]() mutable {
                   Response res;
                   try {
-                    res = diff_report(to, snapshot_now(state), *first, query,
+                    const SymbolizedPair both = shown(stacks_now(state), *first, "the window's start",
+                                                      "ask for the window again");
+                    res = diff_report(to, both.now, both.old, query,
                                       "the heap " + std::to_string(query.seconds) + " s ago");
                   } catch (...) {
                     res = failure_response(to);
@@ -112,7 +135,7 @@ Outcome get_baseline(RouteState& state, const ReplyTo& to, const Query&) {
 }
 
 Outcome post_baseline(RouteState& state, const ReplyTo& to, const Query&) {
-  Snapshot snapshot = snapshot_now(state);
+  StackSnapshot snapshot = stacks_now(state);
   Response res = baseline_report(to, snapshot);
   state.baseline.set(std::move(snapshot));
   return res;
@@ -125,7 +148,9 @@ Outcome diff(RouteState& state, const ReplyTo& to, const Query& query) {
   if (!baseline)
     conflict("no baseline to diff against: POST " + state.config.prefix +
              "/baseline first, or ask for a window with ?seconds=N");
-  return diff_report(to, snapshot_now(state), *baseline, query, "the baseline");
+  const SymbolizedPair both = shown(stacks_now(state), *baseline, "the baseline",
+                                    "POST " + state.config.prefix + "/baseline again");
+  return diff_report(to, both.now, both.old, query, "the baseline");
 }
 
 Outcome top(RouteState& state, const ReplyTo& to, const Query& query) {

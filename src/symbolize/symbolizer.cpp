@@ -1,6 +1,7 @@
 // The symbolizer's worker thread, its request queue and its per-address cache.
 #include "symbolizer.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -14,6 +15,10 @@
 
 namespace liveheap::symbolize {
 namespace {
+
+// Outside the worker, so that reading them never creates it.
+std::atomic<std::uint64_t> g_asked{0};
+std::atomic<std::uint64_t> g_resolved{0};
 
 // Thread-safety: every member is guarded by mutex_.
 class Worker {
@@ -100,6 +105,8 @@ class Worker {
     std::vector<std::uintptr_t> missing;
     for (std::uintptr_t a : request.addresses)
       if (!cache_.contains(a)) missing.push_back(a);
+    g_asked.fetch_add(request.addresses.size(), std::memory_order_relaxed);
+    g_resolved.fetch_add(missing.size(), std::memory_order_relaxed);
     if (!missing.empty()) {
       lock.unlock();
       debug_info_.refresh(loader);  // the worker thread's alone: no lock needed
@@ -133,6 +140,10 @@ void set_worker_start_hook(std::function<void()> on_worker_start) {
 
 std::vector<std::vector<Frame>> symbolize(std::span<const std::uintptr_t> addresses) {
   return Worker::instance().symbolize(addresses);
+}
+
+Counts counts() noexcept {
+  return {g_asked.load(std::memory_order_relaxed), g_resolved.load(std::memory_order_relaxed)};
 }
 
 int debug_info_states() { return Worker::instance().debug_info_states(); }

@@ -22,6 +22,14 @@ void set_worker_start_hook(std::function<void()> on_worker_start);
 // addresses: the line looked up is the call's (address - 1).
 std::vector<std::vector<Frame>> symbolize(std::span<const std::uintptr_t> addresses);
 
+// Addresses asked of symbolize() since start-up, and of them those not in its cache, looked
+// up in the debug information: what reports cost in symbols (/stats shows them).
+struct Counts {
+  std::uint64_t asked = 0;
+  std::uint64_t resolved = 0;
+};
+Counts counts() noexcept;
+
 // How many debug-information states the symbolizer has made (DebugInfo::kMaxStates at most).
 int debug_info_states();
 

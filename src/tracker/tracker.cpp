@@ -17,6 +17,7 @@
 
 #include "engine.hpp"
 #include "history.hpp"
+#include "loaded_code.hpp"
 #include "peak.hpp"
 #include "stack_capture.hpp"
 #include "symbolizer.hpp"
@@ -225,12 +226,18 @@ EngineStats engine_stats() noexcept {
 
 namespace {
 
-// Each stack's frames symbolized, every distinct address once; tracebacks share one table.
-std::vector<Traceback> symbolized(const std::vector<RawTrace>& raw) {
+// The distinct return addresses of `stacks`, sorted.
+std::vector<std::uintptr_t> distinct_addresses(std::span<const std::span<const std::uintptr_t>> stacks) {
   std::vector<std::uintptr_t> addresses;
-  for (const RawTrace& r : raw) addresses.insert(addresses.end(), r.frames.begin(), r.frames.end());
+  for (std::span<const std::uintptr_t> frames : stacks) addresses.insert(addresses.end(), frames.begin(), frames.end());
   std::sort(addresses.begin(), addresses.end());
   addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  return addresses;
+}
+
+// Each stack's frames symbolized, every distinct address once; tracebacks share one table.
+std::vector<Traceback> symbolized(std::span<const std::span<const std::uintptr_t>> stacks) {
+  const std::vector<std::uintptr_t> addresses = distinct_addresses(stacks);
   // The over-the-cap stack's frame is no code: it is named, not symbolized (it sorts first).
   const bool over_cap = !addresses.empty() && addresses.front() == engine::kOverCapFrame;
   std::vector<std::vector<Frame>> by_address =
@@ -240,11 +247,11 @@ std::vector<Traceback> symbolized(const std::vector<RawTrace>& raw) {
                       {Frame{std::string(kOverCapFunction), "", 0, "", engine::kOverCapFrame}});
   const SnapshotFrames table = build_frame_table(std::move(by_address));
   std::vector<Traceback> tracebacks;
-  tracebacks.reserve(raw.size());
+  tracebacks.reserve(stacks.size());
   std::vector<std::uint32_t> indices;
-  for (const RawTrace& r : raw) {
+  for (std::span<const std::uintptr_t> frames : stacks) {
     indices.clear();
-    for (std::uintptr_t a : r.frames) {
+    for (std::uintptr_t a : frames) {
       const auto k = static_cast<std::size_t>(
           std::lower_bound(addresses.begin(), addresses.end(), a) - addresses.begin());
       for (std::uint32_t i = table.first[k]; i < table.first[k + 1]; ++i) indices.push_back(i);
@@ -252,6 +259,13 @@ std::vector<Traceback> symbolized(const std::vector<RawTrace>& raw) {
     tracebacks.emplace_back(table.frames, indices);
   }
   return tracebacks;
+}
+
+std::vector<Traceback> symbolized(const std::vector<RawTrace>& raw) {
+  std::vector<std::span<const std::uintptr_t>> stacks;
+  stacks.reserve(raw.size());
+  for (const RawTrace& r : raw) stacks.emplace_back(r.frames);
+  return symbolized(stacks);
 }
 
 // The ids of the recorded stacks to report: the biggest (by their largest recorded size)
@@ -353,8 +367,135 @@ Snapshot snapshot_of(bool include_freed) {
 
 }  // namespace
 
-Snapshot take_snapshot() { return snapshot_of(false); }
 Snapshot take_allocation_snapshot() { return snapshot_of(true); }
+
+std::int64_t StackSnapshot::total_size() const noexcept {
+  std::int64_t total = 0;
+  for (const Stack& s : stacks) total += s.size;
+  return total;
+}
+
+std::int64_t StackSnapshot::total_count() const noexcept {
+  std::int64_t total = 0;
+  for (const Stack& s : stacks) total += s.count;
+  return total;
+}
+
+// The code loaded when a StackSnapshot was taken.
+struct StackSnapshot::Code {
+  symbolize::LoadedCode loaded;
+};
+
+namespace {
+
+// The code loaded now, shared by every snapshot taken while the loader loads and unloads
+// nothing (equal counts: the same objects at the same places), so a take lists the objects
+// only after a dlopen or dlclose. try_lock: a forked child may inherit the lock held, and
+// then simply lists them each time.
+std::shared_ptr<const StackSnapshot::Code> code_now() {
+  static std::mutex mutex;
+  static std::shared_ptr<const StackSnapshot::Code> latest;  // guarded by mutex
+  std::unique_lock lock(mutex, std::try_to_lock);
+  if (lock.owns_lock() && latest && latest->loaded.counts() == symbolize::loader_counts()) return latest;
+  auto code = std::make_shared<const StackSnapshot::Code>(StackSnapshot::Code{symbolize::LoadedCode::now()});
+  if (lock.owns_lock()) latest = code;
+  return code;
+}
+
+void collect_id(void* ctx, std::uint32_t id, const engine::StackSums& sums) {
+  static_cast<std::vector<StackSnapshot::Stack>*>(ctx)->push_back(
+      {id, sums.bytes, sums.count, sums.alloc_bytes, sums.alloc_count});
+}
+
+// The frames of every stack of `stacks`, from the engine's never-freed records; throws
+// for an id it never interned or for code unloaded since `stacks` was taken (`now`: the
+// code loaded now, listed once per call by the caller when needed).
+void frames_of(const StackSnapshot& stacks, std::vector<std::span<const std::uintptr_t>>& out,
+               std::shared_ptr<const StackSnapshot::Code>& now, bool check_code = true) {
+  if (!stacks.code && !stacks.stacks.empty())
+    throw std::invalid_argument("a StackSnapshot not made by take_stack_snapshot() cannot be symbolized");
+  const std::size_t first = out.size();
+  for (const StackSnapshot::Stack& s : stacks.stacks) {
+    std::uint32_t depth = 0;
+    const std::uintptr_t* frames = engine::stack_frames(s.id, &depth);
+    if (frames == nullptr)
+      throw std::invalid_argument("stack id " + std::to_string(s.id) + " is not one this process interned");
+    out.emplace_back(frames, depth);
+  }
+  if (!check_code || !stacks.code || stacks.code->loaded.counts() == symbolize::loader_counts()) return;
+  // Something was loaded or unloaded since: each address must still be the same code.
+  if (!now) now = std::make_shared<const StackSnapshot::Code>(StackSnapshot::Code{symbolize::LoadedCode::now()});
+  const auto mine = std::span(out).subspan(first);
+  for (std::uintptr_t a : distinct_addresses(mine)) {
+    if (a == engine::kOverCapFrame) continue;
+    const std::string object = stacks.code->loaded.changed_object(a, now->loaded);
+    if (!object.empty())
+      throw UnloadedCodeError(object + " was unloaded or replaced (dlclose) since the snapshot was taken: its "
+                              "stacks' return addresses may hold other code now");
+  }
+}
+
+Snapshot snapshot_of(const StackSnapshot& stacks, std::vector<Traceback>::iterator tracebacks,
+                     const SnapshotInfo& info) {
+  std::vector<Trace> traces;
+  traces.reserve(stacks.stacks.size());
+  for (const StackSnapshot::Stack& s : stacks.stacks)
+    traces.push_back({std::move(*tracebacks++), s.size, s.count, s.alloc_size, s.alloc_count});
+  return Snapshot(std::move(traces), info);
+}
+
+}  // namespace
+
+StackSnapshot take_stack_snapshot() {
+  IgnoreScope ignore;
+  StackSnapshot s;
+  s.info = session_info();
+  engine::visit_stack_ids(collect_id, &s.stacks);
+  s.stacks.shrink_to_fit();  // kept, perhaps for long: no growth slack
+  s.code = code_now();
+  s.info.tracker_memory = tracker_memory();
+  return s;
+}
+
+Snapshot symbolized(const StackSnapshot& stacks) {
+  IgnoreScope ignore;
+  std::vector<std::span<const std::uintptr_t>> frames;
+  std::shared_ptr<const StackSnapshot::Code> now;
+  frames_of(stacks, frames, now);
+  std::vector<Traceback> tracebacks = symbolized(frames);
+  return snapshot_of(stacks, tracebacks.begin(), stacks.info);
+}
+
+SymbolizedPair symbolized(const StackSnapshot& now, const StackSnapshot& old) {
+  IgnoreScope ignore;
+  std::vector<std::span<const std::uintptr_t>> frames;
+  std::shared_ptr<const StackSnapshot::Code> code;
+  frames_of(now, frames, code);
+  frames_of(old, frames, code);
+  std::vector<Traceback> tracebacks = symbolized(frames);
+  SymbolizedPair pair;
+  pair.now = snapshot_of(now, tracebacks.begin(), now.info);
+  pair.old = snapshot_of(old, tracebacks.begin() + static_cast<std::ptrdiff_t>(now.stacks.size()), old.info);
+  return pair;
+}
+
+// Symbolized at once (so no code can have gone since), its tracker memory counted after.
+Snapshot take_snapshot() {
+  IgnoreScope ignore;
+  const StackSnapshot stacks = take_stack_snapshot();
+  SnapshotInfo info = stacks.info;
+  std::vector<std::span<const std::uintptr_t>> frames;
+  std::shared_ptr<const StackSnapshot::Code> now;
+  frames_of(stacks, frames, now, false);
+  std::vector<Traceback> tracebacks = symbolized(frames);
+  info.tracker_memory = tracker_memory();
+  return snapshot_of(stacks, tracebacks.begin(), info);
+}
+
+SymbolizerStats symbolizer_stats() noexcept {
+  const symbolize::Counts c = symbolize::counts();
+  return {c.asked, c.resolved};
+}
 
 Snapshot take_peak_snapshot() {
   IgnoreScope ignore;

@@ -53,7 +53,7 @@ using test_support::kPatienceMs;
 using test_support::wait_until;
 
 // Until `windows` ?seconds= windows (asked on other connections) have taken their first
-// snapshot and wait: /stats counts them open, and then a report queued behind them on the
+// snapshot and wait: /stats counts them open, and then a request queued behind them on the
 // server's one worker thread has been answered. What happens after it falls in the window.
 testing::AssertionResult windows_waiting(std::uint16_t port, unsigned windows = 1);
 
