@@ -16,8 +16,6 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap {
-
 // tracemalloc's _format_size: "0 B", "99 B", "10.0 KiB", "38.5 MiB"; with `sign`, "+1.5 KiB".
 std::string format_size(double size, bool sign);
 
@@ -67,7 +65,5 @@ nlohmann::json to_json(const TrackerMemoryCap& cap);
 // "" while the cap was never reached; else "tracker-memory cap 16.0 MiB reached: 1234
 // allocations (77.1 KiB) folded into [over the tracker-memory cap], 0 dropped (0 B)".
 std::string format_cap(const TrackerMemoryCap& cap);
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

@@ -18,8 +18,6 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap {
-
 // One tick of the history.
 struct HistoryPoint {
   std::int64_t t_ms = 0;     // unix time in milliseconds
@@ -126,7 +124,5 @@ std::string verdict_text(const Verdict& verdict);
 
 // The times of a history's points, for classify().
 std::vector<std::int64_t> point_times(const History& history);
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

@@ -23,8 +23,6 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap {
-
 // The JSON layout this build writes and reads. A document of another schema is refused by
 // report_from_json, naming both numbers.
 inline constexpr int kReportSchema = 1;
@@ -144,7 +142,5 @@ struct TextStyle {
 std::string to_text(const Report& report, const TextStyle& style = {});
 // One line as to_text writes it, without verdict or newline.
 std::string to_text(const ReportLine& line, bool diff);
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

@@ -16,8 +16,6 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap {
-
 struct Options {
   Mode mode = Mode::exact;
   unsigned max_frames = 32;                 // 1..kMaxFrames return addresses kept per stack
@@ -153,7 +151,5 @@ class IgnoreScope {
   IgnoreScope(const IgnoreScope&) = delete;
   IgnoreScope& operator=(const IgnoreScope&) = delete;
 };
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

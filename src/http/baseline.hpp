@@ -7,7 +7,8 @@
 
 #include "liveheap/snapshot.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 class BaselineStore {
  public:
@@ -21,4 +22,5 @@ class BaselineStore {
   std::shared_ptr<const Snapshot> baseline_;  // guarded by mutex_
 };
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

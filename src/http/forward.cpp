@@ -20,7 +20,8 @@
 #include "registry.hpp"
 #include "reports.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 namespace bh = boost::beast::http;
@@ -370,4 +371,5 @@ Response processes_report(RouteState& state, const ReplyTo& to) {
   return make_text(to, Status::ok, std::move(text));
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

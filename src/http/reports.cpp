@@ -13,7 +13,8 @@
 #include "liveheap/report.hpp"
 #include "liveheap/tracker.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 using nlohmann::json;
@@ -315,4 +316,5 @@ Response trim_report(const ReplyTo& to, const ProcessMemory& before, const Proce
                                              : ""));
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

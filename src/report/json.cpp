@@ -3,7 +3,7 @@
 
 #include "liveheap/format.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 // Addresses as hex strings: JSON numbers lose precision above 2^53.
@@ -76,4 +76,4 @@ nlohmann::json to_json(const TrackerMemoryCap& cap) {
           {"dropped_blocks", cap.dropped_blocks}, {"dropped_bytes", cap.dropped_bytes}};
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -3,7 +3,7 @@
 #include "liveheap/format.hpp"
 #include "liveheap/report.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 std::string plural(KeyType key) { return std::string(to_string(key)) + "s"; }
@@ -85,4 +85,4 @@ std::string to_text(const Report& report, const TextStyle& style) {
   return text;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END
