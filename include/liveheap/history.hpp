@@ -11,8 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "liveheap/export.hpp"
 #include "liveheap/snapshot.hpp"
 
@@ -117,8 +115,6 @@ inline constexpr double kVerdictMinTolerance = 64;
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  std::uint64_t noise = 0);
 
-// {"verdict", "growth_per_min", "since_last_growth_s"} (numbers null while unknown).
-void add_verdict_json(nlohmann::json& stat, const Verdict& verdict);
 // " [growing, +1.2 KiB/min, last grew 0 s ago]": appended to a text line with verdicts=1.
 std::string verdict_text(const Verdict& verdict);
 

@@ -15,6 +15,7 @@
 
 #include "endpoint.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 #include "local_client.hpp"
 #include "registry.hpp"

@@ -10,6 +10,7 @@
 #include "liveheap/allocator.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
+#include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 #include "liveheap/tracker.hpp"
 

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "liveheap/format.hpp"
+#include "liveheap/json.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "liveheap/format.hpp"
+#include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN

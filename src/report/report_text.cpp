@@ -1,5 +1,7 @@
 // The report document as text: a header line of totals and how the report was made, then
 // tracemalloc's lines (byte for byte), with verdicts and whole stacks where asked.
+#include <nlohmann/json.hpp>
+
 #include "liveheap/format.hpp"
 #include "liveheap/report.hpp"
 

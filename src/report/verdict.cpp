@@ -9,6 +9,7 @@
 
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
+#include "liveheap/json.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace {
