@@ -1,4 +1,5 @@
-# `cmake --install` then find_package(liveheap) gives liveheap::liveheap.
+# `cmake --install` then find_package(liveheap) gives liveheap::liveheap, and liveheap::json
+# where nlohmann_json is installed (cmake/liveheapConfig.cmake.in).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 install(TARGETS liveheap EXPORT liveheapTargets
@@ -6,6 +7,9 @@ install(TARGETS liveheap EXPORT liveheapTargets
 install(TARGETS liveheap_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/liveheap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT liveheapTargets NAMESPACE liveheap::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/liveheap)
+install(TARGETS liveheap_json EXPORT liveheapJsonTargets)
+install(EXPORT liveheapJsonTargets NAMESPACE liveheap::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/liveheap)
 configure_package_config_file(cmake/liveheapConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/liveheapConfig.cmake

@@ -14,8 +14,6 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap {
-
 struct AllocatorInfo {
   std::string name;  // "glibc", "jemalloc", "tcmalloc", "mimalloc", or "unknown"
   std::string file;  // the object that serves malloc
@@ -31,7 +29,5 @@ const std::string& allocator_name() noexcept;
 // a purge of every arena for jemalloc, ReleaseFreeMemory for tcmalloc, mi_collect(true)
 // for mimalloc. Returns what was asked, e.g. "malloc_trim(0) released memory".
 std::string release_free_memory();
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

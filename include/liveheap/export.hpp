@@ -1,9 +1,25 @@
-// The public API: what the public headers declare between LIVEHEAP_API_BEGIN and
-// LIVEHEAP_API_END has default visibility, whatever -fvisibility a build uses. The library
-// itself is not yet built with -fvisibility=hidden: the white-box tests link the shared
-// library and reach its internals, and the engine cannot be linked into a test program
-// instead (it drops every frame of the object it lives in as its own).
+// The public API's edges. What the public headers declare between LIVEHEAP_API_BEGIN and
+// LIVEHEAP_API_END
+//   - lives in the inline namespace liveheap::v1: users write liveheap::Snapshot, the
+//     symbols say liveheap::v1::Snapshot, so a later, incompatible v2 can be built and linked
+//     beside v1 and a program mixing headers and a library of different versions fails to
+//     link instead of misbehaving. The version is named here only: liveheap's own sources
+//     open the same namespace with LIVEHEAP_NAMESPACE_BEGIN/END (an unqualified definition
+//     inside plain `namespace liveheap` would declare a second, unversioned function);
+//   - has default visibility, whatever -fvisibility a build uses. The library itself is not
+//     yet built with -fvisibility=hidden: the white-box tests link the shared library and
+//     reach its internals, and the engine cannot be linked into a test program instead (it
+//     drops every frame of the object it lives in as its own).
+// liveheap's internal namespaces (liveheap::engine, ::report, ::symbolize, ::tracker, ...)
+// are not versioned; liveheap::http and liveheap::settings are, being public.
 #pragma once
 
-#define LIVEHEAP_API_BEGIN _Pragma("GCC visibility push(default)")
-#define LIVEHEAP_API_END _Pragma("GCC visibility pop")
+#define LIVEHEAP_NAMESPACE_BEGIN \
+  namespace liveheap {           \
+  inline namespace v1 {
+#define LIVEHEAP_NAMESPACE_END \
+  }                            \
+  }
+
+#define LIVEHEAP_API_BEGIN _Pragma("GCC visibility push(default)") LIVEHEAP_NAMESPACE_BEGIN
+#define LIVEHEAP_API_END LIVEHEAP_NAMESPACE_END _Pragma("GCC visibility pop")

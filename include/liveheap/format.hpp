@@ -1,4 +1,5 @@
-// Text (tracemalloc's format, byte for byte) and JSON renderings of report values.
+// Text renderings of report values (tracemalloc's format, byte for byte); their JSON is in
+// liveheap/json.hpp.
 // Thread-safety: pure functions; format_traceback reads source files through one
 // process-wide cache, which takes a lock.
 #pragma once
@@ -9,14 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "liveheap/export.hpp"
 #include "liveheap/snapshot.hpp"
 
 LIVEHEAP_API_BEGIN
-
-namespace liveheap {
 
 // tracemalloc's _format_size: "0 B", "99 B", "10.0 KiB", "38.5 MiB"; with `sign`, "+1.5 KiB".
 std::string format_size(double size, bool sign);
@@ -57,17 +54,8 @@ std::vector<std::string> format_traceback(const Traceback& traceback,
 // without a function name is its module); ';' and newlines inside names become '_'.
 std::string folded_stack(const Traceback& traceback);
 
-// JSON with the same fields as numbers (see README "JSON").
-nlohmann::json to_json(const Frame& frame);
-nlohmann::json to_json(const Traceback& traceback);
-nlohmann::json to_json(const Statistic& stat, KeyType key_type);
-nlohmann::json to_json(const StatisticDiff& stat, KeyType key_type);
-nlohmann::json to_json(const SnapshotInfo& info);
-nlohmann::json to_json(const TrackerMemoryCap& cap);
 // "" while the cap was never reached; else "tracker-memory cap 16.0 MiB reached: 1234
 // allocations (77.1 KiB) folded into [over the tracker-memory cap], 0 dropped (0 B)".
 std::string format_cap(const TrackerMemoryCap& cap);
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

@@ -11,14 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "liveheap/export.hpp"
 #include "liveheap/snapshot.hpp"
 
 LIVEHEAP_API_BEGIN
-
-namespace liveheap {
 
 // One tick of the history.
 struct HistoryPoint {
@@ -119,14 +115,10 @@ inline constexpr double kVerdictMinTolerance = 64;
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  std::uint64_t noise = 0);
 
-// {"verdict", "growth_per_min", "since_last_growth_s"} (numbers null while unknown).
-void add_verdict_json(nlohmann::json& stat, const Verdict& verdict);
 // " [growing, +1.2 KiB/min, last grew 0 s ago]": appended to a text line with verdicts=1.
 std::string verdict_text(const Verdict& verdict);
 
 // The times of a history's points, for classify().
 std::vector<std::int64_t> point_times(const History& history);
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

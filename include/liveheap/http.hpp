@@ -56,7 +56,7 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap::http {
+namespace http {
 
 using Request = boost::beast::http::request<boost::beast::http::string_body>;
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
@@ -183,6 +183,6 @@ class AdminServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace liveheap::http
+}  // namespace http
 
 LIVEHEAP_API_END

@@ -13,8 +13,6 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap {
-
 // One executable mapping of the process (/proc/self/maps), with its ELF build id.
 struct Mapping {
   std::uint64_t start = 0;   // first address
@@ -39,7 +37,5 @@ std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappi
 
 // gzip (RFC 1952) of `bytes`. Throws std::runtime_error if zlib fails.
 std::string gzip(std::string_view bytes);
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

@@ -13,17 +13,14 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "liveheap/export.hpp"
 #include "liveheap/history.hpp"
 #include "liveheap/snapshot.hpp"
 
 LIVEHEAP_API_BEGIN
-
-namespace liveheap {
 
 // The JSON layout this build writes and reads. A document of another schema is refused by
 // report_from_json, naming both numbers.
@@ -124,12 +121,11 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
 // report.truncated was).
 std::string to_json(const Report& report,
                     std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
-nlohmann::json to_json_value(const Report& report);
 
 // Reads a document written by to_json. Strict: a missing field, a field of the wrong type,
 // an unknown word or another schema throws std::invalid_argument naming the field, e.g.
 // "report JSON: stats[2].size_diff is missing".
-Report report_from_json(const nlohmann::json& document);
+// (liveheap/json.hpp also reads a document already parsed as nlohmann::json.)
 Report report_from_json(std::string_view text);  // also refuses text that is not JSON
 
 // How to_text lays a report out (none of this is in the JSON).
@@ -144,7 +140,5 @@ struct TextStyle {
 std::string to_text(const Report& report, const TextStyle& style = {});
 // One line as to_text writes it, without verdict or newline.
 std::string to_text(const ReportLine& line, bool diff);
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

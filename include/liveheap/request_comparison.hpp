@@ -15,7 +15,7 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap::http {
+namespace http {
 
 struct ComparisonConfig {
   unsigned every_n = 100;       // compare on requests 1 + N, 1 + 2N, ...
@@ -49,6 +49,6 @@ class RequestComparison {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace liveheap::http
+}  // namespace http
 
 LIVEHEAP_API_END

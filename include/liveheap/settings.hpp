@@ -17,7 +17,7 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap::settings {
+namespace settings {
 
 // The whole numbers a setting takes, both ends included.
 struct Range {
@@ -68,6 +68,6 @@ std::optional<Mode> parse_start_mode(std::string_view text) noexcept;
 // trimmed, none empty. Throws std::invalid_argument with Filter::parse's reason.
 std::vector<std::string> parse_plumbing(std::string_view text);
 
-}  // namespace liveheap::settings
+}  // namespace settings
 
 LIVEHEAP_API_END

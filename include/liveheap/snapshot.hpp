@@ -17,8 +17,6 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap {
-
 // How allocations were tracked when a snapshot was taken.
 enum class Mode { off, exact, sampled };
 
@@ -268,7 +266,5 @@ class Snapshot {
   std::vector<Trace> traces_;
   SnapshotInfo info_;
 };
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

@@ -18,8 +18,6 @@
 
 LIVEHEAP_API_BEGIN
 
-namespace liveheap {
-
 struct Options {
   Mode mode = Mode::exact;
   unsigned max_frames = 32;                 // 1..kMaxFrames return addresses kept per stack
@@ -213,7 +211,5 @@ class IgnoreScope {
   IgnoreScope(const IgnoreScope&) = delete;
   IgnoreScope& operator=(const IgnoreScope&) = delete;
 };
-
-}  // namespace liveheap
 
 LIVEHEAP_API_END

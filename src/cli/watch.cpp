@@ -15,6 +15,7 @@
 #include "http_client.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
+#include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 
 namespace liveheap::cli {

@@ -30,7 +30,8 @@
 #include "reply.hpp"
 #include "serve.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 namespace beast = boost::beast;
@@ -375,4 +376,5 @@ std::uint16_t AdminServer::port() const noexcept { return impl_->bound_port; }
 
 Handler& AdminServer::handler() noexcept { return impl_->server.handler(); }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

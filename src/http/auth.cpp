@@ -4,7 +4,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 bool constant_time_equal(std::string_view presented, std::string_view expected) noexcept {
   if (expected.empty()) return presented.empty();
@@ -38,4 +39,5 @@ std::optional<Response> check_bearer(const Request& req, std::string_view token,
   return res;
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -7,7 +7,8 @@
 
 #include "reply.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // True when the strings are equal. The time taken depends on the lengths only, never on
 // where they first differ, so a client cannot find the token a byte at a time.
@@ -18,4 +19,5 @@ bool constant_time_equal(std::string_view presented, std::string_view expected) 
 std::optional<Response> check_bearer(const Request& req, std::string_view token,
                                      const ReplyTo& to);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

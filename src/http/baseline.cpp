@@ -1,7 +1,8 @@
 // The baseline that /diff compares against.
 #include "baseline.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 void BaselineStore::set(StackSnapshot snapshot) {
   // Built outside the lock: the lock only ever guards a pointer swap.
@@ -15,4 +16,5 @@ std::shared_ptr<const StackSnapshot> BaselineStore::get() const {
   return baseline_;
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

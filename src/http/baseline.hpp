@@ -8,7 +8,8 @@
 
 #include "liveheap/tracker.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 class BaselineStore {
  public:
@@ -22,4 +23,5 @@ class BaselineStore {
   std::shared_ptr<const StackSnapshot> baseline_;  // guarded by mutex_
 };
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -20,7 +20,8 @@
 #include "registry.hpp"
 #include "serve.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 namespace net = boost::asio;
@@ -176,4 +177,5 @@ std::optional<std::string> process_registry() {
   return g_state->dir;
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -15,7 +15,8 @@
 
 #include "liveheap/http.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // Starts serving; never throws: problems are one line each on stderr. Registering costs
 // nothing on the caller's thread (it happens on the endpoint's own thread).
@@ -25,4 +26,5 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
 // a process without one (a program that mounts a Handler itself).
 std::optional<std::string> process_registry();
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

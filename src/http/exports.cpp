@@ -14,7 +14,8 @@
 #include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 constexpr unsigned kDefaultCallsites = 20;
@@ -181,4 +182,5 @@ Response metrics_response(const ReplyTo& to, unsigned callsites) {
   return make_response(to, Status::ok, out.take(), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -8,7 +8,8 @@
 #include "liveheap/settings.hpp"
 #include "reply.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // GET {pprof prefix}/heap and /allocs: `now` (a take_allocation_snapshot()) as a gzip'd
 // profile; with `base`, the delta since it (?seconds=N).
@@ -27,4 +28,5 @@ unsigned metrics_callsites(const Config& config);
 // A Prometheus label value with \, " and newline escaped as the text format requires.
 std::string escape_label_value(std::string_view value);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -8,7 +8,8 @@
 #include <atomic>
 #include <mutex>
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 constexpr int kFree = 0;  // slots hold fd + 1: zero-initialized means empty
@@ -57,4 +58,5 @@ void on_fork_child(void (*hook)()) noexcept {
   }
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -6,7 +6,10 @@
 // that a fork while another thread updates it cannot leave a lock held in the child.
 #pragma once
 
-namespace liveheap::http {
+#include "liveheap/export.hpp"
+
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // Remember `fd` as an admin socket (a no-op when the table of 256 is full).
 void track_fork_fd(int fd) noexcept;
@@ -15,4 +18,5 @@ void untrack_fork_fd(int fd) noexcept;
 // Run `hook` in every forked child, after the tracked sockets are closed. At most 8 hooks.
 void on_fork_child(void (*hook)()) noexcept;
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -15,12 +15,14 @@
 
 #include "endpoint.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 #include "local_client.hpp"
 #include "registry.hpp"
 #include "reports.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 namespace bh = boost::beast::http;
@@ -370,4 +372,5 @@ Response processes_report(RouteState& state, const ReplyTo& to) {
   return make_text(to, Status::ok, std::move(text));
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -16,7 +16,8 @@
 #include "query.hpp"
 #include "routes.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // The answer for query.pid (another process, or all); std::nullopt when it is this
 // process's own pid, which the route answers as usual. `route` is the path below the prefix.
@@ -34,4 +35,5 @@ void merge_verdict(nlohmann::json& into, const nlohmann::json& other);
 // GET /processes: every live process of the group, this one included.
 Response processes_report(RouteState& state, const ReplyTo& to);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -15,7 +15,8 @@
 #include "reply.hpp"
 #include "routes.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 namespace net = boost::asio;
@@ -218,4 +219,5 @@ bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
   return true;
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

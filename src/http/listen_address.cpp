@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <stdexcept>
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 [[noreturn]] void bad_address(std::string_view text) {
@@ -53,4 +54,5 @@ std::string host_header_name(const std::string& host) {
   return host.find(':') == std::string::npos ? host : "[" + host + "]";
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

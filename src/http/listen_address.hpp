@@ -9,7 +9,8 @@
 
 #include "liveheap/http.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // Throws std::runtime_error naming host:port, the token and the opt-in when `config`
 // may not serve `address`.
@@ -19,4 +20,5 @@ void check_listen_policy(const Config& config, const boost::asio::ip::address& a
 // How a browser writes `host` in a Host header: an IPv6 address in brackets.
 std::string host_header_name(const std::string& host);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

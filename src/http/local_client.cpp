@@ -15,7 +15,8 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/write.hpp>
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 namespace bh = boost::beast::http;
@@ -100,4 +101,5 @@ Response exchange_local(const std::string& socket_path, Request req,
   return parser.release();
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -8,11 +8,13 @@
 
 #include "liveheap/http.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // The peer's response. Throws std::runtime_error naming what failed (connect, timeout,
 // a malformed response) when there is none within `timeout`.
 Response exchange_local(const std::string& socket_path, Request req,
                         std::chrono::milliseconds timeout);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -9,7 +9,8 @@
 #include <string_view>
 
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 // "VmRSS:\t  1234 kB" -> 1234 * 1024, or -1.
@@ -43,4 +44,5 @@ MallocInfo read_malloc_info() noexcept {
   return {info.arena, info.hblkhd, info.uordblks, info.fordblks, info.keepcost};
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

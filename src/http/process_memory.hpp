@@ -4,7 +4,10 @@
 
 #include <cstdint>
 
-namespace liveheap::http {
+#include "liveheap/export.hpp"
+
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 struct ProcessMemory {
   std::int64_t rss = 0;       // bytes resident now (VmRSS); -1 when unknown
@@ -23,4 +26,5 @@ struct MallocInfo {
 };
 MallocInfo read_malloc_info() noexcept;
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

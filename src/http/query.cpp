@@ -6,7 +6,8 @@
 #include "liveheap/settings.hpp"
 #include "liveheap/tracker.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 struct ParamName {
@@ -215,4 +216,5 @@ Query parse_query(std::string_view text, ParamSet allowed) {
   return query;
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

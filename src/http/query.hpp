@@ -14,7 +14,8 @@
 #include "liveheap/snapshot.hpp"
 #include "reply.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // The parameters a route may take, as a bit set.
 enum Param : unsigned {
@@ -73,4 +74,5 @@ Query parse_query(std::string_view query, ParamSet allowed);
 // `text` made safe to quote in a one-line reason: short, printable ASCII only.
 std::string excerpt(std::string_view text);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -16,7 +16,8 @@
 #include <ctime>
 #include <stdexcept>
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 // A socket that refuses connections is stale only once it is older than this: between
@@ -128,4 +129,5 @@ std::vector<pid_t> list_registry(const std::string& dir) {
   return pids;
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

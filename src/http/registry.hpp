@@ -11,7 +11,10 @@
 #include <string_view>
 #include <vector>
 
-namespace liveheap::http {
+#include "liveheap/export.hpp"
+
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // The directory for the group `address` ("host:port"), created 0700 where missing. Throws
 // std::runtime_error with a one-line reason when it, or the registry above it, is not a
@@ -25,4 +28,5 @@ std::string socket_path(const std::string& dir, pid_t pid);
 // longer listens, for longer than a start-up takes) is removed on the way.
 std::vector<pid_t> list_registry(const std::string& dir);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -4,7 +4,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 // True when `text` contains `word`, ignoring ASCII case (Accept values are case-insensitive).
@@ -72,4 +73,5 @@ Response make_error(const ReplyTo& to, Status status, std::string_view reason) {
   return make_text(to, status, std::move(line));
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -11,7 +11,8 @@
 
 #include "liveheap/http.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 using Status = boost::beast::http::status;
 
@@ -54,4 +55,5 @@ Response make_text(const ReplyTo& to, Status status, std::string body);
 // {"error": reason} or "reason\n".
 Response make_error(const ReplyTo& to, Status status, std::string_view reason);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

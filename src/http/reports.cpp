@@ -10,10 +10,12 @@
 #include "liveheap/allocator.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
+#include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 #include "liveheap/tracker.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 using nlohmann::json;
@@ -319,4 +321,5 @@ Response trim_report(const ReplyTo& to, const ProcessMemory& before, const Proce
                                              : ""));
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

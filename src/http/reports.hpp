@@ -11,7 +11,8 @@
 #include "query.hpp"
 #include "reply.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // GET /stats: the tracker's and the process's state now (reads them itself), and `windows`:
 // the ?seconds= windows open now on this handler.
@@ -39,4 +40,5 @@ Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline);
 Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
                      const std::string& done, std::int64_t tracker_released);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

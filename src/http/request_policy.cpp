@@ -8,7 +8,8 @@
 
 #include "query.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 namespace bh = boost::beast::http;
@@ -105,4 +106,5 @@ std::optional<Response> check_request_policy(const Request& req, const Config& c
   return std::nullopt;
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -8,7 +8,8 @@
 
 #include "reply.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // True for localhost, 127.0.0.0/8 and [::1], with or without ":port".
 bool is_loopback_host(std::string_view host);
@@ -19,4 +20,5 @@ bool is_loopback_host(std::string_view host);
 std::optional<Response> check_request_policy(const Request& req, const Config& config,
                                              const ReplyTo& to);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -16,7 +16,8 @@
 #include "reports.hpp"
 #include "request_policy.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 namespace bh = boost::beast::http;
@@ -417,4 +418,5 @@ Outcome answer(RouteState& state, const Request& req) {
   return outcome;
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

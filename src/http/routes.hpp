@@ -11,7 +11,8 @@
 #include "baseline.hpp"
 #include "liveheap/http.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // What the routes of one Handler share.
 struct RouteState {
@@ -41,4 +42,5 @@ bool is_cheap_request(const Config& config, const Request& req) noexcept;
 // exception. The caller holds a liveheap::IgnoreScope.
 Outcome answer(RouteState& state, const Request& req);
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -16,7 +16,8 @@
 
 #include "liveheap/http.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 
 // host:port as an endpoint. Throws boost::system::system_error.
 boost::asio::ip::tcp::endpoint resolve_tcp(const std::string& host, std::uint16_t port);
@@ -44,4 +45,5 @@ class Server {
   pid_t owner_;
 };
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

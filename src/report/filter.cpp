@@ -7,7 +7,7 @@
 #include "glob.hpp"
 #include "liveheap/snapshot.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 
 Filter::Filter(bool inclusive_, std::string pattern_, Field field_, bool all_frames_)
     : inclusive(inclusive_), pattern(std::move(pattern_)), field(field_), all_frames(all_frames_) {
@@ -33,4 +33,4 @@ bool Filter::matches(const Traceback& traceback) const noexcept {
       [&](std::size_t i) { return matches(traceback[i]); });
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -10,7 +10,7 @@
 #include "plumbing.hpp"
 #include "source_lines.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 template <typename... Args>
@@ -178,9 +178,9 @@ std::string folded_stack(const Traceback& traceback) {
   return out;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 
 std::string format_cap(const TrackerMemoryCap& cap) {
   if (!cap.reached) return {};
@@ -191,4 +191,4 @@ std::string format_cap(const TrackerMemoryCap& cap) {
          std::to_string(cap.dropped_blocks) + " dropped (" + size(cap.dropped_bytes) + ")";
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

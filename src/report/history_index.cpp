@@ -5,7 +5,7 @@
 #include "grouping.hpp"
 #include "liveheap/history.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 
 struct HistoryIndex::Groups {
   report::GroupIndex index;
@@ -66,4 +66,4 @@ const KeySeries* HistoryIndex::find(const Traceback& key) {
   return nullptr;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

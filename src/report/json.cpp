@@ -2,8 +2,9 @@
 #include <cstdio>
 
 #include "liveheap/format.hpp"
+#include "liveheap/json.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 // Addresses as hex strings: JSON numbers lose precision above 2^53.
@@ -76,4 +77,4 @@ nlohmann::json to_json(const TrackerMemoryCap& cap) {
           {"dropped_blocks", cap.dropped_blocks}, {"dropped_bytes", cap.dropped_bytes}};
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

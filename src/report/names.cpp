@@ -4,7 +4,7 @@
 
 #include "liveheap/snapshot.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 
 std::string_view to_string(Mode mode) noexcept {
   switch (mode) {
@@ -39,4 +39,4 @@ KeyType parse_key_type(std::string_view text) {
                               "' (expected line, file, function or traceback)");
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

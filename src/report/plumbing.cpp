@@ -11,7 +11,7 @@
 #include "glob.hpp"
 #include "liveheap/format.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 bool starts_with_word(std::string_view text, std::string_view word) {
@@ -138,7 +138,9 @@ std::size_t user_frame_index(const Traceback& traceback) noexcept {
   return 0;
 }
 
-namespace report {
+LIVEHEAP_NAMESPACE_END
+
+namespace liveheap::report {
 
 bool is_library_frame(const Frame& frame) noexcept {
   return is_plumbing(frame) || in_system_headers(frame.file) ||
@@ -153,5 +155,4 @@ std::string library_name(const Frame& frame) {
   return shown.empty() ? "?" : shown;
 }
 
-}  // namespace report
-}  // namespace liveheap
+}  // namespace liveheap::report

@@ -8,7 +8,7 @@
 #include "liveheap/pprof.hpp"
 #include "pprof_wire.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 // profile.proto's field numbers.
@@ -189,4 +189,4 @@ std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappi
   return builder.encode(now.info(), view, duration_ns);
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -48,7 +48,7 @@ void ProtoWriter::packed(unsigned field, const std::vector<std::int64_t>& values
 
 }  // namespace liveheap::report
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 
 std::string gzip(std::string_view bytes) {
   z_stream z{};
@@ -68,4 +68,4 @@ std::string gzip(std::string_view bytes) {
   return out;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -5,7 +5,7 @@
 
 #include "liveheap/format.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 std::vector<Filter> filters_of(const ReportRequest& request) {
@@ -95,4 +95,4 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
   return report;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -5,9 +5,10 @@
 #include <stdexcept>
 
 #include "liveheap/format.hpp"
+#include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 using nlohmann::json;
@@ -353,4 +354,4 @@ Report report_from_json(std::string_view text) {
   return report_from_json(document);
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -1,9 +1,11 @@
 // The report document as text: a header line of totals and how the report was made, then
 // tracemalloc's lines (byte for byte), with verdicts and whole stacks where asked.
+#include <nlohmann/json.hpp>
+
 #include "liveheap/format.hpp"
 #include "liveheap/report.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 std::string plural(KeyType key) { return std::string(to_string(key)) + "s"; }
@@ -85,4 +87,4 @@ std::string to_text(const Report& report, const TextStyle& style) {
   return text;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

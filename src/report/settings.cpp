@@ -6,7 +6,8 @@
 #include <utility>
 #include <stdexcept>
 
-namespace liveheap::settings {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace settings {
 
 std::optional<std::uint64_t> parse_whole(std::string_view text, Range range) noexcept {
   std::uint64_t value = 0;
@@ -78,4 +79,5 @@ std::uint64_t size(std::string_view name, std::string_view text, Range range) {
                               "TiB (e.g. 268435456, 256MiB, 1GiB)");
 }
 
-}  // namespace liveheap::settings
+}  // namespace settings
+LIVEHEAP_NAMESPACE_END

@@ -8,7 +8,7 @@
 
 #include "liveheap/format.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 constexpr std::string_view kEllipsis = "\u2026";
@@ -148,4 +148,4 @@ std::string short_function(std::string_view name) {
   return out.empty() ? std::string(name) : out;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -7,7 +7,7 @@
 #include "grouping.hpp"
 #include "liveheap/snapshot.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 // Deterministic tie-break between groups: by their key frames.
@@ -35,7 +35,9 @@ std::int64_t Snapshot::total_count() const noexcept {
   return total;
 }
 
-namespace report {
+LIVEHEAP_NAMESPACE_END
+
+namespace liveheap::report {
 
 std::vector<bool> passes_filters(const std::vector<Trace>& traces, const std::vector<Filter>& filters) {
   // Each filter tests each distinct frame once.
@@ -65,7 +67,9 @@ std::vector<bool> passes_filters(const std::vector<Trace>& traces, const std::ve
   return kept;
 }
 
-}  // namespace report
+}  // namespace liveheap::report
+
+LIVEHEAP_NAMESPACE_BEGIN
 
 Snapshot Snapshot::filter_traces(const std::vector<Filter>& filters) const {
   // Kept traces share this snapshot's table.
@@ -113,4 +117,4 @@ std::vector<StatisticDiff> Snapshot::compare_to(const Snapshot& old, KeyType key
   return diffs;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

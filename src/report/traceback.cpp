@@ -6,7 +6,7 @@
 
 #include "liveheap/snapshot.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 
 Traceback::Traceback(std::initializer_list<Frame> frames)
     : Traceback(std::vector<Frame>(frames)) {}
@@ -49,4 +49,4 @@ bool operator==(const Traceback& a, const Traceback& b) noexcept {
   return std::equal(a.begin(), a.end(), b.begin(), b.end());
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

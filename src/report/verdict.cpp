@@ -9,8 +9,9 @@
 
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
+#include "liveheap/json.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 // Least-squares slope of ys over xs, in y units per x unit (0 when every x is equal).
@@ -119,4 +120,4 @@ std::vector<std::int64_t> point_times(const History& history) {
   return times;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

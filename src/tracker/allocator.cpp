@@ -10,7 +10,7 @@
 
 #include "liveheap/tracker.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 // dlopen handle of the allocator's object (never closed: it serves this process's malloc).
@@ -139,4 +139,4 @@ std::string release_free_memory() {
   return std::string("malloc_trim(0) ") + (::malloc_trim(0) != 0 ? "released memory" : "released nothing");
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

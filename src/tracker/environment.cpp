@@ -7,7 +7,7 @@
 #include "liveheap/settings.hpp"
 #include "liveheap/tracker.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 
 std::optional<Options> options_from_environment(Mode default_mode) {
   Options options;
@@ -43,4 +43,4 @@ std::optional<Options> options_from_environment(Mode default_mode) {
   return options;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -9,7 +9,7 @@
 
 #include "liveheap/tracker.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 struct LoadedObject {
@@ -84,4 +84,4 @@ std::vector<Mapping> executable_mappings() {
   return out;
 }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

@@ -14,7 +14,8 @@
 #include "liveheap/format.hpp"
 #include "liveheap/tracker.hpp"
 
-namespace liveheap::http {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace http {
 namespace {
 
 constexpr std::uint64_t kStopping = std::numeric_limits<std::uint64_t>::max();
@@ -129,4 +130,5 @@ std::uint64_t RequestComparison::requests() const noexcept {
   return impl_->requests.load(std::memory_order_relaxed);
 }
 
-}  // namespace liveheap::http
+}  // namespace http
+LIVEHEAP_NAMESPACE_END

@@ -22,7 +22,7 @@
 #include "stack_capture.hpp"
 #include "symbolizer.hpp"
 
-namespace liveheap {
+LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 // Serializes start/stop/clear: the engine requires it.
@@ -519,4 +519,4 @@ Snapshot take_peak_snapshot() {
 IgnoreScope::IgnoreScope() noexcept { engine::begin_ignore(); }
 IgnoreScope::~IgnoreScope() { engine::end_ignore(); }
 
-}  // namespace liveheap
+LIVEHEAP_NAMESPACE_END

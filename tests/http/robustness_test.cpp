@@ -175,7 +175,7 @@ TEST_F(RobustnessTest, LookingDoesNotShowUpAsGrowth) {
       const std::string file = frame.value("file", "");
       const std::string function = frame.value("function", "");
       EXPECT_EQ(file.find("/src/http/"), std::string::npos) << stat.dump(1);
-      EXPECT_EQ(function.find("liveheap::http::"), std::string::npos) << stat.dump(1);
+      EXPECT_EQ(function.find("liveheap::v1::http::"), std::string::npos) << stat.dump(1);
     }
   }
 }

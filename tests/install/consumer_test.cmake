@@ -1,4 +1,5 @@
-# Installs the build tree into WORK_DIR/prefix, builds the consumer against it, runs it.
+# Installs the build tree into WORK_DIR/prefix, builds the consumer against it, runs it; then
+# again with nlohmann_json hidden from the consumer: liveheap::liveheap must not need it.
 file(REMOVE_RECURSE "${WORK_DIR}")
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -12,4 +13,10 @@ run(${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${WORK_DIR}/build" -DCMAKE_BUILD_T
     "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run(${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${WORK_DIR}/prefix/lib" "${WORK_DIR}/build/consumer")
+run(${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${WORK_DIR}/prefix/lib" "${WORK_DIR}/build/consumer_json")
+run(${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${WORK_DIR}/build-nojson"
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" -DWITH_JSON=OFF
+    -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON)
+run(${CMAKE_COMMAND} --build "${WORK_DIR}/build-nojson")
+run(${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${WORK_DIR}/prefix/lib" "${WORK_DIR}/build-nojson/consumer")
 file(REMOVE_RECURSE "${WORK_DIR}")

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "liveheap/format.hpp"
+#include "liveheap/json.hpp"
 
 namespace liveheap {
 namespace {

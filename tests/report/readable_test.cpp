@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "liveheap/format.hpp"
+#include "liveheap/json.hpp"
 #include "source_lines.hpp"
 
 namespace liveheap {

@@ -3,6 +3,7 @@
 // malformed documents refused naming the field).
 #include <gtest/gtest.h>
 
+#include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 
 namespace liveheap {

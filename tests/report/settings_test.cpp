@@ -8,7 +8,8 @@
 
 #include "liveheap/settings.hpp"
 
-namespace liveheap::settings {
+LIVEHEAP_NAMESPACE_BEGIN
+namespace settings {
 namespace {
 
 TEST(Settings, WholeNumbersAreDigitsWithinTheirRange) {
@@ -60,4 +61,5 @@ TEST(Settings, FlagsModesAndPlumbing) {
 }
 
 }  // namespace
-}  // namespace liveheap::settings
+}  // namespace settings
+LIVEHEAP_NAMESPACE_END

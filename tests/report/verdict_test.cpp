@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "liveheap/history.hpp"
+#include "liveheap/json.hpp"
 
 namespace liveheap {
 namespace {

@@ -1,10 +1,15 @@
 // Keeps 3 blocks of 1000 bytes at a known line and checks that the installed library's
-// snapshot finds exactly them there: the public API links and works from outside.
+// snapshot finds exactly them there: the public API links and works from outside, with
+// liveheap::liveheap alone (no nlohmann_json: the core headers must not include it).
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include <liveheap/tracker.hpp>
+
+#ifdef NLOHMANN_JSON_VERSION_MAJOR
+#error "liveheap/tracker.hpp brought nlohmann_json in; only liveheap/json.hpp may"
+#endif
 
 int main() {
   liveheap::Options options;
