@@ -6,10 +6,11 @@
 //     link instead of misbehaving. The version is named here only: liveheap's own sources
 //     open the same namespace with LIVEHEAP_NAMESPACE_BEGIN/END (an unqualified definition
 //     inside plain `namespace liveheap` would declare a second, unversioned function);
-//   - has default visibility, whatever -fvisibility a build uses. The library itself is not
-//     yet built with -fvisibility=hidden: the white-box tests link the shared library and
-//     reach its internals, and the engine cannot be linked into a test program instead (it
-//     drops every frame of the object it lives in as its own).
+//   - has default visibility. liveheap is built with -fvisibility=hidden (and
+//     -fvisibility-inlines-hidden): only the public API and the allocation hooks
+//     (src/engine/hook.cpp) are callable from outside, so the engine's, tracker's and server's
+//     internals stay free to change and cannot clash with the host program's symbols. Tests
+//     that reach the internals link the layers' objects instead (liveheap_internals).
 // liveheap's internal namespaces (liveheap::engine, ::report, ::symbolize, ::tracker, ...)
 // are not versioned; liveheap::http and liveheap::settings are, being public.
 #pragma once

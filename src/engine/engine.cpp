@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "live_table.hpp"
+#include "own_code.hpp"
 #include "pages.hpp"
 #include "sampler.hpp"
 #include "stack_capture.hpp"
@@ -151,7 +152,7 @@ void count_folded(std::int64_t bytes) noexcept {
 
 // The stack's id; when it cannot be interned, the over-the-cap stack's (and *folded set),
 // or kNoStack when even that one does not exist.
-StackId capture_and_intern(bool* folded) noexcept {
+LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded) noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash);
@@ -168,7 +169,7 @@ void record_own(void* p, std::size_t size) noexcept {
     g_own_bytes.fetch_add(static_cast<std::int64_t>(size - replaced.size), std::memory_order_relaxed);
 }
 
-void record_traced(void* p, std::size_t size) noexcept {
+LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size) noexcept {
   bool folded = false;
   const StackId stack = capture_and_intern(&folded);
   LiveBlock replaced;
@@ -258,7 +259,7 @@ void stop() noexcept {
 
 void clear() noexcept { empty_tables(); }
 
-void on_alloc(void* p, std::size_t size) noexcept {
+LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size) noexcept {
   if (p == nullptr) return;
   HookGuard guard;
   if (guard.reentered()) return;  // an allocation made by the engine's own callees
@@ -302,6 +303,7 @@ void restore(void* p, const Forgotten& f) noexcept {
   }
 }
 
+LIVEHEAP_OWN_CODE
 void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexcept {
   ThreadState& t = t_thread;
   const std::uint32_t session = g_session.load(std::memory_order_acquire);

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "engine.hpp"
+#include "own_code.hpp"  // LIVEHEAP_OWN_CODE: every function here is on the way to the walk
 
 namespace {
 
@@ -31,6 +32,7 @@ bool power_of_two(std::size_t alignment) noexcept {
 // cannot give as the allocator would (not a power of two) is never sampled. Only calloc
 // needs a sample's reused pages `zero`ed.
 template <typename Next>
+LIVEHEAP_OWN_CODE
 inline void* allocate(std::size_t size, std::size_t alignment, Next&& next, bool zero = false) noexcept {
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return next();
@@ -46,7 +48,7 @@ inline void* allocate(std::size_t size, std::size_t alignment, Next&& next, bool
 }
 
 // realloc of a sampled block: a new block through the mode, the bytes copied over.
-void* realloc_sampled(void* p, std::size_t size) noexcept {
+LIVEHEAP_OWN_CODE void* realloc_sampled(void* p, std::size_t size) noexcept {
   if (size == 0) {  // glibc's realloc(p, 0): frees p, returns null
     engine::sample_free(p);
     return nullptr;
@@ -61,7 +63,7 @@ void* realloc_sampled(void* p, std::size_t size) noexcept {
 
 // realloc of the allocator's block in sampled mode: it moves into the region when sampled
 // (only when the allocator can say how many bytes to copy).
-void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
+LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
   if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size)) || size == 0 ||
       g_next.malloc_usable_size == nullptr)
     return g_next.realloc(p, size);
@@ -75,7 +77,7 @@ void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
 
 // realloc in exact mode: the old block is forgotten before the allocator can reuse its
 // address.
-void* realloc_exact(void* p, std::size_t size) noexcept {
+LIVEHEAP_OWN_CODE void* realloc_exact(void* p, std::size_t size) noexcept {
   const engine::Forgotten old = engine::forget(p);
   void* q = g_next.realloc(p, size);
   if (q == nullptr) {
@@ -87,7 +89,7 @@ void* realloc_exact(void* p, std::size_t size) noexcept {
 }
 
 // The new_handler loop, off the fast path.
-[[gnu::noinline]] void* new_retry(std::size_t size, std::size_t alignment) {
+[[gnu::noinline]] LIVEHEAP_OWN_CODE void* new_retry(std::size_t size, std::size_t alignment) {
   for (;;) {
     std::new_handler handler = std::get_new_handler();
     if (handler == nullptr) throw std::bad_alloc();
@@ -99,7 +101,7 @@ void* realloc_exact(void* p, std::size_t size) noexcept {
   }
 }
 
-inline void* new_impl(std::size_t size, std::size_t alignment) {
+LIVEHEAP_OWN_CODE inline void* new_impl(std::size_t size, std::size_t alignment) {
   void* p = alignment == 0
                 ? allocate(size, 0, [&] { return g_next.malloc(size); })
                 : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
@@ -107,7 +109,7 @@ inline void* new_impl(std::size_t size, std::size_t alignment) {
   return new_retry(size, alignment);
 }
 
-void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
+LIVEHEAP_OWN_CODE void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
   try {
     return new_impl(size, alignment);
   } catch (...) {
@@ -123,11 +125,11 @@ void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
 
 extern "C" {
 
-void* malloc(std::size_t size) {
+LIVEHEAP_OWN_CODE void* malloc(std::size_t size) {
   return allocate(size, 0, [&] { return g_next.malloc(size); });
 }
 
-void free(void* p) {
+LIVEHEAP_OWN_CODE void free(void* p) {
   if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p))) return engine::sample_free(p);
   if (LIVEHEAP_LIKELY(engine::mode() != Mode::exact) || p == nullptr) return g_next.free(p);
   // Forgotten before the allocator has it: once freed its address may go to another thread.
@@ -135,7 +137,7 @@ void free(void* p) {
   g_next.free(p);
 }
 
-void* calloc(std::size_t n, std::size_t size) {
+LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
   std::size_t bytes;
   if (__builtin_mul_overflow(n, size, &bytes)) {
     errno = ENOMEM;
@@ -145,7 +147,7 @@ void* calloc(std::size_t n, std::size_t size) {
   return allocate(bytes, 0, [&] { return g_next.calloc(n, size); }, true);
 }
 
-void* realloc(void* p, std::size_t size) {
+LIVEHEAP_OWN_CODE void* realloc(void* p, std::size_t size) {
   if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p))) return realloc_sampled(p, size);
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return g_next.realloc(p, size);
@@ -154,7 +156,7 @@ void* realloc(void* p, std::size_t size) {
   return realloc_exact(p, size);
 }
 
-void* reallocarray(void* p, std::size_t n, std::size_t size) {
+LIVEHEAP_OWN_CODE void* reallocarray(void* p, std::size_t n, std::size_t size) {
   std::size_t bytes;
   if (__builtin_mul_overflow(n, size, &bytes)) {
     errno = ENOMEM;
@@ -163,7 +165,7 @@ void* reallocarray(void* p, std::size_t n, std::size_t size) {
   return realloc(p, bytes);
 }
 
-int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
+LIVEHEAP_OWN_CODE int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
   if (!power_of_two(alignment) || alignment % sizeof(void*) != 0) return EINVAL;
   int error = 0;
   void* p = allocate(size, alignment, [&]() -> void* {
@@ -178,25 +180,25 @@ int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
 
 // What the allocator accepts (glibc 2.36 takes any alignment and rounds it up; jemalloc
 // refuses a non-power of two) is its own call: such alignments are never sampled.
-void* aligned_alloc(std::size_t alignment, std::size_t size) {
+LIVEHEAP_OWN_CODE void* aligned_alloc(std::size_t alignment, std::size_t size) {
   return allocate(size, alignment < 16 ? 16 : alignment,
                   [&] { return g_next.aligned_alloc(alignment, size); });
 }
 
-void* memalign(std::size_t alignment, std::size_t size) {
+LIVEHEAP_OWN_CODE void* memalign(std::size_t alignment, std::size_t size) {
   return allocate(size, alignment < 16 ? 16 : alignment,
                   [&] { return g_next.memalign(alignment, size); });
 }
 
-void* valloc(std::size_t size) {
+LIVEHEAP_OWN_CODE void* valloc(std::size_t size) {
   return allocate(size, kPage, [&] { return g_next.valloc(size); });
 }
 
-void* pvalloc(std::size_t size) {
+LIVEHEAP_OWN_CODE void* pvalloc(std::size_t size) {
   return allocate(size, kPage, [&] { return g_next.pvalloc(size); });
 }
 
-std::size_t malloc_usable_size(void* p) {
+LIVEHEAP_OWN_CODE std::size_t malloc_usable_size(void* p) {
   if (p == nullptr) return 0;
   if (engine::in_sample_region(p)) return engine::region_usable_size(p);
   return g_next.malloc_usable_size == nullptr ? 0 : g_next.malloc_usable_size(p);
@@ -204,38 +206,43 @@ std::size_t malloc_usable_size(void* p) {
 
 }  // extern "C"
 
-void* operator new(std::size_t size) { return new_impl(size, 0); }
-void* operator new[](std::size_t size) { return new_impl(size, 0); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+LIVEHEAP_OWN_CODE void* operator new(std::size_t size) { return new_impl(size, 0); }
+LIVEHEAP_OWN_CODE void* operator new[](std::size_t size) { return new_impl(size, 0); }
+LIVEHEAP_OWN_CODE void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
   return new_nothrow_impl(size, 0);
 }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+LIVEHEAP_OWN_CODE void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
   return new_nothrow_impl(size, 0);
 }
-void* operator new(std::size_t size, std::align_val_t al) {
+LIVEHEAP_OWN_CODE void* operator new(std::size_t size, std::align_val_t al) {
   return new_impl(size, static_cast<std::size_t>(al));
 }
-void* operator new[](std::size_t size, std::align_val_t al) {
+LIVEHEAP_OWN_CODE void* operator new[](std::size_t size, std::align_val_t al) {
   return new_impl(size, static_cast<std::size_t>(al));
 }
+LIVEHEAP_OWN_CODE
 void* operator new(std::size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
   return new_nothrow_impl(size, static_cast<std::size_t>(al));
 }
+LIVEHEAP_OWN_CODE
 void* operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
   return new_nothrow_impl(size, static_cast<std::size_t>(al));
 }
 
-void operator delete(void* p) noexcept { free(p); }
-void operator delete[](void* p) noexcept { free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { free(p); }
-void operator delete(void* p, std::size_t) noexcept { free(p); }
-void operator delete[](void* p, std::size_t) noexcept { free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete(void* p) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete[](void* p) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete(void* p, const std::nothrow_t&) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete[](void* p, const std::nothrow_t&) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete(void* p, std::size_t) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete[](void* p, std::size_t) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete(void* p, std::align_val_t) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete[](void* p, std::align_val_t) noexcept { free(p); }
+LIVEHEAP_OWN_CODE void operator delete(void* p, std::size_t, std::align_val_t) noexcept { free(p); }
+LIVEHEAP_OWN_CODE
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { free(p); }
+LIVEHEAP_OWN_CODE
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { free(p); }
+LIVEHEAP_OWN_CODE
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { free(p); }
 
 #pragma GCC visibility pop

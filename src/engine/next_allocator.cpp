@@ -276,7 +276,6 @@ const char* next_allocator_file() noexcept {
 }
 
 bool hooks_installed() noexcept {
-  load_unwinder();  // also finds our own code's address range
   void* resolved = dlsym(RTLD_DEFAULT, "malloc");
   if (resolved == nullptr) return false;
   if (is_own_code(reinterpret_cast<std::uintptr_t>(resolved))) return true;

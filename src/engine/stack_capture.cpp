@@ -6,47 +6,22 @@
 
 #include <atomic>
 #include <dlfcn.h>
-#include <elf.h>
-#include <link.h>
 #include <unwind.h>
 
 #include "engine.hpp"  // fallback_walks
 #include "frame_rule_cache.hpp"
+#include "own_code.hpp"
 #include "stack_table.hpp"
 #include "thread_state.hpp"
-
-extern "C" const ElfW(Ehdr) __ehdr_start;  // this shared object's ELF header (the linker's)
 
 namespace liveheap::engine {
 namespace {
 
 using UnwBacktrace = int (*)(void** buffer, int size);
 std::atomic<UnwBacktrace> g_unw_backtrace{nullptr};
-std::uintptr_t g_own_begin = 0;  // this object's executable segment, set by find_own_code
-std::uintptr_t g_own_end = 0;
-
-// Our own executable segment, from our program headers: no dl_iterate_phdr, no malloc.
-void find_own_code() noexcept {
-  Dl_info info;
-  if (dladdr(&__ehdr_start, &info) == 0) return;
-  const auto base = reinterpret_cast<std::uintptr_t>(info.dli_fbase);
-  const auto* ehdr = &__ehdr_start;
-  const auto* phdr = reinterpret_cast<const ElfW(Phdr)*>(
-      reinterpret_cast<const char*>(ehdr) + ehdr->e_phoff);
-  for (int i = 0; i < ehdr->e_phnum; ++i) {
-    if (phdr[i].p_type == PT_LOAD && (phdr[i].p_flags & PF_X)) {
-      g_own_begin = base + phdr[i].p_vaddr;
-      g_own_end = g_own_begin + phdr[i].p_memsz;
-    }
-  }
-}
 
 FrameRuleCache g_frame_rules;
 std::atomic<std::uint64_t> g_fallback_walks{0};  // stacks handed to libunwind or libgcc
-
-bool in_own_code(std::uintptr_t address) noexcept {
-  return address >= g_own_begin && address < g_own_end;
-}
 
 // A frame whose rule is not usable yet: the stack is walked by another unwinder.
 constexpr std::uint32_t kNeedsOtherUnwinder = UINT32_MAX;
@@ -99,6 +74,7 @@ RecentRules& recent_rules() noexcept {
 // dependent loads per frame (return address, rule, next return address): it reads the
 // packed rule's fields in place (FrameRule::kind_of & co.) and keeps other work off that
 // chain.
+LIVEHEAP_OWN_CODE
 std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
                                     StackHash* hash) noexcept {
   std::uintptr_t pc, sp, bp;
@@ -131,7 +107,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     sp = cfa;
     if (return_address == 0) break;
     key = return_address - 1;  // the call instruction's row
-    if (in_own_frames && in_own_code(return_address)) continue;
+    if (in_own_frames && in_own_section(return_address)) continue;
     in_own_frames = false;
     frames[n++] = return_address;
     hash->add(return_address);
@@ -139,6 +115,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
   return n;
 }
 
+LIVEHEAP_OWN_CODE
 std::uint32_t walk_with_libunwind(std::uintptr_t* frames, std::uint32_t want) noexcept {
   const UnwBacktrace fn = g_unw_backtrace.load(std::memory_order_acquire);
   if (fn == nullptr) return kNeedsOtherUnwinder;
@@ -152,7 +129,7 @@ struct UnwindState {
   std::uint32_t count;
 };
 
-_Unwind_Reason_Code collect(struct _Unwind_Context* context, void* arg) {
+LIVEHEAP_OWN_CODE _Unwind_Reason_Code collect(struct _Unwind_Context* context, void* arg) {
   auto* state = static_cast<UnwindState*>(arg);
   if (state->count >= state->max) return _URC_END_OF_STACK;
   const std::uintptr_t ip = _Unwind_GetIP(context);
@@ -161,6 +138,7 @@ _Unwind_Reason_Code collect(struct _Unwind_Context* context, void* arg) {
   return _URC_NO_REASON;
 }
 
+LIVEHEAP_OWN_CODE
 std::uint32_t walk_with_libgcc(std::uintptr_t* frames, std::uint32_t want) noexcept {
   UnwindState state{frames, want, 0};
   _Unwind_Backtrace(collect, &state);
@@ -170,7 +148,7 @@ std::uint32_t walk_with_libgcc(std::uintptr_t* frames, std::uint32_t want) noexc
 // Our own frames on top (hook, engine, operator new) are dropped by moving the start.
 std::uint32_t drop_own_frames(std::uintptr_t* frames, std::uint32_t n, std::uint32_t max) noexcept {
   std::uint32_t first = 0;
-  while (first < n && in_own_code(frames[first])) ++first;
+  while (first < n && in_own_section(frames[first])) ++first;
   if (n - first > max) n = first + max;
   if (first > 0) __builtin_memmove(frames, frames + first, (n - first) * sizeof(std::uintptr_t));
   return n - first;
@@ -180,7 +158,6 @@ std::uint32_t drop_own_frames(std::uintptr_t* frames, std::uint32_t n, std::uint
 
 void load_unwinder() noexcept {
   if (g_unw_backtrace.load(std::memory_order_acquire) != nullptr) return;
-  if (g_own_end == 0) find_own_code();
   HookGuard guard;  // dlopen allocates: none of it is a user's allocation
   if (void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
     if (auto fn = reinterpret_cast<UnwBacktrace>(dlsym(lib, "unw_backtrace"))) {
@@ -190,6 +167,7 @@ void load_unwinder() noexcept {
   }
 }
 
+LIVEHEAP_OWN_CODE
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash) noexcept {
   StackHash walked;
   const std::uint32_t n = walk_with_frame_rules(frames, max, &walked);
@@ -207,6 +185,7 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
   return m;
 }
 
+LIVEHEAP_OWN_CODE
 bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t max,
                         std::uint32_t* depth) noexcept {
   const std::uint32_t want = max + kOwnFramesSlack;
@@ -222,7 +201,7 @@ bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t
   return true;
 }
 
-bool is_own_code(std::uintptr_t address) noexcept { return in_own_code(address); }
+bool is_own_code(std::uintptr_t address) noexcept { return in_own_section(address); }
 
 void forget_frame_rules() noexcept { g_frame_rules.clear(); }
 std::size_t cached_frame_rules() noexcept { return g_frame_rules.size(); }

@@ -18,8 +18,9 @@ inline constexpr std::uint32_t kMaxFramesCapture = 128;
 // Call outside the hooks (it allocates); idempotent.
 void load_unwinder() noexcept;
 
-// Our own frames on top of a captured stack (hook, engine, operator new): captured, then
-// dropped. `frames` must hold max + kOwnFramesSlack entries.
+// Our own frames on top of a captured stack (hook, engine, operator new: the functions in
+// the liveheap_text section, own_code.hpp): captured, then dropped. `frames` must hold
+// max + kOwnFramesSlack entries.
 inline constexpr std::uint32_t kOwnFramesSlack = 8;
 
 // Fills `frames` with up to `max` return addresses of the caller's stack, liveheap's own
@@ -40,7 +41,8 @@ std::size_t cached_frame_rules() noexcept;
 void frame_rules_lock_for_fork() noexcept;
 void frame_rules_unlock_after_fork() noexcept;
 
-// True when `address` lies in this library's own code.
+// True when `address` lies in the engine's own code: the liveheap_text section of the object
+// this engine is linked into (own_code.hpp), where the hooks are.
 bool is_own_code(std::uintptr_t address) noexcept;
 
 }  // namespace liveheap::engine

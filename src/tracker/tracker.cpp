@@ -133,6 +133,8 @@ void start(const Options& options) {
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
   static std::once_flag at_fork;
   std::call_once(at_fork, [] { ::pthread_atfork(nullptr, nullptr, after_fork_in_child); });
+  // The recorders' state and threads are the tracker's own memory, not the caller's.
+  IgnoreScope ignore;
   const bool run_now = !options.defer_recorders || g_recorders_released;
   tracker::history_start(options.history_interval_s, run_now);
   peak::on_start(run_now, !options.defer_recorders);
@@ -144,6 +146,7 @@ void start_recorders() {
   g_recorders_released = true;
   if (!g_recorders_waiting || !engine::active()) return;
   g_recorders_waiting = false;
+  IgnoreScope ignore;  // the recorders' threads are the tracker's own memory
   tracker::history_run();
   peak::run();
 }

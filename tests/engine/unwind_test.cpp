@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -143,6 +144,32 @@ TEST_F(Unwind, DlcloseForgetsRulesAndOtherCodeAtTheSameAddressesUnwinds) {
       EXPECT_EQ(cached_frame_rules(), 0u) << "dlclose must drop every cached rule";
     }
   }
+}
+
+// This test links the engine's objects: the engine's own code is its section only
+// (own_code.hpp), never the rest of the executable it shares with the test.
+[[gnu::noinline]] std::uintptr_t first_frame_of_capture(std::uint32_t* depth) {
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
+  std::uint64_t hash = 0;
+  *depth = capture_stack(frames, 16, &hash);
+  g_capture_stack_depth = *depth;  // work after the call: not a tail call
+  return *depth == 0 ? 0 : frames[0];
+}
+
+TEST(OwnCode, TheHooksAndTheWalkAreOwnCodeTheTestIsNot) {
+  EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::malloc)));
+  EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::free)));
+  EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&capture_stack)));
+  EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&first_frame_of_capture)));
+  EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&capture_all)));
+  // The first frame kept is the test's function that called capture_stack, in this
+  // executable, as the engine's own code is too.
+  std::uint32_t depth = 0;
+  const std::uintptr_t first = first_frame_of_capture(&depth);
+  const auto function = reinterpret_cast<std::uintptr_t>(&first_frame_of_capture);
+  ASSERT_GE(depth, 2u);
+  EXPECT_GT(first, function);
+  EXPECT_LT(first - function, 256u) << "the first frame is not first_frame_of_capture";
 }
 
 TEST(FrameRules, AFunctionsEntryHasTheCallsCfa) {

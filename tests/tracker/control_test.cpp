@@ -150,6 +150,16 @@ TEST(Control, DepthIsHonoured) {
   std::free(p);
 }
 
+// start() builds the history and peak recorders (on the first start, their state; on every
+// start, their threads): the tracker's own memory, never a trace of the caller's.
+TEST(Control, StartTracesNothingOfItsOwn) {
+  TracingSession tracing({Mode::exact, 32});
+  EXPECT_EQ(liveheap::traced_memory().current, 0);
+  EXPECT_TRUE(liveheap::take_snapshot().traces().empty());
+  liveheap::start_recorders();
+  EXPECT_EQ(liveheap::traced_memory().current, 0);
+}
+
 TEST(Control, AllocationFunctionsKeepTheirContracts) {
   TracingSession tracing({Mode::exact, 32});
   const std::int64_t base = liveheap::traced_memory().current;
