@@ -85,7 +85,10 @@ class TorchStory : public ::testing::Test {
   // Runs `lengths` new lengths; the diff against the baseline afterwards.
   json step(int lengths) {
     ++step_;
-    std::ofstream(fs::path(dir_) / ("go" + std::to_string(step_))) << lengths;
+    // Written whole, then renamed: the script polls for the name and must never read it empty.
+    const fs::path go = fs::path(dir_) / ("go" + std::to_string(step_));
+    std::ofstream(fs::path(go).concat(".tmp")) << lengths;
+    fs::rename(fs::path(go).concat(".tmp"), go);
     EXPECT_TRUE(wait_for_file(fs::path(dir_) / ("done" + std::to_string(step_)), 120)) << step_;
     const auto diff = http_test::get(port_, "/debug/memory/diff?key=traceback&limit=10000&format=json");
     EXPECT_EQ(diff.status, 200) << diff.body;
