@@ -36,27 +36,33 @@ struct Route {
   throw RequestError(Status::conflict, reason);
 }
 
+[[noreturn]] void tracing_off(const RouteState& state) {
+  conflict("tracing is off: POST " + state.config.prefix + "/start first");
+}
+
 void require_tracing(const RouteState& state) {
-  if (!is_tracing()) conflict("tracing is off: POST " + state.config.prefix + "/start first");
+  if (!is_tracing()) tracing_off(state);
+}
+
+// take() while tracing; else, also when tracing stopped between the check and the take,
+// the 409 that says how to start it.
+template <typename Take>
+auto while_tracing(const RouteState& state, Take take) -> decltype(take()) {
+  require_tracing(state);
+  try {
+    return take();
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+    tracing_off(state);
+  }
 }
 
 Snapshot snapshot_now(const RouteState& state) {
-  require_tracing(state);
-  try {
-    return take_snapshot();
-  } catch (const std::runtime_error&) {  // tracing stopped since the check
-    conflict("tracing is off: POST " + state.config.prefix + "/start first");
-  }
+  return while_tracing(state, [] { return take_snapshot(); });
 }
 
 // The heap now as integers (a baseline, a window's start): nothing symbolized.
 StackSnapshot stacks_now(const RouteState& state) {
-  require_tracing(state);
-  try {
-    return take_stack_snapshot();
-  } catch (const std::runtime_error&) {  // tracing stopped since the check
-    conflict("tracing is off: POST " + state.config.prefix + "/start first");
-  }
+  return while_tracing(state, [] { return take_stack_snapshot(); });
 }
 
 // `now` and `old` symbolized together, at the moment a report shows them. `old_is` says
@@ -165,7 +171,7 @@ Outcome peak(RouteState& state, const ReplyTo& to, const Query& query) {
   try {
     return top_report(to, take_peak_snapshot(), query);
   } catch (const std::runtime_error&) {  // tracing stopped since the check
-    conflict("tracing is off: POST " + state.config.prefix + "/start first");
+    tracing_off(state);
   }
 }
 
@@ -228,7 +234,7 @@ Snapshot allocations_now(const RouteState& state) {
   try {
     return take_allocation_snapshot();
   } catch (const std::runtime_error&) {  // tracing stopped since the check
-    conflict("tracing is off: POST " + state.config.prefix + "/start first");
+    tracing_off(state);
   }
 }
 
