@@ -158,6 +158,9 @@ struct StackSnapshot {
 // The traced heap now, as take_snapshot() but unsymbolized. Throws std::runtime_error when
 // tracing is off.
 StackSnapshot take_stack_snapshot();
+// As take_allocation_snapshot() (every stack that allocated since start-up, live or not),
+// unsymbolized: the start of a pprof ?seconds= window.
+StackSnapshot take_allocation_stack_snapshot();
 
 // symbolized()'s refusal when the code of one of the stacks to name was unloaded (dlclose)
 // since the StackSnapshot was taken: its return addresses may hold another object's code

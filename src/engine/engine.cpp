@@ -426,8 +426,8 @@ void visit_stacks(StackVisitor fn, void* ctx, bool include_freed) noexcept {
   });
 }
 
-void visit_stack_ids(StackIdVisitor fn, void* ctx) noexcept {
-  for_each_stack(false, [&](const StackRecord* r, const StackSums& sums) { fn(ctx, r->id, sums); });
+void visit_stack_ids(StackIdVisitor fn, void* ctx, bool include_freed) noexcept {
+  for_each_stack(include_freed, [&](const StackRecord* r, const StackSums& sums) { fn(ctx, r->id, sums); });
 }
 
 const std::uintptr_t* stack_frames(std::uint32_t id, std::uint32_t* depth) noexcept {

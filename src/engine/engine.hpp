@@ -125,10 +125,10 @@ struct StackSums {
 using StackVisitor = void (*)(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
                               const StackSums& sums);
 void visit_stacks(StackVisitor fn, void* ctx, bool include_freed = false) noexcept;
-// The same over live stacks, with each stack's id (stable for the life of the process), and
-// the frames of one id: what the history records on its tick and symbolizes when asked.
+// The same with each stack's id (stable for the life of the process), and the frames of one
+// id: what the history and StackSnapshots record and symbolize when asked.
 using StackIdVisitor = void (*)(void* ctx, std::uint32_t id, const StackSums& sums);
-void visit_stack_ids(StackIdVisitor fn, void* ctx) noexcept;
+void visit_stack_ids(StackIdVisitor fn, void* ctx, bool include_freed = false) noexcept;
 // The frames of stack `id`; depth 0 (and nullptr) for an id not interned.
 const std::uintptr_t* stack_frames(std::uint32_t id, std::uint32_t* depth) noexcept;
 

@@ -230,23 +230,26 @@ Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
 }
 
 Snapshot allocations_now(const RouteState& state) {
-  require_tracing(state);
-  try {
-    return take_allocation_snapshot();
-  } catch (const std::runtime_error&) {  // tracing stopped since the check
-    tracing_off(state);
-  }
+  return while_tracing(state, [] { return take_allocation_snapshot(); });
 }
 
-// A pprof profile; with ?seconds=N the delta over N seconds, as Go's net/http/pprof.
+// Every stack that allocated since start-up, as integers (a pprof window's start).
+StackSnapshot allocation_stacks_now(const RouteState& state) {
+  return while_tracing(state, [] { return take_allocation_stack_snapshot(); });
+}
+
+// A pprof profile; with ?seconds=N the delta over N seconds, as Go's net/http/pprof. The
+// window's start is integers, symbolized with its end when the profile is written.
 Outcome profile(RouteState& state, const ReplyTo& to, const Query& query, ProfileView view) {
   if (query.seconds == 0) return profile_response(to, allocations_now(state), view);
   auto slot = std::make_shared<WindowSlot>(state);
-  auto first = std::make_shared<const Snapshot>(allocations_now(state));
+  auto first = std::make_shared<const StackSnapshot>(allocation_stacks_now(state));
   return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view]() mutable {
                   Response res;
                   try {
-                    res = profile_response(to, allocations_now(state), view, first.get());
+                    const SymbolizedPair both = shown(allocation_stacks_now(state), *first,
+                                                      "the window's start", "ask for the window again");
+                    res = profile_response(to, both.now, view, &both.old);
                   } catch (...) {
                     res = failure_response(to);
                   }

@@ -449,16 +449,23 @@ Snapshot snapshot_of(const StackSnapshot& stacks, std::vector<Traceback>::iterat
 
 }  // namespace
 
-StackSnapshot take_stack_snapshot() {
+namespace {
+
+StackSnapshot stack_snapshot_of(bool include_freed) {
   IgnoreScope ignore;
   StackSnapshot s;
   s.info = session_info();
-  engine::visit_stack_ids(collect_id, &s.stacks);
+  engine::visit_stack_ids(collect_id, &s.stacks, include_freed);
   s.stacks.shrink_to_fit();  // kept, perhaps for long: no growth slack
   s.code = code_now();
   s.info.tracker_memory = tracker_memory();
   return s;
 }
+
+}  // namespace
+
+StackSnapshot take_stack_snapshot() { return stack_snapshot_of(false); }
+StackSnapshot take_allocation_stack_snapshot() { return stack_snapshot_of(true); }
 
 Snapshot symbolized(const StackSnapshot& stacks) {
   IgnoreScope ignore;

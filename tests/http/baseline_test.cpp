@@ -1,4 +1,5 @@
-// The baseline and a ?seconds= window's start are StackSnapshots: taking them symbolizes
+// The baseline and a ?seconds= window's start (of /diff, /top and the pprof routes) are
+// StackSnapshots: taking them symbolizes
 // nothing (the symbolizer's counters in /stats stay put), the /diff that shows them does;
 // and a baseline whose code was unloaded since is a 409 that says to take it again.
 #include <dlfcn.h>
@@ -54,6 +55,25 @@ TEST_F(BaselineTest, AWindowsStartSymbolizesNothing) {
   asker.join();
   ASSERT_EQ(window.status, 200) << window.body;
   EXPECT_NE(window.body.find("against the heap 1 s ago"), std::string::npos) << window.body;
+  EXPECT_GT(addresses_asked(stats_now(port())), before);
+}
+
+TEST_F(BaselineTest, APprofWindowsStartSymbolizesNothing) {
+  const std::uint64_t before = addresses_asked(stats_now(port()));
+  Reply window;
+  std::thread asker([&] { window = get(port(), "/debug/memory/pprof/heap?seconds=1"); });
+  std::uint64_t at_start = 0;
+  EXPECT_TRUE(wait_until(kPatience, [&] {
+    const nlohmann::json stats = stats_now(port());
+    at_start = addresses_asked(stats);
+    return stats.at("windows").get<unsigned>() == 1;
+  }));
+  EXPECT_EQ(at_start, before);
+  asker.join();
+  ASSERT_EQ(window.status, 200) << window.body;
+  ASSERT_GE(window.body.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(window.body[0]), 0x1f);  // gzip's magic
+  EXPECT_EQ(static_cast<unsigned char>(window.body[1]), 0x8b);
   EXPECT_GT(addresses_asked(stats_now(port())), before);
 }
 
