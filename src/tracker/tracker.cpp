@@ -84,12 +84,6 @@ struct RawTrace {
   engine::StackSums sums;
 };
 
-void collect(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
-             const engine::StackSums& sums) {
-  static_cast<std::vector<RawTrace>*>(ctx)->push_back(
-      {std::vector<std::uintptr_t>(frames, frames + depth), sums});
-}
-
 // Every frame of a snapshot, once: the frames of addresses[k] (its inline chain, innermost
 // first) are frames[first[k] .. first[k + 1]). The snapshot's tracebacks index into it.
 struct SnapshotFrames {
@@ -307,11 +301,12 @@ History history() {
   h.points_dropped = raw.points_dropped;
   h.noise = opts.mode == Mode::sampled ? opts.sample_interval : 0;
   const std::vector<std::uint32_t> ids = reported_ids(raw);
-  std::vector<RawTrace> stacks;
+  std::vector<std::span<const std::uintptr_t>> stacks;  // the engine's records: never freed
+  stacks.reserve(ids.size());
   for (std::uint32_t id : ids) {
     std::uint32_t depth = 0;
     const std::uintptr_t* frames = engine::stack_frames(id, &depth);
-    stacks.push_back({std::vector<std::uintptr_t>(frames, frames + depth), {}});
+    stacks.emplace_back(frames, depth);
   }
   std::vector<Traceback> tracebacks = symbolized(stacks);
   const std::size_t n = raw.points.size();
@@ -360,17 +355,7 @@ Snapshot snapshot_from(const std::vector<RawTrace>& raw, SnapshotInfo info) {
   return Snapshot(std::move(traces), info);
 }
 
-Snapshot snapshot_of(bool include_freed) {
-  IgnoreScope ignore;
-  const SnapshotInfo info = session_info();
-  std::vector<RawTrace> raw;
-  engine::visit_stacks(collect, &raw, include_freed);
-  return snapshot_from(raw, info);
-}
-
 }  // namespace
-
-Snapshot take_allocation_snapshot() { return snapshot_of(true); }
 
 std::int64_t StackSnapshot::total_size() const noexcept {
   std::int64_t total = 0;
@@ -447,10 +432,6 @@ Snapshot snapshot_of(const StackSnapshot& stacks, std::vector<Traceback>::iterat
   return Snapshot(std::move(traces), info);
 }
 
-}  // namespace
-
-namespace {
-
 StackSnapshot stack_snapshot_of(bool include_freed) {
   IgnoreScope ignore;
   StackSnapshot s;
@@ -489,10 +470,10 @@ SymbolizedPair symbolized(const StackSnapshot& now, const StackSnapshot& old) {
   return pair;
 }
 
+namespace {
+
 // Symbolized at once (so no code can have gone since), its tracker memory counted after.
-Snapshot take_snapshot() {
-  IgnoreScope ignore;
-  const StackSnapshot stacks = take_stack_snapshot();
+Snapshot symbolized_at_once(const StackSnapshot& stacks) {
   SnapshotInfo info = stacks.info;
   std::vector<std::span<const std::uintptr_t>> frames;
   std::shared_ptr<const StackSnapshot::Code> now;
@@ -500,6 +481,18 @@ Snapshot take_snapshot() {
   std::vector<Traceback> tracebacks = symbolized(frames);
   info.tracker_memory = tracker_memory();
   return snapshot_of(stacks, tracebacks.begin(), info);
+}
+
+}  // namespace
+
+Snapshot take_snapshot() {
+  IgnoreScope ignore;
+  return symbolized_at_once(take_stack_snapshot());
+}
+
+Snapshot take_allocation_snapshot() {
+  IgnoreScope ignore;
+  return symbolized_at_once(take_allocation_stack_snapshot());
 }
 
 SymbolizerStats symbolizer_stats() noexcept {
