@@ -40,41 +40,44 @@ TEST_F(BaselineTest, TakingTheBaselineSymbolizesNothingTheDiffDoes) {
   EXPECT_GT(addresses_asked(stats_now(port())), taken);
 }
 
-TEST_F(BaselineTest, AWindowsStartSymbolizesNothing) {
-  const std::uint64_t before = addresses_asked(stats_now(port()));
-  Reply window;
-  std::thread asker([&] { window = get(port(), "/debug/memory/diff?seconds=1&limit=100"); });
+// A window asked for at `path`, checked to have asked the symbolizer nothing while it was
+// open; its reply, and the addresses asked before it opened.
+struct OpenedWindow {
+  Reply reply;
+  std::uint64_t asked_before = 0;
+};
+OpenedWindow window_that_started_unsymbolized(std::uint16_t port, const std::string& path) {
+  OpenedWindow window;
+  window.asked_before = addresses_asked(stats_now(port));
+  std::thread asker([&] { window.reply = get(port, path); });
   // /stats counts the window once its first snapshot is taken (the worker is one thread).
   std::uint64_t at_start = 0;
   EXPECT_TRUE(wait_until(kPatience, [&] {
-    const nlohmann::json stats = stats_now(port());
+    const nlohmann::json stats = stats_now(port);
     at_start = addresses_asked(stats);
     return stats.at("windows").get<unsigned>() == 1;
   }));
-  EXPECT_EQ(at_start, before);
+  EXPECT_EQ(at_start, window.asked_before);
   asker.join();
-  ASSERT_EQ(window.status, 200) << window.body;
-  EXPECT_NE(window.body.find("against the heap 1 s ago"), std::string::npos) << window.body;
-  EXPECT_GT(addresses_asked(stats_now(port())), before);
+  return window;
+}
+
+TEST_F(BaselineTest, AWindowsStartSymbolizesNothing) {
+  const OpenedWindow window =
+      window_that_started_unsymbolized(port(), "/debug/memory/diff?seconds=1&limit=100");
+  ASSERT_EQ(window.reply.status, 200) << window.reply.body;
+  EXPECT_NE(window.reply.body.find("against the heap 1 s ago"), std::string::npos) << window.reply.body;
+  EXPECT_GT(addresses_asked(stats_now(port())), window.asked_before);
 }
 
 TEST_F(BaselineTest, APprofWindowsStartSymbolizesNothing) {
-  const std::uint64_t before = addresses_asked(stats_now(port()));
-  Reply window;
-  std::thread asker([&] { window = get(port(), "/debug/memory/pprof/heap?seconds=1"); });
-  std::uint64_t at_start = 0;
-  EXPECT_TRUE(wait_until(kPatience, [&] {
-    const nlohmann::json stats = stats_now(port());
-    at_start = addresses_asked(stats);
-    return stats.at("windows").get<unsigned>() == 1;
-  }));
-  EXPECT_EQ(at_start, before);
-  asker.join();
-  ASSERT_EQ(window.status, 200) << window.body;
-  ASSERT_GE(window.body.size(), 2u);
-  EXPECT_EQ(static_cast<unsigned char>(window.body[0]), 0x1f);  // gzip's magic
-  EXPECT_EQ(static_cast<unsigned char>(window.body[1]), 0x8b);
-  EXPECT_GT(addresses_asked(stats_now(port())), before);
+  const OpenedWindow window =
+      window_that_started_unsymbolized(port(), "/debug/memory/pprof/heap?seconds=1");
+  ASSERT_EQ(window.reply.status, 200) << window.reply.body;
+  ASSERT_GE(window.reply.body.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(window.reply.body[0]), 0x1f);  // gzip's magic
+  EXPECT_EQ(static_cast<unsigned char>(window.reply.body[1]), 0x8b);
+  EXPECT_GT(addresses_asked(stats_now(port())), window.asked_before);
 }
 
 TEST_F(BaselineTest, ABaselineWhoseCodeWasUnloadedIs409) {
