@@ -6,7 +6,7 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,large,matplotlib,torch,report,history] [--judge cpu|wall]
+//                  [--only loop,server,large,matplotlib,torch,report,scale,history] [--judge cpu|wall]
 //                  [--heaptrack-lib PATH] [--jemalloc-lib PATH]
 #include <signal.h>
 #include <sys/utsname.h>
@@ -38,7 +38,8 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop", "server", "large", "matplotlib", "torch", "report", "history"};
+  std::set<std::string> only = {"loop",   "server", "large",  "matplotlib",
+                                "torch",  "report", "scale", "history"};
   std::string heaptrack_lib;
   std::string jemalloc_lib;
   bench::Clock judged_by = bench::Clock::cpu;
@@ -295,9 +296,11 @@ void run_issue11_rows(const std::vector<bench::Tool>& tools, const Settings& s) 
 
 // The in-process section: median of each key over `processes` fresh runs (cold is cold
 // only once per process).
-std::map<std::string, double> measure_reports(int processes) {
+std::map<std::string, double> measure_reports(int processes,
+                                              const std::vector<std::string>& args = {}) {
   std::map<std::string, std::vector<double>> values;
-  const std::vector<std::string> argv = {LIVEHEAP_BENCH_REPORT};
+  std::vector<std::string> argv = {LIVEHEAP_BENCH_REPORT};
+  argv.insert(argv.end(), args.begin(), args.end());
   for (int i = 0; i < processes; ++i) {
     const bench::Outcome outcome = bench::run(argv, {}, 600s);
     if (!outcome.ok()) {
@@ -356,7 +359,7 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,large,matplotlib,torch,report,history]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history]\n"
                   "                      [--judge cpu|wall]\n"
                   "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
@@ -448,6 +451,13 @@ int main(int argc, char** argv) {
   if (s.only.count("report")) {
     std::fprintf(stderr, "report_bench...\n");
     bench::print_report_table(measure_reports(std::min(s.rounds, 3)));
+  }
+  if (s.only.count("scale")) {
+    // Issue 11's scale row: ten times the blocks and the stacks (~1 GiB of RSS, ~30 s a
+    // process), so one process unless asked for more rounds than 3.
+    std::fprintf(stderr, "report_bench at scale...\n");
+    bench::print_scale_table(
+        measure_reports(s.rounds > 3 ? 3 : 1, {"--blocks", "10000000", "--stacks", "100000"}));
   }
   if (!g_notes.empty()) {
     std::printf("\nnotes:\n");

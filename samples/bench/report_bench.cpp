@@ -2,7 +2,10 @@
 // build a heap of 1M live blocks over 10k distinct stacks (10k distinct return addresses,
 // so a cold report has 10k frames to symbolize), then time what an operator's curl costs.
 //
-//   report_bench [--blocks N]     prints key=value lines that overhead_bench tabulates
+//   report_bench [--blocks N] [--stacks M]   prints key=value lines that overhead_bench
+//                                 tabulates; M: 10000 (the default) or a multiple of it, up
+//                                 to 160000 (issue 11's scale row: --blocks 10000000
+//                                 --stacks 100000)
 //
 // cold_report_ms    first snapshot + statistics(line) + top-10 text: symbol cache cold
 // warm_report_ms    the same again (median of 5): every frame cached
@@ -83,6 +86,23 @@ constexpr std::array<AllocateFn, sizeof...(I)> make_table(std::index_sequence<I.
   return {&allocate_at<I>...};
 }
 constexpr auto kAllocators = make_table(std::make_index_sequence<kFunctions>());
+
+// --stacks beyond 10k: the same 10k call sites reached through one of up to kCallers outer
+// functions, so each caller adds 10k stacks (that differ in their outer frames only, as a
+// server's stacks do) and one distinct frame.
+constexpr std::size_t kCallers = 16;
+using CallerFn = void** (*)(AllocateFn allocate, int site, long blocks, void** out);
+template <std::size_t I>
+[[gnu::noinline]] void** call_through(AllocateFn allocate, int site, long blocks, void** out) {
+  void** end = allocate(site, blocks, out);
+  asm volatile("" ::: "memory");  // not a tail call: this frame stays on the stack
+  return end;
+}
+template <std::size_t... I>
+constexpr std::array<CallerFn, sizeof...(I)> make_callers(std::index_sequence<I...>) {
+  return {&call_through<I>...};
+}
+constexpr auto kCallerTable = make_callers(std::make_index_sequence<kCallers>());
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point begin) {
@@ -229,14 +249,23 @@ void measure_history() {
 
 int main(int argc, char** argv) {
   long blocks = 1'000'000;
-  if (argc == 3 && std::strcmp(argv[1], "--blocks") == 0) blocks = std::atol(argv[2]);
-  else if (argc != 1) {
-    std::fprintf(stderr, "usage: report_bench [--blocks N]\n");
+  long stacks = kStacks;
+  bool usage_ok = argc % 2 == 1;
+  for (int i = 1; usage_ok && i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--blocks") == 0) blocks = std::atol(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--stacks") == 0) stacks = std::atol(argv[i + 1]);
+    else usage_ok = false;
+  }
+  const long callers = stacks / kStacks;
+  if (!usage_ok || blocks <= 0 || stacks % kStacks != 0 || callers < 1 ||
+      callers > static_cast<long>(kCallers)) {
+    std::fprintf(stderr, "usage: report_bench [--blocks N] [--stacks M]  (M: a multiple of %d, "
+                         "at most %zu of them)\n", kStacks, kCallers);
     return 2;
   }
-  const long per_stack = std::max(1L, blocks / kStacks);
+  const long per_stack = std::max(1L, blocks / stacks);
   // Sized before tracing starts, so the bookkeeping is not part of the traced heap.
-  std::vector<void*> keep(static_cast<std::size_t>(per_stack) * kStacks);
+  std::vector<void*> keep(static_cast<std::size_t>(per_stack * stacks));
 
   liveheap::Options options;
   options.mode = liveheap::Mode::exact;
@@ -244,9 +273,11 @@ int main(int argc, char** argv) {
   options.history_interval_s = 0;  // no history thread: the bench ticks it (measure_history)
   liveheap::start(options);
   void** out = keep.data();
-  for (int stack = 0; stack < kStacks; ++stack)
-    out = kAllocators[static_cast<std::size_t>(stack / kSitesPerFunction)](
-        stack % kSitesPerFunction, per_stack, out);
+  for (long caller = 0; caller < callers; ++caller)
+    for (int stack = 0; stack < kStacks; ++stack)
+      out = kCallerTable[static_cast<std::size_t>(caller)](
+          kAllocators[static_cast<std::size_t>(stack / kSitesPerFunction)],
+          stack % kSitesPerFunction, per_stack, out);
 
   const liveheap::EngineStats stats = liveheap::engine_stats();
   std::printf("live_blocks=%llu\nstacks=%llu\ndropped=%llu\n",
