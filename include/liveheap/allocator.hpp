@@ -20,6 +20,12 @@ struct AllocatorInfo {
   // That allocator's own figures, in bytes, in its own names (e.g. jemalloc's "allocated",
   // "active", "resident", "retained", "mapped").
   std::vector<std::pair<std::string, std::int64_t>> figures;
+  // glibc only: its mallinfo2() locks each arena while it counts the free chunks, so it is
+  // read fresh at most once per 1000x what its last read took, and `figures` may be those
+  // of an earlier read: figures_age_ms is their age (0 or a few ms when read for this
+  // call), read_ms what that read took (the time the host's malloc waited).
+  std::int64_t figures_age_ms = 0;
+  double read_ms = 0;
 };
 AllocatorInfo read_allocator() noexcept;
 // Its name alone (AllocatorInfo::name), found once: no figures are asked for.

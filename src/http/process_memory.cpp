@@ -39,6 +39,19 @@ ProcessMemory read_process_memory() noexcept {
   return {status_field_bytes(status, "\nVmRSS:"), status_field_bytes(status, "\nVmHWM:")};
 }
 
+MallocInfo malloc_info_of(const AllocatorInfo& glibc) noexcept {
+  MallocInfo info;
+  for (const auto& [name, bytes] : glibc.figures) {
+    const auto value = static_cast<std::uint64_t>(bytes);
+    if (name == "arena") info.arena = value;
+    else if (name == "hblkhd") info.hblkhd = value;
+    else if (name == "uordblks") info.uordblks = value;
+    else if (name == "fordblks") info.fordblks = value;
+    else if (name == "keepcost") info.keepcost = value;
+  }
+  return info;
+}
+
 MallocInfo read_malloc_info() noexcept {
   const struct mallinfo2 info = ::mallinfo2();
   return {info.arena, info.hblkhd, info.uordblks, info.fordblks, info.keepcost};

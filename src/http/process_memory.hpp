@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "liveheap/allocator.hpp"
 #include "liveheap/export.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
@@ -24,7 +25,11 @@ struct MallocInfo {
   std::uint64_t fordblks = 0;
   std::uint64_t keepcost = 0;
 };
+// glibc's mallinfo2() now. It walks every free chunk under the arenas' locks: where glibc
+// serves malloc, take malloc_info_of(read_allocator()) instead, which is rate-limited.
 MallocInfo read_malloc_info() noexcept;
+// The same figures from glibc's AllocatorInfo (its names: arena, hblkhd, ...).
+MallocInfo malloc_info_of(const AllocatorInfo& glibc) noexcept;
 
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 
 #include "liveheap/allocator.hpp"
@@ -141,12 +142,19 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
   const std::int64_t own = tracker_memory();
   const EngineStats engine = engine_stats();
   const ProcessMemory process = read_process_memory();
-  const MallocInfo heap = read_malloc_info();
   const AllocatorInfo allocator = read_allocator();
+  // For glibc the allocator's figures are mallinfo2's, read under its rate limit.
+  const MallocInfo heap = allocator.name == "glibc" ? malloc_info_of(allocator) : read_malloc_info();
   const SymbolizerStats symbolizer = symbolizer_stats();
   if (to.format == Format::json) {
     json allocator_json = {{"name", allocator.name}, {"file", allocator.file}};
     for (const auto& [name, bytes] : allocator.figures) allocator_json[name] = bytes;
+    json mallinfo = {{"arena", heap.arena}, {"hblkhd", heap.hblkhd}, {"uordblks", heap.uordblks},
+                     {"fordblks", heap.fordblks}, {"keepcost", heap.keepcost}};
+    if (allocator.name == "glibc") {  // read under its rate limit: how old, and what it cost
+      mallinfo["age_ms"] = allocator.figures_age_ms;
+      mallinfo["read_ms"] = allocator.read_ms;
+    }
     return make_json(
         to, Status::ok,
         {{"mode", to_string(mode)},
@@ -167,9 +175,7 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
            {"addresses_resolved", symbolizer.addresses_resolved}}},
          {"rss", process.rss},
          {"peak_rss", process.peak_rss},
-         {"mallinfo",
-          {{"arena", heap.arena}, {"hblkhd", heap.hblkhd}, {"uordblks", heap.uordblks},
-           {"fordblks", heap.fordblks}, {"keepcost", heap.keepcost}}},
+         {"mallinfo", std::move(mallinfo)},
          {"allocator", std::move(allocator_json)},
          {"windows", windows}});
   }
@@ -195,6 +201,12 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
   text += "\nallocator: " + allocator.name;
   for (std::size_t i = 0; i < allocator.figures.size(); ++i)
     text += (i == 0 ? ": " : ", ") + allocator.figures[i].first + "=" + size(allocator.figures[i].second);
+  if (allocator.name == "glibc") {
+    char age[96];
+    std::snprintf(age, sizeof age, " (read %.1f s ago, in %.2f ms)",
+                  static_cast<double>(allocator.figures_age_ms) / 1000, allocator.read_ms);
+    text += age;
+  }
   text += "\n";
   return make_text(to, Status::ok, std::move(text));
 }
