@@ -201,7 +201,8 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
   text += "\nallocator: " + allocator.name;
   for (std::size_t i = 0; i < allocator.figures.size(); ++i)
     text += (i == 0 ? ": " : ", ") + allocator.figures[i].first + "=" + size(allocator.figures[i].second);
-  if (allocator.name == "glibc") {
+  // Said when it matters: figures a second old or more, or a read that stalled malloc 1 ms.
+  if (allocator.name == "glibc" && (allocator.figures_age_ms >= 1000 || allocator.read_ms >= 1)) {
     char age[96];
     std::snprintf(age, sizeof age, " (read %.1f s ago, in %.2f ms)",
                   static_cast<double>(allocator.figures_age_ms) / 1000, allocator.read_ms);
