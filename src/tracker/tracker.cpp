@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "address_index.hpp"
 #include "engine.hpp"
 #include "history.hpp"
 #include "loaded_code.hpp"
@@ -225,16 +226,13 @@ namespace {
 
 // The distinct return addresses of `stacks`, sorted.
 std::vector<std::uintptr_t> distinct_addresses(std::span<const std::span<const std::uintptr_t>> stacks) {
-  std::vector<std::uintptr_t> addresses;
-  for (std::span<const std::uintptr_t> frames : stacks) addresses.insert(addresses.end(), frames.begin(), frames.end());
-  std::sort(addresses.begin(), addresses.end());
-  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
-  return addresses;
+  return tracker::AddressIndex(stacks).sorted();
 }
 
 // Each stack's frames symbolized, every distinct address once; tracebacks share one table.
 std::vector<Traceback> symbolized(std::span<const std::span<const std::uintptr_t>> stacks) {
-  const std::vector<std::uintptr_t> addresses = distinct_addresses(stacks);
+  const tracker::AddressIndex index(stacks);
+  const std::vector<std::uintptr_t>& addresses = index.sorted();
   // The over-the-cap stack's frame is no code: it is named, not symbolized (it sorts first).
   const bool over_cap = !addresses.empty() && addresses.front() == engine::kOverCapFrame;
   std::vector<std::vector<Frame>> by_address =
@@ -249,8 +247,7 @@ std::vector<Traceback> symbolized(std::span<const std::span<const std::uintptr_t
   for (std::span<const std::uintptr_t> frames : stacks) {
     indices.clear();
     for (std::uintptr_t a : frames) {
-      const auto k = static_cast<std::size_t>(
-          std::lower_bound(addresses.begin(), addresses.end(), a) - addresses.begin());
+      const std::size_t k = index.position(a);
       for (std::uint32_t i = table.first[k]; i < table.first[k + 1]; ++i) indices.push_back(i);
     }
     tracebacks.emplace_back(table.frames, indices);
