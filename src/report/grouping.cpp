@@ -1,6 +1,7 @@
 // GroupIndex: which group each trace belongs to under a key, decided once per distinct frame.
 #include "grouping.hpp"
 
+#include <charconv>
 #include <stdexcept>
 
 namespace liveheap::report {
@@ -11,25 +12,44 @@ void append_field(std::string* id, std::string_view field) {
   id->push_back('\0');  // fields cannot contain NUL: the id is unambiguous
 }
 
-// The identity of one frame under `key`; for `traceback`, its part of the stack's identity.
-std::string frame_id(const Frame& f, KeyType key) {
-  std::string id;
+void append_number(std::string* id, int value) {
+  char digits[16];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  append_field(id, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+}
+
+// The identity of one frame under `key` (for `traceback`, its part of the stack's identity),
+// written into `id` (cleared first: a scratch string reused for every frame, so that a frame
+// whose group exists already costs no allocation).
+void frame_id(const Frame& f, KeyType key, std::string* id) {
+  id->clear();
   switch (key) {
     case KeyType::line:
       // One group per source line, whatever the address; without debug info the
       // "module+offset" function text is the line.
-      if (f.file.empty()) append_field(&id, f.function);
-      else append_field(&id, f.file), append_field(&id, std::to_string(f.line));
+      if (f.file.empty()) append_field(id, f.function);
+      else append_field(id, f.file), append_number(id, f.line);
       break;
-    case KeyType::file: append_field(&id, f.file.empty() ? f.module : f.file); break;
-    case KeyType::function: append_field(&id, f.function); break;
+    case KeyType::file: append_field(id, f.file.empty() ? f.module : f.file); break;
+    case KeyType::function: append_field(id, f.function); break;
     case KeyType::traceback:
-      append_field(&id, f.file);
-      append_field(&id, std::to_string(f.line));
-      append_field(&id, f.file.empty() ? f.function : std::string_view{});
+      append_field(id, f.file);
+      append_number(id, f.line);
+      append_field(id, f.file.empty() ? f.function : std::string_view{});
       break;
   }
-  return id;
+}
+
+// The number of `id` in `ids`, numbering it `next` if it is new (*inserted set then).
+std::uint32_t number_of(std::unordered_map<std::string, std::uint32_t>& ids, const std::string& id,
+                        std::uint32_t next, bool* inserted) {
+  if (const auto it = ids.find(id); it != ids.end()) {
+    *inserted = false;
+    return it->second;
+  }
+  *inserted = true;
+  ids.emplace(id, next);
+  return next;
 }
 
 // The one-frame key a report shows for frame i of `tb` under `key` (not `traceback`):
@@ -88,26 +108,28 @@ std::vector<Totals> GroupIndex::sum(const std::vector<Trace>& traces) {
 }
 
 template <typename MakeKey>
-std::uint32_t GroupIndex::group_of_id(std::string id, MakeKey&& make_key) {
-  const auto [it, inserted] =
-      group_ids_.try_emplace(std::move(id), static_cast<std::uint32_t>(keys_.size()));
+std::uint32_t GroupIndex::group_of_id(const std::string& id, MakeKey&& make_key) {
+  bool inserted = false;
+  const std::uint32_t group = number_of(group_ids_, id, static_cast<std::uint32_t>(keys_.size()), &inserted);
   if (inserted) {
     keys_.push_back(make_key());
     last_counted_.push_back(0);
   }
-  return it->second;
+  return group;
 }
 
 std::uint32_t GroupIndex::group_of_frame(const Traceback& tb, std::size_t i) {
   return of_frame_.get(tb, i, [this](const Traceback& t, std::size_t j) {
-    return group_of_id(frame_id(t[j], key_), [&] { return frame_key(t, j, key_); });
+    frame_id(t[j], key_, &id_);
+    return group_of_id(id_, [&] { return frame_key(t, j, key_); });
   });
 }
 
 // A trace without frames is grouped as one whose user frame is blank.
 std::uint32_t GroupIndex::group_of_empty() {
   static const Frame kBlank;
-  return group_of_id(frame_id(kBlank, key_), [] { return Traceback{kBlank}; });
+  frame_id(kBlank, key_, &id_);
+  return group_of_id(id_, [] { return Traceback{kBlank}; });
 }
 
 // The whole stack is the key: frames are numbered by their identity once each, then a
@@ -116,8 +138,9 @@ std::uint32_t GroupIndex::group_of_stack(const Traceback& tb) {
   stack_.clear();
   for (std::size_t i = 0; i < tb.size(); ++i)
     stack_.push_back(of_frame_.get(tb, i, [this](const Traceback& t, std::size_t j) {
-      return frame_ids_.try_emplace(frame_id(t[j], key_), static_cast<std::uint32_t>(frame_ids_.size()))
-          .first->second;
+      frame_id(t[j], key_, &id_);
+      bool inserted = false;
+      return number_of(frame_ids_, id_, static_cast<std::uint32_t>(frame_ids_.size()), &inserted);
     }));
   const auto [it, inserted] = stacks_.try_emplace(stack_, static_cast<std::uint32_t>(keys_.size()));
   if (inserted) keys_.push_back(tb);

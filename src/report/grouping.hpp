@@ -45,7 +45,7 @@ class GroupIndex {
   std::uint32_t group_of_empty();
   std::uint32_t group_of_stack(const Traceback& tb);
   template <typename MakeKey>
-  std::uint32_t group_of_id(std::string id, MakeKey&& make_key);
+  std::uint32_t group_of_id(const std::string& id, MakeKey&& make_key);
 
   KeyType key_;
   bool cumulative_;
@@ -56,6 +56,7 @@ class GroupIndex {
   std::unordered_map<std::string, std::uint32_t> frame_ids_;  // traceback key only
   std::unordered_map<std::vector<std::uint32_t>, std::uint32_t, FrameNumbersHash> stacks_;
   std::vector<std::uint32_t> stack_;  // scratch for group_of_stack
+  std::string id_;                    // scratch: the frame id being looked up
   std::vector<Traceback> keys_;       // by group number
   std::vector<std::uint64_t> last_counted_;  // cumulative: the trace that last counted in a group
   std::uint64_t trace_number_ = 0;
