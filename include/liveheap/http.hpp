@@ -27,7 +27,8 @@
 //   seconds=1..60 on /diff and /top: a window, as Go's pprof: snapshot now, wait, diff;
 //       on /pprof/heap and /pprof/allocs: a delta profile over that window
 //   format=folded on /top /diff /tracebacks: folded stacks (flamegraph.pl); folded2 on /diff
-//   mode=exact|sampled frames=1..128 sample_interval=4096..2^40 BYTES on POST /start
+//   mode=exact|sampled frames=1..128 sample_interval=4096..2^40 BYTES on POST /start,
+//       and max_tracker_memory=1MiB..1TiB (a size: 268435456, 256MiB, 1GiB), the cap
 //
 // Requests are answered under liveheap::IgnoreScope: looking never shows up as growth.
 // Every failure is a 4xx (5xx only for liveheap's own faults) with a one-line reason,

@@ -20,6 +20,7 @@ constexpr std::array kParamNames{
     ParamName{"include", kFilters}, ParamName{"exclude", kFilters},
     ParamName{"seconds", kSeconds}, ParamName{"mode", kStartOptions},
     ParamName{"frames", kStartOptions}, ParamName{"sample_interval", kStartOptions},
+    ParamName{"max_tracker_memory", kStartOptions},
     ParamName{"traceback", kTraceback},
     ParamName{"pid", kPid},
     ParamName{"verdicts", kVerdicts},
@@ -152,6 +153,14 @@ void set_param(Query& query, std::string_view name, const std::string& value, Pa
     query.frames = static_cast<unsigned>(parse_number(name, value, settings::kFrames));
   } else if (name == "sample_interval") {
     query.sample_interval = parse_number(name, value, settings::kHttpSampleInterval);
+  } else if (name == "max_tracker_memory") {
+    try {
+      query.max_tracker_memory = settings::size(name, value, settings::kTrackerMemory);
+    } catch (const std::invalid_argument&) {
+      bad_request("max_tracker_memory=" + excerpt(value) +
+                  " is not a size from 1 MiB to 1 TiB: a whole number with an optional unit B, "
+                  "KiB, MiB, GiB or TiB (e.g. 256MiB)");
+    }
   } else if (name == "traceback") {
     query.traceback = parse_flag(name, value);
   } else if (name == "verdicts") {

@@ -25,7 +25,7 @@ enum Param : unsigned {
   kCumulative = 1u << 3,
   kFilters = 1u << 4,  // include= and exclude=
   kSeconds = 1u << 5,
-  kStartOptions = 1u << 6,  // mode=, frames=, sample_interval=
+  kStartOptions = 1u << 6,  // mode=, frames=, sample_interval=, max_tracker_memory=
   kTraceback = 1u << 7,     // traceback=0|1: each JSON stat with its whole stack
   kFolded = 1u << 8,        // format=folded accepted (with kFormat)
   kFolded2 = 1u << 9,       // format=folded2 accepted too (/diff)
@@ -54,6 +54,7 @@ struct Query {
   std::optional<Mode> mode;
   std::optional<unsigned> frames;
   std::optional<std::uint64_t> sample_interval;
+  std::optional<std::uint64_t> max_tracker_memory;  // bytes
   bool traceback = false;  // traceback=1; key=traceback implies it
   bool verdicts = false;   // verdicts=1 (text; JSON stats always carry theirs)
   std::optional<long> pid;  // kAllProcesses for pid=all

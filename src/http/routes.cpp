@@ -197,6 +197,7 @@ Outcome start_tracing(RouteState& state, const ReplyTo& to, const Query& query) 
   if (query.mode) options.mode = *query.mode;
   if (query.frames) options.max_frames = *query.frames;
   if (query.sample_interval) options.sample_interval = *query.sample_interval;
+  if (query.max_tracker_memory) options.max_tracker_memory = *query.max_tracker_memory;
   try {
     start(options);
   } catch (const std::invalid_argument& e) {

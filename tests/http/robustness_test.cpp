@@ -40,7 +40,8 @@ std::vector<std::string> malformed_requests() {
         "/stats#fragment", "/diff?seconds=61"})
     out.push_back(request("GET", p + target));
   for (const char* query : {"mode=off", "mode=", "mode=EXACT", "frames=0", "frames=129",
-                            "frames=x", "sample_interval=0", "sample_interval=-5", "limit=5"})
+                            "frames=x", "sample_interval=0", "sample_interval=-5", "limit=5",
+                            "max_tracker_memory=", "max_tracker_memory=1KiB", "max_tracker_memory=%ff"})
     out.push_back(request("POST", p + "/start?" + query));
   // Methods.
   for (const char* method : {"PUT", "DELETE", "PATCH", "OPTIONS", "HEAD", "TRACE", "FOO"})

@@ -261,6 +261,10 @@ TEST_F(RoutesTest, ControlRoutes) {
   ASSERT_EQ(post(port(), "/debug/memory/stop").status, 200);
   ASSERT_EQ(post(port(), "/debug/memory/start").status, 200);  // keeps the options
   EXPECT_EQ(get(port(), "/debug/memory/stats?format=json").json()["max_frames"], 16);
+  ASSERT_EQ(post(port(), "/debug/memory/stop").status, 200);
+  const Reply capped = post(port(), "/debug/memory/start?format=json&max_tracker_memory=24MiB");
+  ASSERT_EQ(capped.status, 200) << capped.body;
+  EXPECT_EQ(capped.json()["tracker_memory_cap"]["max_bytes"], 24 << 20);
 
   KnownAllocations known(2, 1 << 20);
   const auto before = get(port(), "/debug/memory/stats?format=json").json();
@@ -340,6 +344,9 @@ TEST_F(RoutesTest, BadParametersAre400NamingThem) {
       {"/top?include=%C3%28", "not valid UTF-8"},
       {"/start?mode=off", "mode='off' is not exact or sampled"},
       {"/start?frames=129", "frames='129' is not a whole number from 1 to 128"},
+      {"/start?max_tracker_memory=5", "max_tracker_memory='5' is not a size from 1 MiB to 1 TiB"},
+      {"/start?max_tracker_memory=2TiB", "max_tracker_memory='2TiB' is not a size"},
+      {"/start?max_tracker_memory=24mb", "max_tracker_memory='24mb' is not a size"},
   };
   for (const auto& c : cases) {
     const std::string target = std::string("/debug/memory") + c.target;
