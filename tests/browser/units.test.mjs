@@ -2,7 +2,7 @@
 // node --test. The verdict rule itself is the server's (tests/report/verdict_test.cpp).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { formatSize, formatCount } from '../../web/static/format.js';
+import { formatSize, formatCount, formatCap } from '../../web/static/format.js';
 import { History, fromServer } from '../../web/static/history.js';
 import { VERDICTS, verdictTitle } from '../../web/static/table.js';
 import { processLabel, shortCommand } from '../../web/static/processes.js';
@@ -81,4 +81,13 @@ test("verdicts are shown as the server says them, with its numbers", () => {
   // While unknown the server sends null numbers: only the explanation.
   assert.match(verdictTitle({ verdict: 'unknown', growth_per_min: null, since_last_growth_s: null }, 'unknown'), /shorter than 5 points/);
   assert.doesNotMatch(verdictTitle({ growth_per_min: null }, 'unknown'), /min/);
+});
+
+test('the tracker-memory cap is said once reached, as the text reports say it', () => {
+  assert.equal(formatCap(undefined), '');
+  assert.equal(formatCap({ max_bytes: 24 * MiB, reached: false, folded_blocks: 0, folded_bytes: 0,
+    dropped_blocks: 0, dropped_bytes: 0 }), '');
+  assert.equal(formatCap({ max_bytes: 24 * MiB, reached: true, folded_blocks: 121332,
+    folded_bytes: 7765248, dropped_blocks: 0, dropped_bytes: 0 }),
+  'cap 24.0 MiB reached: 121,332 folded (7583 KiB), 0 dropped (0 B)');
 });

@@ -7,7 +7,7 @@ import { tokenPrompt } from './auth.js';
 import { History, fromServer } from './history.js';
 import { SitesTable, VERDICTS } from './table.js';
 import { lineChart } from './charts.js';
-import { formatSize, formatCount, formatClock, formatAge } from './format.js';
+import { formatSize, formatCount, formatClock, formatAge, formatCap } from './format.js';
 import { pickerOptions, sumOf } from './processes.js';
 import { stacksFromDiff } from './flame.js';
 import { FlameGraph } from './flameview.js';
@@ -300,8 +300,12 @@ function showStats(stats) {
     ? `sum of ${merged.answered} processes · ${formatSize(Math.max(0, rss - heap))} beyond the traced heaps`
     : `peak ${formatSize(stats.peak_rss)} · ${formatSize(Math.max(0, rss - heap))} beyond the traced heap` + allocatorHolds(stats.allocator);
   $('card-tracker').textContent = formatSize(stats.tracker_memory);
+  // Past the tracker-memory cap new stacks fold and new blocks drop: said in the card, in red.
+  const cap = formatCap(stats.tracker_memory_cap);
   $('card-tracker-sub').textContent = `${formatCount(stats.live_blocks)} live blocks · ${formatCount(stats.stacks)} stacks` +
-    (stats.dropped ? ` · ${formatCount(stats.dropped)} dropped` : '') + (merged ? ` · pid ${state.thisPid} (port)` : '');
+    (cap ? ` · ${cap}` : stats.dropped ? ` · ${formatCount(stats.dropped)} dropped` : '') +
+    (merged ? ` · pid ${state.thisPid} (port)` : '');
+  $('card-tracker-sub').classList.toggle('capped', cap !== '');
 
   memory.record(Date.now(), [['heap', heap], ['peak', peak], ['rss', rss]]);
   drawChart();

@@ -51,3 +51,11 @@ export function formatAge(ms) {
   if (s < 90 * 60) return `${Math.round(s / 60)} min`;
   return `${Math.round(s / 3600)} h`;
 }
+
+// What /stats' tracker_memory_cap says once the cap was reached, as the text reports say it
+// ("cap 24.0 MiB reached: 121,332 folded (7583 KiB), 0 dropped (0 B)"); '' before that.
+export function formatCap(cap) {
+  if (!cap || !cap.reached) return '';
+  return `cap ${formatSize(cap.max_bytes)} reached: ${formatCount(cap.folded_blocks)} folded ` +
+    `(${formatSize(cap.folded_bytes)}), ${formatCount(cap.dropped_blocks)} dropped (${formatSize(cap.dropped_bytes)})`;
+}
