@@ -122,6 +122,16 @@ StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
   return p == nullptr ? nullptr : new (p) StackRecord{};
 }
 
+StackTotals& StackTable::totals_for_newcomer(StackRecord* r, std::uint32_t thread_slot) noexcept {
+  std::uint16_t owner = 0;
+  if (r->owner.compare_exchange_strong(owner, static_cast<std::uint16_t>(thread_slot + 1),
+                                       std::memory_order_relaxed))
+    return r->totals;
+  // A second thread: give the stack shared slots (or, refused, share the inline totals).
+  SharedTotals* shared = share(r);
+  return shared != nullptr ? shared[thread_slot % kSharedSlots].totals : r->totals;
+}
+
 SharedTotals* StackTable::share(StackRecord* r) noexcept {
   SpinGuard guard(insert_lock_);
   if (SharedTotals* shared = r->shared.load(std::memory_order_relaxed)) return shared;  // a racer's

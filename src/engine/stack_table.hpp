@@ -110,16 +110,12 @@ class StackTable {
     SharedTotals* shared = r->shared.load(std::memory_order_acquire);
     if (shared != nullptr) [[unlikely]]
       return shared[thread_slot % kSharedSlots].totals;
-    const auto me = static_cast<std::uint16_t>(thread_slot + 1);
-    std::uint16_t owner = r->owner.load(std::memory_order_relaxed);
-    if (owner == me) [[likely]]
+    if (r->owner.load(std::memory_order_relaxed) == thread_slot + 1) [[likely]]
       return r->totals;
-    if (owner == 0 && r->owner.compare_exchange_strong(owner, me, std::memory_order_relaxed))
-      return r->totals;
-    // A second thread: give the stack shared slots (or, refused, share the inline totals).
-    shared = share(r);
-    return shared != nullptr ? shared[thread_slot % kSharedSlots].totals : r->totals;
+    return totals_for_newcomer(r, thread_slot);
   }
+  // totals_for() for a thread that is not the owner: claims an unowned stack, or shares it.
+  [[gnu::noinline]] StackTotals& totals_for_newcomer(StackRecord* r, std::uint32_t thread_slot) noexcept;
   // The shared slots of `r`, mapped on first call (under insert_lock_, from the records'
   // arena); nullptr when the room check refuses (or out of memory): then the caller adds to
   // the inline totals, which is only slower.
