@@ -77,18 +77,27 @@ template <typename Entry>
   const std::uint64_t h = hash(ptr);
   Shard& shard = shard_for(ptr, h);
   SpinGuard guard(shard.lock);
-  if (const std::size_t i = find(shard, ptr, h); i != kNotFound) {
-    *replaced = shard.slots[i].block();
-    *found = true;
-    shard.slots[i] = Entry::make(ptr, block);
-    return true;
+  // One probe run: it ends at the entry, or at the empty slot the entry goes to.
+  std::size_t i = 0;
+  if (shard.capacity != 0) {
+    i = home_slot(h, shard.capacity);
+    for (std::uintptr_t key; (key = shard.slots[i].key()) != 0; i = next_slot(i, shard.capacity)) {
+      if (key == ptr) {
+        *replaced = shard.slots[i].block();
+        *found = true;
+        shard.slots[i] = Entry::make(ptr, block);
+        return true;
+      }
+    }
   }
   *replaced = LiveBlock{};
   *found = false;
   // Grow at 3/4 load: linear probing stays short.
-  if ((shard.used + 1) * 4 > shard.capacity * 3 && !grow(shard)) return false;
-  std::size_t i = home_slot(h, shard.capacity);
-  while (shard.slots[i].key() != 0) i = next_slot(i, shard.capacity);
+  if ((shard.used + 1) * 4 > shard.capacity * 3) {
+    if (!grow(shard)) return false;
+    i = home_slot(h, shard.capacity);
+    while (shard.slots[i].key() != 0) i = next_slot(i, shard.capacity);
+  }
   shard.slots[i] = Entry::make(ptr, block);
   set_used(shard.used, shard.used + 1);
   return true;
