@@ -66,12 +66,6 @@ StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t d
   return r->id;
 }
 
-StackRecord* StackTable::record(StackId id) const noexcept {
-  if (id == kNoStack) return nullptr;
-  StackRecord** chunk = by_id_[id >> kChunkBits].load(std::memory_order_acquire);
-  return chunk == nullptr ? nullptr : chunk[id & ((1u << kChunkBits) - 1)];
-}
-
 std::size_t StackTable::index_bytes(std::size_t capacity) noexcept {
   return sizeof(Index) + capacity * sizeof(std::atomic<StackRecord*>);
 }

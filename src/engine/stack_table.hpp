@@ -98,8 +98,12 @@ class StackTable {
                          bool capped = true) noexcept {
     return find_or_insert(frames, depth, hash_frames(frames, depth), capped);
   }
-  // nullptr for kNoStack or an id not yet published.
-  StackRecord* record(StackId id) const noexcept;
+  // nullptr for kNoStack or an id not yet published. Inline: two calls per traced pair.
+  StackRecord* record(StackId id) const noexcept {
+    if (id == kNoStack) return nullptr;
+    StackRecord** chunk = by_id_[id >> kChunkBits].load(std::memory_order_acquire);
+    return chunk == nullptr ? nullptr : chunk[id & ((1u << kChunkBits) - 1)];
+  }
   // Ids run from 1 to size().
   std::uint32_t size() const noexcept { return count_.load(std::memory_order_acquire); }
   // The totals that the thread with `thread_slot` adds to: the record's own while only one
@@ -107,6 +111,8 @@ class StackTable {
   // shared copy for its slot. Any copy is correct (all adds are atomic, readers sum them);
   // the choice only keeps threads off each other's cache lines.
   StackTotals& totals_for(StackRecord* r, std::uint32_t thread_slot) noexcept {
+    // Shared slots first: once they exist the owner moves to them too, and the record's
+    // line (which lookups read) is written no more.
     SharedTotals* shared = r->shared.load(std::memory_order_acquire);
     if (shared != nullptr) [[unlikely]]
       return shared[thread_slot % kSharedSlots].totals;
