@@ -28,8 +28,6 @@ void set_used(std::size_t& used, std::size_t value) noexcept {
 
 }  // namespace
 
-// The hot paths are inlined into LiveTable's: a call per table cost ~20 instructions per
-// allocation and per free.
 template <typename Entry>
 [[gnu::always_inline]] inline std::uint64_t OpenShards<Entry>::hash(std::uintptr_t ptr) noexcept {
   // Blocks are 16-byte aligned; Fibonacci hashing spreads consecutive ones.
