@@ -86,8 +86,7 @@ std::uint32_t thread_slot() noexcept {
 // freed_* for a free (`bytes` and `count` positive either way).
 enum class Side : std::uint8_t { alloc, freed };
 template <Side side>
-[[gnu::always_inline]] inline void add_to_stack(StackId id, std::int64_t bytes,
-                                                std::int64_t count) noexcept {
+void add_to_stack(StackId id, std::int64_t bytes, std::int64_t count) noexcept {
   if (StackRecord* r = g_stacks.record(id)) {
     StackTotals& totals = g_stacks.totals_for(r, thread_slot());
     auto& b = side == Side::alloc ? totals.alloc_bytes : totals.freed_bytes;
