@@ -42,7 +42,7 @@ class LiveTable {
 
   std::uint64_t size() const noexcept;
   std::int64_t memory_bytes() const noexcept;
-  // Blocks held in wide entries (for tests and /stats-free diagnosis).
+  // Blocks held in wide entries (tests look at it).
   std::uint64_t wide_size() const noexcept { return wide_.size(); }
 
   void lock_for_fork() noexcept;
