@@ -103,12 +103,13 @@ int main(int argc, char** argv) {
   std::memset(keep, 0, allocs * sizeof(void*));
   char line[160];
 
+  // The mangled names of liveheap::tracker_memory() and engine_stats() (inline namespace v1).
   using TrackerMemory = std::int64_t (*)();
   using EngineStatsFn = liveheap::EngineStats (*)();
   const auto tracker_memory =
-      reinterpret_cast<TrackerMemory>(dlsym(RTLD_DEFAULT, "_ZN8liveheap14tracker_memoryEv"));
+      reinterpret_cast<TrackerMemory>(dlsym(RTLD_DEFAULT, "_ZN8liveheap2v114tracker_memoryEv"));
   const auto engine_stats =
-      reinterpret_cast<EngineStatsFn>(dlsym(RTLD_DEFAULT, "_ZN8liveheap12engine_statsEv"));
+      reinterpret_cast<EngineStatsFn>(dlsym(RTLD_DEFAULT, "_ZN8liveheap2v112engine_statsEv"));
   const std::int64_t memory_before = tracker_memory != nullptr ? tracker_memory() : 0;
   const std::uint64_t stacks_before = engine_stats != nullptr ? engine_stats().stacks : 0;
   const long rss_before = rss_bytes();

@@ -211,6 +211,8 @@ void print_report_table(const std::map<std::string, double>& medians) {
   print_judged("first report, cold symbol cache", get("cold_report_ms"), "ms", 1000);
   print_judged("later report, warm symbol cache", get("warm_report_ms"), "ms", 100);
   print_judged("tracker memory per live block", get("tracker_bytes_per_block"), "B", 24);
+  std::printf("    of which the live table %.1f B per block; the stack table %.1f B per stack\n",
+              get("live_table_bytes_per_block"), get("stack_table_bytes_per_stack"));
   // The history (docs/history.md): no target in docs/ARCHITECTURE.md, so measured, not judged.
   std::printf("  history, at the same %.0f live stacks (ticks driven by the bench, %.0f points: a "
               "full window):\n", get("stacks"), get("history_points"));

@@ -11,7 +11,9 @@
 // warm_report_ms    the same again (median of 5): every frame cached
 // snapshot_diff_ms  snapshot + compare_to(baseline, line) after some churn (median of 5),
 //                   also apart: snapshot_ms, compare_ms
-// tracker_bytes_per_block  tracker_memory() / live blocks, before any report ran
+// tracker_bytes_per_block  tracker_memory() / live blocks, before any report ran; of which
+//                   live_table_bytes_per_block (the live-block tables / live blocks) and
+//                   stack_table_bytes_per_stack (the interned stacks / distinct stacks)
 // history_tick_ms   one history tick at these 10k stacks (median of a full window, 360
 //                   ticks driven by the bench), also its worst: history_tick_worst_ms
 // history_bytes_per_point   tracker_memory() growth per tick, over those ticks
@@ -287,6 +289,12 @@ int main(int argc, char** argv) {
   std::printf("tracker_bytes_per_block=%.1f\n",
               static_cast<double>(liveheap::tracker_memory()) /
                   static_cast<double>(std::max<std::uint64_t>(stats.live_blocks, 1)));
+  std::printf("live_table_bytes_per_block=%.1f\n",
+              static_cast<double>(stats.live_table_bytes) /
+                  static_cast<double>(std::max<std::uint64_t>(stats.live_blocks, 1)));
+  std::printf("stack_table_bytes_per_stack=%.1f\n",
+              static_cast<double>(stats.stack_table_bytes) /
+                  static_cast<double>(std::max<std::uint64_t>(stats.stacks, 1)));
 
   std::printf("cold_report_ms=%.1f\n", time_report());
   std::vector<double> warm;

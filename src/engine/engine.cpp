@@ -82,13 +82,13 @@ std::uint32_t thread_slot() noexcept {
   return slot - 1;
 }
 
-// Adds to this thread's slot of the stack's totals: to alloc_* for an allocation, to
+// Adds to this thread's copy of the stack's totals: to alloc_* for an allocation, to
 // freed_* for a free (`bytes` and `count` positive either way).
 enum class Side : std::uint8_t { alloc, freed };
 template <Side side>
 void add_to_stack(StackId id, std::int64_t bytes, std::int64_t count) noexcept {
   if (StackRecord* r = g_stacks.record(id)) {
-    StackTotals& totals = r->totals[thread_slot() % kTotalSlots];
+    StackTotals& totals = g_stacks.totals_for(r, thread_slot());
     auto& b = side == Side::alloc ? totals.alloc_bytes : totals.freed_bytes;
     auto& c = side == Side::alloc ? totals.alloc_count : totals.freed_count;
     b.fetch_add(bytes, std::memory_order_relaxed);
@@ -183,16 +183,24 @@ LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size) noexcept {
   uncount_replaced(replaced);
 }
 
+// Calls fn(totals) for each copy of a stack's totals: the inline one and the shared ones.
+template <typename Record, typename Fn>
+void for_each_copy(Record* r, Fn&& fn) noexcept {
+  fn(r->totals);
+  if (SharedTotals* shared = r->shared.load(std::memory_order_acquire))
+    for (unsigned i = 0; i < kSharedSlots; ++i) fn(shared[i].totals);
+}
+
 // Live totals to zero, cumulative ones kept (scrapers take deltas of them): whatever is
 // live now counts as freed.
 void zero_stack_totals() noexcept {
   const std::uint32_t n = g_stacks.size();
   for (StackId id = 1; id <= n; ++id) {
     if (StackRecord* r = g_stacks.record(id)) {
-      for (StackTotals& t : r->totals) {
+      for_each_copy(r, [](StackTotals& t) {
         t.freed_bytes.store(t.alloc_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
         t.freed_count.store(t.alloc_count.load(std::memory_order_relaxed), std::memory_order_relaxed);
-      }
+      });
     }
   }
 }
@@ -405,12 +413,12 @@ void for_each_stack(bool include_freed, Fn&& fn) noexcept {
     const StackRecord* r = g_stacks.record(id);
     if (r == nullptr) continue;
     std::int64_t alloc_count = 0, alloc_bytes = 0, freed_count = 0, freed_bytes = 0;
-    for (const StackTotals& t : r->totals) {
+    for_each_copy(r, [&](const StackTotals& t) {
       alloc_count += t.alloc_count.load(std::memory_order_relaxed);
       alloc_bytes += t.alloc_bytes.load(std::memory_order_relaxed);
       freed_count += t.freed_count.load(std::memory_order_relaxed);
       freed_bytes += t.freed_bytes.load(std::memory_order_relaxed);
-    }
+    });
     const std::int64_t count = alloc_count - freed_count, bytes = alloc_bytes - freed_bytes;
     if (count <= 0 && bytes <= 0 && !(include_freed && alloc_count > 0)) continue;
     fn(r, StackSums{bytes, (count + kCountUnit / 2) / kCountUnit, alloc_bytes,

@@ -1,27 +1,28 @@
 // Live blocks: pointer -> (requested size, stack id), one entry per traced block.
 // Thread-safety: sharded by pointer hash, each shard under its own SpinLock, so threads
-// freeing unrelated blocks rarely meet. Entries are 16 bytes in mmap'd open-addressing
-// arrays (linear probing, backward-shift deletion: no tombstones to leak or rehash),
-// grown by a quarter at 3/4 load.
+// freeing unrelated blocks rarely meet (open_shards.hpp).
+//
+// Entries are 12 bytes: a 48-bit pointer, a 24-bit stack id and a 24-bit size. At the
+// tables' 0.6-0.75 load that is 16-20 B per live block, where 16-byte entries cost 21-27 B
+// (a higher load instead would lengthen every probe of linear probing, and a probing scheme
+// that stays short there, Robin Hood, moves entries on every insert). The rare block that
+// does not fit (16 MiB or more, or a pointer at or above 2^48) has a wide 16-byte entry in
+// a second table, looked at only while it holds any (one relaxed load).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
-#include "spin_lock.hpp"
+#include "open_shards.hpp"
 #include "stack_table.hpp"
 
 namespace liveheap::engine {
 
-struct LiveBlock {
-  std::uint64_t size = 0;  // requested bytes (capped at 2^40 - 1)
-  StackId stack = kNoStack;
-};
-
 class LiveTable {
  public:
   // `room`: asked before a shard grows (nullptr: never refused; then insert drops a block).
-  constexpr explicit LiveTable(RoomCheck room = nullptr) noexcept : room_(room) {}
+  constexpr explicit LiveTable(RoomCheck room = nullptr) noexcept : compact_(room), wide_(room) {}
 
   static constexpr unsigned kSizeBits = 64 - kStackIdBits;
   static constexpr std::uint64_t kMaxSize = (std::uint64_t{1} << kSizeBits) - 1;
@@ -41,41 +42,55 @@ class LiveTable {
 
   std::uint64_t size() const noexcept;
   std::int64_t memory_bytes() const noexcept;
+  // Blocks held in wide entries (tests look at it).
+  std::uint64_t wide_size() const noexcept { return wide_.size(); }
 
   void lock_for_fork() noexcept;
   void unlock_after_fork() noexcept;
 
+  // 48-bit pointer | 24-bit stack | 24-bit size, unaligned (the array is what is packed).
+  struct [[gnu::packed]] CompactEntry {
+    static constexpr unsigned kPtrBits = 48;
+    static constexpr unsigned kSizeBits = 24;
+    static constexpr std::uint64_t kPtrMask = (std::uint64_t{1} << kPtrBits) - 1;
+    std::uint64_t low = 0;   // ptr | stack's low 16 bits << 48
+    std::uint32_t high = 0;  // stack's high 8 bits | size << 8
+    static bool fits(std::uintptr_t ptr, const LiveBlock& b) noexcept {
+      return ptr <= kPtrMask && b.size < (std::uint64_t{1} << kSizeBits);
+    }
+    std::uintptr_t key() const noexcept { return low & kPtrMask; }
+    LiveBlock block() const noexcept {
+      return {high >> 8, static_cast<StackId>(low >> kPtrBits | std::uint64_t{high & 0xff} << 16)};
+    }
+    static CompactEntry make(std::uintptr_t ptr, const LiveBlock& b) noexcept {
+      return {ptr | std::uint64_t{b.stack & 0xffff} << kPtrBits,
+              static_cast<std::uint32_t>((b.stack >> 16 & 0xff) | b.size << 8)};
+    }
+  };
+  static_assert(sizeof(CompactEntry) == 12);
+  static_assert(kStackIdBits == 24, "CompactEntry holds 24-bit stack ids");
+
+  // The wide entry: the whole pointer, size << kStackIdBits | stack (sizes capped at kMaxSize).
+  struct WideEntry {
+    std::uintptr_t ptr = 0;
+    std::uint64_t packed = 0;
+    std::uintptr_t key() const noexcept { return ptr; }
+    LiveBlock block() const noexcept {
+      return {packed >> kStackIdBits, static_cast<StackId>(packed & kMaxStacks)};
+    }
+    static WideEntry make(std::uintptr_t ptr, const LiveBlock& b) noexcept {
+      const std::uint64_t size = b.size > kMaxSize ? kMaxSize : b.size;
+      return {ptr, size << kStackIdBits | b.stack};
+    }
+  };
+
  private:
-  struct Entry {
-    std::uintptr_t ptr;    // 0 = empty slot
-    std::uint64_t packed;  // size << kStackIdBits | stack
-  };
-  struct alignas(64) Shard {
-    SpinLock lock;
-    Entry* slots = nullptr;   // capacity entries
-    std::size_t capacity = 0; // slots, 0 before the first insert
-    std::size_t used = 0;
-  };
-  // Shards come in groups, one group per 64 MiB region of addresses: glibc gives each
-  // thread its own arena (64 MiB-aligned heaps), so threads mostly lock shards of their
-  // own group and their lock lines stay in their own core's cache. Within a group the
-  // top bits of the block's hash pick the shard.
-  static constexpr unsigned kGroupBits = 4;
-  static constexpr unsigned kSubShardBits = 4;
-  static constexpr unsigned kRegionShift = 26;
-  static constexpr std::size_t kShards = std::size_t{1} << (kGroupBits + kSubShardBits);
+  bool has_wide() const noexcept { return wide_used_.load(std::memory_order_relaxed) != 0; }
 
-  static std::uint64_t hash(std::uintptr_t ptr) noexcept;
-  static Shard& shard_for(Shard* shards, std::uintptr_t ptr, std::uint64_t h) noexcept {
-    const std::uint64_t group = ((ptr >> kRegionShift) * 0x9e3779b97f4a7c15ull) >> (64 - kGroupBits);
-    return shards[group << kSubShardBits | h >> (64 - kSubShardBits)];  // home_slot: the rest
-  }
-  bool grow(Shard& shard) noexcept;
-  static void erase_at(Shard& shard, std::size_t i) noexcept;
-  static std::size_t find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept;
-
-  Shard shards_[kShards];
-  RoomCheck room_ = nullptr;
+  OpenShards<CompactEntry> compact_;
+  OpenShards<WideEntry> wide_;
+  // Entries in wide_, kept apart so that the common case looks at one relaxed counter.
+  std::atomic<std::int64_t> wide_used_{0};
 };
 
 }  // namespace liveheap::engine

@@ -12,10 +12,14 @@ namespace {
 constexpr std::size_t kInitialIndexCapacity = 4096;
 constexpr std::size_t kArenaChunk = 1 << 20;
 
-// Cache-line aligned, so that each StackTotals slot has a line of its own.
+// Rounded to 16 B only: the inline totals are one thread's (others get SharedTotals), so a
+// record needs no line of its own. 25 frames: 56 + 200 = 256 B.
 std::size_t record_bytes(std::uint32_t depth) noexcept {
-  return (sizeof(StackRecord) + depth * sizeof(std::uintptr_t) + 63) & ~std::size_t{63};
+  return (sizeof(StackRecord) + depth * sizeof(std::uintptr_t) + 15) & ~std::size_t{15};
 }
+constexpr std::size_t kSharedBytes = sizeof(SharedTotals) * kSharedSlots;
+
+std::size_t align_up(std::size_t n, std::size_t align) noexcept { return (n + align - 1) & ~(align - 1); }
 
 }  // namespace
 
@@ -43,6 +47,7 @@ StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t d
   if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth))
     return r->id;
 
+  if (depth > UINT16_MAX) return kNoStack;  // deeper than any capture
   SpinGuard guard(insert_lock_);
   // Another thread may have inserted it, or grown the index, since the lock-free look.
   if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth))
@@ -61,12 +66,6 @@ StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t d
   return r->id;
 }
 
-StackRecord* StackTable::record(StackId id) const noexcept {
-  if (id == kNoStack) return nullptr;
-  StackRecord** chunk = by_id_[id >> kChunkBits].load(std::memory_order_acquire);
-  return chunk == nullptr ? nullptr : chunk[id & ((1u << kChunkBits) - 1)];
-}
-
 std::size_t StackTable::index_bytes(std::size_t capacity) noexcept {
   return sizeof(Index) + capacity * sizeof(std::atomic<StackRecord*>);
 }
@@ -80,7 +79,7 @@ void* StackTable::map(std::size_t bytes) noexcept {
 
 std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
   std::size_t bytes = 0;
-  if (record_bytes(depth) > arena_left_) bytes += kArenaChunk;
+  if (arena_ == nullptr || record_bytes(depth) > arena_left_) bytes += kArenaChunk;
   const std::uint32_t n = count_.load(std::memory_order_relaxed);
   const StackId id = n + 1;
   if (id <= kMaxStacks && by_id_[id >> kChunkBits].load(std::memory_order_relaxed) == nullptr)
@@ -93,20 +92,53 @@ std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
   return bytes;
 }
 
-StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
-  const std::size_t bytes = record_bytes(depth);
-  if (bytes > arena_left_) {
+void* StackTable::allocate(std::size_t bytes, std::size_t align) noexcept {
+  // The arena is page-aligned and every piece a multiple of 16: padding only for align > 16.
+  const std::size_t pad = align_up(reinterpret_cast<std::uintptr_t>(arena_), align) -
+                          reinterpret_cast<std::uintptr_t>(arena_);
+  if (arena_ == nullptr || pad + bytes > arena_left_) {
     arena_ = static_cast<char*>(map(kArenaChunk));
     if (arena_ == nullptr) {
       arena_left_ = 0;
       return nullptr;
     }
     arena_left_ = kArenaChunk;
+    return allocate(bytes, align);
   }
-  auto* r = new (arena_) StackRecord{};
-  arena_ += bytes;
-  arena_left_ -= bytes;
-  return r;
+  void* p = arena_ + pad;
+  arena_ += pad + bytes;
+  arena_left_ -= pad + bytes;
+  return p;
+}
+
+StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
+  void* p = allocate(record_bytes(depth), alignof(StackRecord));
+  return p == nullptr ? nullptr : new (p) StackRecord{};
+}
+
+StackTotals& StackTable::totals_for_newcomer(StackRecord* r, std::uint32_t thread_slot) noexcept {
+  std::uint16_t owner = 0;
+  if (r->owner.compare_exchange_strong(owner, static_cast<std::uint16_t>(thread_slot + 1),
+                                       std::memory_order_relaxed))
+    return r->totals;
+  // A second thread: give the stack shared slots (or, refused, share the inline totals).
+  SharedTotals* shared = share(r);
+  return shared != nullptr ? shared[thread_slot % kSharedSlots].totals : r->totals;
+}
+
+SharedTotals* StackTable::share(StackRecord* r) noexcept {
+  SpinGuard guard(insert_lock_);
+  if (SharedTotals* shared = r->shared.load(std::memory_order_relaxed)) return shared;  // a racer's
+  const std::size_t pad = align_up(reinterpret_cast<std::uintptr_t>(arena_), alignof(SharedTotals)) -
+                          reinterpret_cast<std::uintptr_t>(arena_);
+  if (room_ != nullptr && (arena_ == nullptr || pad + kSharedBytes > arena_left_) && !room_(kArenaChunk))
+    return nullptr;
+  void* p = allocate(kSharedBytes, alignof(SharedTotals));
+  if (p == nullptr) return nullptr;
+  auto* shared = static_cast<SharedTotals*>(p);
+  for (unsigned i = 0; i < kSharedSlots; ++i) new (&shared[i]) SharedTotals{};
+  r->shared.store(shared, std::memory_order_release);
+  return shared;
 }
 
 bool StackTable::grow_index() noexcept {

@@ -45,26 +45,40 @@ class StackHash {
 // StackHash over `depth` frames; shared by the table and its tests.
 std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept;
 
-// Totals of one stack, one cache line each: threads allocating from the same stack add to
-// different slots, and never to the line that lookups read the key from. Allocations add
-// to alloc_*, frees to freed_*: live = alloc - freed, so keeping the cumulative figures
-// costs no atomic add more than keeping the live ones did (two per allocation, two per
-// free). A slot may go negative (freed by another thread than allocated); sums do not.
-inline constexpr unsigned kTotalSlots = 4;
-struct alignas(64) StackTotals {
+// Totals of one stack. Allocations add to alloc_*, frees to freed_*: live = alloc - freed,
+// so keeping the cumulative figures costs no atomic add more than keeping the live ones did
+// (two per allocation, two per free). A copy may go negative (freed by another thread than
+// allocated); the sum of a stack's copies does not.
+struct StackTotals {
   std::atomic<std::int64_t> alloc_bytes;  // allocated since start-up (weighted in sampled mode)
   std::atomic<std::int64_t> alloc_count;  // blocks likewise, in 1/kCountUnit
   std::atomic<std::int64_t> freed_bytes;  // freed since start-up (or written off by clear())
   std::atomic<std::int64_t> freed_count;  // in 1/kCountUnit
 };
 
+// Once a second thread adds to a stack, its threads add to kSharedSlots copies of the totals,
+// one cache line each, so that they do not fight over one line.
+inline constexpr unsigned kSharedSlots = 4;
+struct alignas(64) SharedTotals {
+  StackTotals totals;
+};
+
+// Most stacks are only ever used by one thread: they keep their totals inline (32 B) and
+// never pay the 256 B of shared slots (which were 256 of a 25-frame stack's 512 B).
 struct StackRecord {
-  StackTotals totals[kTotalSlots];  // summed by readers; see slot_for_this_thread()
+  StackTotals totals;  // the owner's, and everyone's while `shared` is null
+  // nullptr until a thread other than the owner adds to the stack; then kSharedSlots copies,
+  // never freed. Readers sum `totals` and every shared copy.
+  std::atomic<SharedTotals*> shared;
   std::uint64_t hash;
   StackId id;
-  std::uint32_t depth;
+  std::uint16_t depth;
+  // thread_slot() + 1 of the first thread that added to the stack (0: none yet; claimed by
+  // compare-exchange).
+  std::atomic<std::uint16_t> owner;
   std::uintptr_t frames[];  // `depth` return addresses, most recent first
 };
+static_assert(sizeof(StackRecord) == 56, "the header of a record: see record_bytes()");
 
 // Asked before the table maps more memory for a new stack: true when `bytes` more fit
 // under the tracker-memory cap.
@@ -84,10 +98,34 @@ class StackTable {
                          bool capped = true) noexcept {
     return find_or_insert(frames, depth, hash_frames(frames, depth), capped);
   }
-  // nullptr for kNoStack or an id not yet published.
-  StackRecord* record(StackId id) const noexcept;
+  // nullptr for kNoStack or an id not yet published. Inline: two calls per traced pair.
+  StackRecord* record(StackId id) const noexcept {
+    if (id == kNoStack) return nullptr;
+    StackRecord** chunk = by_id_[id >> kChunkBits].load(std::memory_order_acquire);
+    return chunk == nullptr ? nullptr : chunk[id & ((1u << kChunkBits) - 1)];
+  }
   // Ids run from 1 to size().
   std::uint32_t size() const noexcept { return count_.load(std::memory_order_acquire); }
+  // The totals that the thread with `thread_slot` adds to: the record's own while only one
+  // thread (the owner, the first to ask) has added to the stack; once another has, the
+  // shared copy for its slot. Any copy is correct (all adds are atomic, readers sum them);
+  // the choice only keeps threads off each other's cache lines.
+  StackTotals& totals_for(StackRecord* r, std::uint32_t thread_slot) noexcept {
+    // Shared slots first: once they exist the owner moves to them too, and the record's
+    // line (which lookups read) is written no more.
+    SharedTotals* shared = r->shared.load(std::memory_order_acquire);
+    if (shared != nullptr) [[unlikely]]
+      return shared[thread_slot % kSharedSlots].totals;
+    if (r->owner.load(std::memory_order_relaxed) == thread_slot + 1) [[likely]]
+      return r->totals;
+    return totals_for_newcomer(r, thread_slot);
+  }
+  // totals_for() for a thread that is not the owner: claims an unowned stack, or shares it.
+  [[gnu::noinline]] StackTotals& totals_for_newcomer(StackRecord* r, std::uint32_t thread_slot) noexcept;
+  // The shared slots of `r`, mapped on first call (under insert_lock_, from the records'
+  // arena); nullptr when the room check refuses (or out of memory): then the caller adds to
+  // the inline totals, which is only slower.
+  SharedTotals* share(StackRecord* r) noexcept;
   // Bytes mapped for the table: records, indexes (retired ones too), the id directory.
   std::int64_t memory_bytes() const noexcept { return mapped_.load(std::memory_order_relaxed); }
 
@@ -107,6 +145,8 @@ class StackTable {
   StackRecord* find(const Index* index, std::uint64_t hash, const std::uintptr_t* frames,
                     std::uint32_t depth) const noexcept;
   StackRecord* allocate_record(std::uint32_t depth) noexcept;
+  // `bytes` (a multiple of 16) from the arena aligned to `align`; nullptr when out of memory.
+  void* allocate(std::size_t bytes, std::size_t align) noexcept;
   // What interning one more stack of `depth` frames would map now (0: nothing).
   std::size_t bytes_to_map(std::uint32_t depth) const noexcept;
   static std::size_t index_bytes(std::size_t capacity) noexcept;
@@ -118,7 +158,7 @@ class StackTable {
   std::atomic<std::uint32_t> count_{0};
   std::atomic<StackRecord**> by_id_[kChunks] = {};  // guarded by insert_lock_ for writes
   SpinLock insert_lock_;
-  // Bump arena for records, guarded by insert_lock_.
+  // Bump arena for records and shared slots, guarded by insert_lock_.
   char* arena_ = nullptr;
   std::size_t arena_left_ = 0;
   RoomCheck room_ = nullptr;

@@ -78,5 +78,41 @@ TEST(EngineConcurrency, WritersAndReadersEndWithExactTotals) {
   EXPECT_EQ(traced().current, 0);
 }
 
+// One thread allocates from a stack, another frees those blocks (a producer and its
+// consumer: the stack gets shared slots at the consumer's first free, mid-run), while a
+// third allocates from a stack of its own: every total stays exact.
+[[gnu::noinline]] void record_handed(void* p) { on_alloc(p, 48); }
+
+TEST(EngineConcurrency, BlocksFreedByAnotherThreadEndWithExactTotals) {
+  ASSERT_TRUE(start(Settings{Mode::exact, 16, 524288, 0}));
+  constexpr int kBlocks = 20000;
+  std::atomic<int> produced{0};
+  std::thread producer([&] {
+    for (int i = 0; i < kBlocks; ++i) {
+      record_handed(block(10, i));
+      produced.store(i + 1, std::memory_order_release);
+    }
+  });
+  std::thread consumer([&] {
+    for (int i = 0; i < kBlocks - 100; ++i) {  // the last 100 stay live
+      while (produced.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      on_free(block(10, i));
+    }
+  });
+  std::thread other([&] {
+    for (int i = 0; i < 1000; ++i) record_handed(block(11, i));
+  });
+  producer.join();
+  consumer.join();
+  other.join();
+  const Sums sums = visit_all();
+  EXPECT_EQ(sums.bytes, (100 + 1000) * 48);
+  EXPECT_EQ(sums.count, 1100);
+  EXPECT_EQ(traced().current, (100 + 1000) * 48);
+  EXPECT_EQ(dropped(), 0u);
+  stop();
+  EXPECT_EQ(traced().current, 0);
+}
+
 }  // namespace
 }  // namespace liveheap::engine

@@ -84,7 +84,7 @@ TEST_F(TrackerCapTest, StaysUnderTheCapAndEveryByteIsAccountedFor) {
   EXPECT_EQ(cap["dropped_blocks"], 0) << "the live table kept its quarter of the cap";
   EXPECT_EQ(cap["dropped_bytes"], 0);
   const auto folded = cap["folded_blocks"].get<std::int64_t>();
-  // Uncapped, these stacks would cost ~640 B each (~90 MiB): most of them must have folded.
+  // Uncapped, these stacks would cost ~310 B each (~49 MiB): most of them must have folded.
   EXPECT_GT(folded, kAllocs / 2) << after.dump(1);
   EXPECT_LT(after["stacks"].get<std::int64_t>(), kAllocs / 2);
   EXPECT_EQ(cap["folded_bytes"].get<std::int64_t>(), folded * 64);
