@@ -14,6 +14,7 @@
 #include "frame_rule_cache.hpp"
 #include "frame_rules.hpp"
 #include "stack_capture.hpp"
+#include "stack_table.hpp"
 #include "unwind_shapes.hpp"
 
 namespace liveheap::engine::test {
@@ -143,6 +144,166 @@ TEST_F(Unwind, DlcloseForgetsRulesAndOtherCodeAtTheSameAddressesUnwinds) {
       ASSERT_EQ(dlclose(handle), 0);
       EXPECT_EQ(cached_frame_rules(), 0u) << "dlclose must drop every cached rule";
     }
+  }
+}
+
+// The walk reuses the previous walk's outer steps after checking them (walk_cache.hpp).
+// Each test below makes a stack where reusing them unchecked would give a wrong stack.
+volatile std::uintptr_t g_sink;
+volatile int g_depth_a = 4, g_depth_b = 4;
+
+std::uint64_t reused_frames() { return walk_cache_use().reused_frames; }
+
+[[gnu::noinline]] Captured inner_chain(int level) {
+  if (level <= 0) return capture_all();
+  Captured c = inner_chain(level - 1);
+  g_sink = g_sink + static_cast<std::uintptr_t>(level);
+  return c;
+}
+// Two callers with the same frame (they differ in a constant only), called from one
+// function at the same rsp: the chain below them is at the same addresses in both.
+[[gnu::noinline]] Captured outer_a() {
+  Captured c = inner_chain(g_depth_a);
+  g_sink = g_sink + 1;
+  return c;
+}
+[[gnu::noinline]] Captured outer_b() {
+  Captured c = inner_chain(g_depth_a);
+  g_sink = g_sink + 2;
+  return c;
+}
+// One function, two call sites of the chain: the same CFA, another return address in it.
+[[gnu::noinline]] Captured two_call_sites(bool second) {
+  Captured c;
+  if (second) {
+    c = inner_chain(g_depth_b);
+    g_sink = g_sink + 7;
+  } else {
+    c = inner_chain(g_depth_a);
+    g_sink = g_sink + 9;
+  }
+  return c;
+}
+[[gnu::noinline]] Captured through(Captured (*fn)()) {
+  Captured c = fn();
+  g_sink = g_sink + 3;
+  return c;
+}
+
+// The frames two stacks of one depth do not share: exactly one, at `*at`.
+std::size_t frames_apart(const Captured& x, const Captured& y, std::size_t* at) {
+  std::size_t apart = 0;
+  for (std::size_t i = 0; i < x.frame_rules.size() && i < y.frame_rules.size(); ++i)
+    if (x.frame_rules[i] != y.frame_rules[i]) {
+      if (apart++ == 0) *at = i;
+    }
+  return apart;
+}
+
+TEST_F(Unwind, ARepeatedStackIsTakenFromThePreviousWalkAndStillMatches) {
+  const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized, Shape::plain};
+  std::uint64_t reused[2] = {};
+  Captured c[2];
+  for (int i = 0; i < 2; ++i) {  // one call site: the same stack twice
+    const std::uint64_t before = reused_frames();
+    c[i] = capture_through(shapes);
+    reused[i] = reused_frames() - before;
+  }
+  expect_same_stacks(c[0], "first");
+  expect_same_stacks(c[1], "again");
+  EXPECT_EQ(c[0].frame_rules, c[1].frame_rules);
+  EXPECT_EQ(reused[1], c[1].frame_rules.size()) << "every frame from the cache";
+}
+
+TEST_F(Unwind, AnotherOuterCallerAtTheSameDepthIsNotTakenFromTheCache) {
+  Captured c[2];
+  std::uint64_t reused = 0;
+  Captured (*const callers[2])() = {outer_a, outer_b};
+  for (int i = 0; i < 2; ++i) {  // one call site
+    const std::uint64_t before = reused_frames();
+    c[i] = through(callers[i]);
+    reused = reused_frames() - before;
+  }
+  expect_same_stacks(c[0], "outer_a");
+  expect_same_stacks(c[1], "outer_b");
+  ASSERT_EQ(c[0].frame_rules.size(), c[1].frame_rules.size());
+  // All but two frames from the cache: the one whose return address differs, and the next
+  // one out, which the rules walk from outer_b's code (the cache has outer_a's).
+  EXPECT_EQ(reused, c[1].frame_rules.size() - 2);
+  // Only the chain's return address, into outer_a or outer_b (both return into `through`
+  // from one call site): after capture_all's two frames and the chain's g_depth_a.
+  std::size_t at = 0;
+  EXPECT_EQ(frames_apart(c[0], c[1], &at), 1u);
+  EXPECT_EQ(static_cast<int>(at), g_depth_a + 2);
+}
+
+TEST_F(Unwind, AReturnAddressRewrittenByAnotherCallSiteIsNotTakenFromTheCache) {
+  for (int round = 0; round < 4; ++round) {
+    Captured c[2];
+    std::uint64_t reused = 0;
+    for (int i = 0; i < 2; ++i) {  // one call site
+      const std::uint64_t before = reused_frames();
+      c[i] = two_call_sites(i == 1);
+      reused = reused_frames() - before;
+    }
+    expect_same_stacks(c[0], "first call site");
+    expect_same_stacks(c[1], "second call site");
+    ASSERT_EQ(c[0].frame_rules.size(), c[1].frame_rules.size());
+    EXPECT_EQ(reused, c[1].frame_rules.size() - 2);  // as above: that frame and the next
+    std::size_t at = 0;
+    EXPECT_EQ(frames_apart(c[0], c[1], &at), 1u) << "the compiler merged the two calls";
+    EXPECT_EQ(static_cast<int>(at), g_depth_a + 2);  // the chain's return into two_call_sites
+  }
+}
+
+TEST_F(Unwind, DepthsAroundTheFrameLimitMatch) {
+  // Stacks deeper and shallower than the limit, one after the other: the cached walk was
+  // cut at the limit, or the new one is cut inside the cached part.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::vector<Shape> shapes(1 + rng() % 45, rng() % 4 ? Shape::plain : Shape::alloca_frame);
+    const std::uint32_t max = trial % 3 == 0 ? 128 : 8 + rng() % 40;
+    expect_same_stacks(capture_through(shapes, max), ("trial " + std::to_string(trial)).c_str());
+  }
+}
+
+// capture_stack's hash, taken from the cached walk's hash states where it reuses one, is
+// always hash_frames() of the frames it returns.
+[[gnu::noinline]] void check_hash(int level, std::uint32_t max, int* checked) {
+  if (level > 0) {
+    if ((level + *checked) % 3 == 0) check_hash(level - 1, max, checked);
+    else check_hash(level - 2 < 0 ? 0 : level - 2, max, checked);
+    g_sink = g_sink + static_cast<std::uintptr_t>(level);
+    return;
+  }
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
+  std::uint64_t hash = 0;
+  const std::uint32_t depth = capture_stack(frames, max, &hash);
+  EXPECT_EQ(hash, hash_frames(frames, depth));
+  ++*checked;
+}
+
+TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
+  const std::uint64_t before = reused_frames();
+  int checked = 0;
+  for (int round = 0; round < 300; ++round)
+    check_hash(round % 37, round % 5 == 0 ? 8 + round % 30 : 128, &checked);
+  EXPECT_EQ(checked, 300);
+  EXPECT_GT(reused_frames(), before);
+}
+
+TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
+  forget_frame_rules();  // as a dlclose does: the first walk below starts afresh too
+  for (const char* path : {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B, LIVEHEAP_UNWIND_MODULE_A}) {
+    void* handle = nullptr;
+    const std::uint64_t before = reused_frames();
+    expect_same_stacks(call_module(path, &handle), path);
+    EXPECT_EQ(reused_frames(), before) << "a walk reused steps cached before a dlclose";
+    const std::uint64_t second = reused_frames();
+    expect_same_stacks(call_module(path, &handle), path);  // loaded twice: one dlclose frees it
+    EXPECT_GT(reused_frames(), second);
+    ASSERT_EQ(dlclose(handle), 0);
+    ASSERT_EQ(dlclose(handle), 0);
   }
 }
 

@@ -1,0 +1,76 @@
+// Keeping a walk for the next one (walk_cache.hpp). Runs after the walk, not on its path.
+#include "walk_cache.hpp"
+
+namespace liveheap::engine {
+namespace {
+
+using Steps = WalkCache::Steps;
+using Fresh = WalkCache::Fresh;
+constexpr std::uint32_t kSteps = WalkCache::kSteps;
+
+// Cached step `to` := fresh step `from` (output frame `frame`).
+void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh, std::uint32_t from,
+               std::uintptr_t frame) noexcept {
+  steps.sp[to] = fresh.sp[from];
+  steps.key[to] = fresh.key[from];
+  steps.bp[to] = fresh.bp[from];
+  steps.cfa[to] = fresh.cfa[from];
+  steps.rule[to] = fresh.rule[from];
+  steps.frame[to] = frame;
+}
+
+}  // namespace
+
+std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
+                                  const Reused* reused, std::uint32_t reused_count) noexcept {
+  ++walks;
+  for (std::uint32_t k = 0; k < reused_count && k < kMaxReused; ++k)
+    reused_frames += reused[k].out_end - reused[k].out_begin;
+  // The common case: this walk's own inner steps, then the cache's steps to its outermost
+  // (or to the frame limit). The cached steps stay where they are; the new ones go below.
+  if (reused_count == 1 && reused[0].out_end == n && reused[0].step_begin >= reused[0].out_begin) {
+    const Reused& r = reused[0];
+    const std::uint32_t new_first = r.step_begin - r.out_begin;
+    StackHash hash = StackHash::resume(steps.hash[r.step_begin]);
+    for (std::uint32_t j = r.out_begin; j-- > 0;) {
+      const std::uint32_t to = new_first + j;
+      put_fresh(steps, to, fresh, j, frames[j]);
+      hash.add(frames[j]);
+      steps.hash[to] = hash.state();
+    }
+    first = new_first;
+    // The states fold from the cache's outermost step: the walk's own when it reused
+    // the cache up to there.
+    if (r.step_begin + (r.out_end - r.out_begin) == kSteps) return hash.finish(n);
+    return hash_frames(frames, n);
+  }
+
+  // Otherwise the cache becomes this walk, every step of it: the reused ones first copied
+  // out of the cache (into the fresh steps, whose places they took in the output).
+  if (n > kSteps || reused_count > kMaxReused) {
+    first = kSteps;
+    return hash_frames(frames, n);
+  }
+  for (std::uint32_t k = 0; k < reused_count; ++k) {
+    const Reused& r = reused[k];
+    for (std::uint32_t j = r.out_begin, s = r.step_begin; j < r.out_end; ++j, ++s) {
+      fresh.sp[j] = steps.sp[s];
+      fresh.key[j] = steps.key[s];
+      fresh.bp[j] = steps.bp[s];
+      fresh.cfa[j] = steps.cfa[s];
+      fresh.rule[j] = steps.rule[s];
+    }
+  }
+  StackHash hash;
+  const std::uint32_t new_first = kSteps - n;
+  for (std::uint32_t j = n; j-- > 0;) {
+    const std::uint32_t to = new_first + j;
+    put_fresh(steps, to, fresh, j, frames[j]);
+    hash.add(frames[j]);
+    steps.hash[to] = hash.state();
+  }
+  first = new_first;
+  return hash.finish(n);
+}
+
+}  // namespace liveheap::engine

@@ -1,0 +1,104 @@
+// The previous stack walk of one thread, step by step, so that the next walk can take over
+// its outer part after checking it instead of walking it again.
+// Thread-safety: one per thread (initial-exec TLS), used by one walk at a time (`busy`: a
+// walk nested in another on the same thread, from a signal handler, does not use it).
+//
+// Why reusing is exact: a step of the walk is a function of the frame's state (code address
+// `key`, rsp, and rbp when the frame's rule reads it), of the rule for `key` (fixed until
+// code is unloaded: `generation`), and of the stack words it reads (the return address at
+// CFA - 8, the saved rbp). A new walk that reaches a cached step's key and rsp takes that
+// step, and each step after it, by comparing the rbp it holds (when the rule reads rbp) and
+// the return address in memory with the cached ones: equal inputs give the cached CFA, the
+// cached return address and so the next cached step's key and rsp. The words are read at
+// the addresses the rule walk would read at that point, never others. Hot paths walk
+// through the same outer frames call after call (main, the event loop, the request
+// handler), so most of a stack is a chain of independent loads and compares rather than
+// one of dependent loads and rule lookups.
+#pragma once
+
+#include <cstdint>
+
+#include "frame_rules.hpp"
+#include "stack_table.hpp"
+
+namespace liveheap::engine {
+
+struct WalkCache {
+  // Steps kept: max_frames is 32 by default; a walk of more output frames is not cached.
+  static constexpr std::uint32_t kSteps = 64;
+
+  // Steps sit at the top of the arrays, the outermost at kSteps - 1 and the innermost at
+  // `first`: a new walk that reuses the outer part writes only its own inner steps below
+  // it, and the cached return addresses are in the order a stack is written (innermost
+  // first), copied out with one memcpy.
+  struct Steps {
+    std::uintptr_t sp[kSteps + 1];  // the frame's rsp; sp[kSteps] is UINTPTR_MAX, a sentinel
+    std::uintptr_t key[kSteps];     // the frame's code address (the rule's key)
+    std::uintptr_t bp[kSteps];      // the frame's rbp, compared when the rule reads it
+    std::uintptr_t cfa[kSteps];     // the caller's rsp
+    std::uint64_t rule[kSteps];     // FrameRule::pack()
+    std::uintptr_t frame[kSteps];   // the return address at cfa - 8: the step's output
+    // StackHash's state after the frames from the outermost cached one to this one.
+    std::uint64_t hash[kSteps];
+  };
+
+  // This walk's steps before it met the cache, by output index (frame in the output).
+  struct Fresh {
+    std::uintptr_t sp[kSteps];
+    std::uintptr_t key[kSteps];
+    std::uintptr_t bp[kSteps];
+    std::uintptr_t cfa[kSteps];
+    std::uint64_t rule[kSteps];
+  };
+
+  // liveheap's own frames on top of a walk (the hook, the engine, the walk itself): the same
+  // few steps for every walk through one hook, but at a stack position that depends on the
+  // caller, so kept apart, one walk's per slot picked by the walk's starting rsp.
+  static constexpr std::uint32_t kOwnSteps = 12;
+  static constexpr std::uint32_t kOwnSlots = 4;
+  struct OwnSteps {
+    std::uint32_t count;
+    std::uintptr_t sp[kOwnSteps];
+    std::uintptr_t key[kOwnSteps];
+    std::uintptr_t bp[kOwnSteps];
+    std::uintptr_t cfa[kOwnSteps];
+    std::uint64_t rule[kOwnSteps];
+    std::uintptr_t frame[kOwnSteps];  // liveheap's own return addresses: never output
+  };
+  OwnSteps& own_steps(std::uintptr_t walk_sp) noexcept { return own[(walk_sp >> 4) % kOwnSlots]; }
+
+  // A run of output frames taken from the cache: out [out_begin, out_end) is cached steps
+  // [step_begin, step_begin + out_end - out_begin).
+  struct Reused {
+    std::uint32_t out_begin, out_end, step_begin;
+  };
+  static constexpr std::uint32_t kMaxReused = 4;
+
+  bool busy;
+  std::uint32_t generation_plus_one;  // the rule cache's generation + 1; 0: never filled
+  std::uint32_t first;                // the innermost cached step; kSteps: none
+  std::uint64_t reused_frames;        // for tests: output frames taken from the cache
+  std::uint64_t walks;                // for tests: walks that used the cache
+  Steps steps;
+  Fresh fresh;
+  OwnSteps own[kOwnSlots];
+
+  // Empties the cache unless it belongs to `generation` (code unloaded since: a cached
+  // step's rule may no longer be its key's).
+  void check_generation(std::uint32_t generation) noexcept {
+    if (__builtin_expect(generation_plus_one != generation + 1, 0)) {
+      generation_plus_one = generation + 1;
+      first = kSteps;
+      steps.sp[kSteps] = UINTPTR_MAX;
+      for (OwnSteps& o : own) o.count = 0;
+    }
+  }
+
+  // After a walk of `n` output frames (`frames`) whose runs `reused[0..reused_count)` came
+  // from the cache (reused_count > kMaxReused: too many to say): makes the cache this
+  // walk's and returns its hash_frames().
+  std::uint64_t remember(const std::uintptr_t* frames, std::uint32_t n, const Reused* reused,
+                         std::uint32_t reused_count) noexcept;
+};
+
+}  // namespace liveheap::engine
