@@ -1,5 +1,6 @@
 // Stack capture for the hooks. First choice: our own walk, one cached FrameRule per return
-// address (~0.09 us for 28 frames once warm, where libunwind's unw_backtrace takes ~0.2).
+// address (~0.09 us for 28 frames once warm, where libunwind's unw_backtrace takes ~0.2),
+// taking the steps the thread's previous walk took where they still hold (walk_cache.hpp).
 // For stacks with a frame no rule describes (signal frames, PLT stubs): unw_backtrace
 // when libunwind can be loaded privately, else libgcc's _Unwind_Backtrace (~2.5 us).
 #include "stack_capture.hpp"
@@ -129,15 +130,17 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       const std::uint32_t end = begin + (want - n) < WalkCache::kSteps ? begin + (want - n)
                                                                        : WalkCache::kSteps;
       std::uint32_t s = begin;
-      for (; s < end; ++s) {
-        const std::uint64_t bits = steps.rule[s];
-        if (FrameRule::cfa_from_rbp_of(bits) && bp != steps.bp[s]) break;
-        const std::uintptr_t cfa = steps.cfa[s];
-        if (*reinterpret_cast<const std::uintptr_t*>(cfa - 8) != steps.frame[s]) break;
-        if (const std::int16_t rbp_slot = FrameRule::rbp_slot_of(bits); rbp_slot != 0)
-          bp = *reinterpret_cast<const std::uintptr_t*>(cfa + rbp_slot);
+      // Each step's two words; the rbp held now only where a rule would read it.
+      if (!steps.needs_bp[begin] || bp == steps.bp[begin]) {
+        for (; s < end; ++s) {
+          if (*reinterpret_cast<const std::uintptr_t*>(steps.cfa[s] - 8) != steps.frame[s]) break;
+          if (*reinterpret_cast<const std::uintptr_t*>(steps.check_address[s]) != steps.check_value[s])
+            break;
+        }
       }
       if (s > begin) {
+        // rbp as the last step that restored it left it (with none, as it was).
+        if (steps.restores[begin] != steps.restores[s]) bp = steps.bp_after[s - 1];
         __builtin_memcpy(frames + n, steps.frame + begin, (s - begin) * sizeof(std::uintptr_t));
         if (reused_count < WalkCache::kMaxReused) reused[reused_count] = {n, n + (s - begin), begin};
         ++reused_count;
@@ -192,6 +195,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       fresh.bp[n] = step_bp;
       fresh.cfa[n] = cfa;
       fresh.rule[n] = bits;
+      fresh.bp_after[n] = bp;
     }
     frames[n++] = return_address;
   }

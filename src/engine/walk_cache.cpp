@@ -9,7 +9,7 @@ using Fresh = WalkCache::Fresh;
 constexpr std::uint32_t kSteps = WalkCache::kSteps;
 
 // Cached step `to` := fresh step `from` (output frame `frame`).
-void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh, std::uint32_t from,
+[[gnu::always_inline]] inline void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh, std::uint32_t from,
                std::uintptr_t frame) noexcept {
   steps.sp[to] = fresh.sp[from];
   steps.key[to] = fresh.key[from];
@@ -17,6 +17,13 @@ void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh, std::uint32_t
   steps.cfa[to] = fresh.cfa[from];
   steps.rule[to] = fresh.rule[from];
   steps.frame[to] = frame;
+  const std::int16_t rbp_slot = FrameRule::rbp_slot_of(fresh.rule[from]);
+  steps.check_address[to] = rbp_slot != 0 ? fresh.cfa[from] + rbp_slot : fresh.cfa[from] - 8;
+  steps.check_value[to] = rbp_slot != 0 ? fresh.bp_after[from] : frame;
+  steps.needs_bp[to] = FrameRule::cfa_from_rbp_of(fresh.rule[from]) ||
+                       (rbp_slot == 0 && steps.needs_bp[to + 1]);
+  steps.bp_after[to] = fresh.bp_after[from];
+  steps.restores[to] = static_cast<std::uint8_t>(steps.restores[to + 1] + (rbp_slot != 0));
 }
 
 }  // namespace
@@ -59,6 +66,7 @@ std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
       fresh.bp[j] = steps.bp[s];
       fresh.cfa[j] = steps.cfa[s];
       fresh.rule[j] = steps.rule[s];
+      fresh.bp_after[j] = steps.bp_after[s];
     }
   }
   StackHash hash;

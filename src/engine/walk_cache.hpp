@@ -38,8 +38,21 @@ struct WalkCache {
     std::uintptr_t cfa[kSteps];     // the caller's rsp
     std::uint64_t rule[kSteps];     // FrameRule::pack()
     std::uintptr_t frame[kSteps];   // the return address at cfa - 8: the step's output
+    // The other stack word the step read: the saved rbp (at cfa + the rule's rbp slot) and
+    // its value; for a step that reads none, the return address again.
+    std::uintptr_t check_address[kSteps];
+    std::uintptr_t check_value[kSteps];
     // StackHash's state after the frames from the outermost cached one to this one.
     std::uint64_t hash[kSteps];
+    // Whether the steps from here on use the rbp this step starts with: a rule from here
+    // reads rbp before any restores it, or none does before the cache ends (the walk goes
+    // on from there with the rules). Where not, a walk that meets this step with another
+    // rbp takes the same steps. needs_bp[kSteps] is true.
+    bool needs_bp[kSteps + 1];
+    std::uintptr_t bp_after[kSteps];  // rbp after the step
+    // Steps from here outward that restore rbp (restores[kSteps] is 0): a run of reused
+    // steps that restored none leaves the walk's rbp as it was.
+    std::uint8_t restores[kSteps + 1];
   };
 
   // This walk's steps before it met the cache, by output index (frame in the output).
@@ -49,6 +62,7 @@ struct WalkCache {
     std::uintptr_t bp[kSteps];
     std::uintptr_t cfa[kSteps];
     std::uint64_t rule[kSteps];
+    std::uintptr_t bp_after[kSteps];  // rbp after the step (the saved rbp it read, if any)
   };
 
   // liveheap's own frames on top of a walk (the hook, the engine, the walk itself): the same
@@ -90,6 +104,7 @@ struct WalkCache {
       generation_plus_one = generation + 1;
       first = kSteps;
       steps.sp[kSteps] = UINTPTR_MAX;
+      steps.needs_bp[kSteps] = true;
       for (OwnSteps& o : own) o.count = 0;
     }
   }
