@@ -89,7 +89,7 @@ struct WalkCache {
   static constexpr std::uint32_t kMaxReused = 4;
 
   bool busy;
-  std::uint32_t generation_plus_one;  // the rule cache's generation + 1; 0: never filled
+  std::uint64_t generation_plus_one;  // the rule cache's generation + 1; 0: never filled
   std::uint32_t first;                // the innermost cached step; kSteps: none
   std::uint64_t reused_frames;        // for tests: output frames taken from the cache
   std::uint64_t walks;                // for tests: walks that used the cache
@@ -100,8 +100,8 @@ struct WalkCache {
   // Empties the cache unless it belongs to `generation` (code unloaded since: a cached
   // step's rule may no longer be its key's).
   void check_generation(std::uint32_t generation) noexcept {
-    if (__builtin_expect(generation_plus_one != generation + 1, 0)) {
-      generation_plus_one = generation + 1;
+    if (__builtin_expect(generation_plus_one != std::uint64_t{generation} + 1, 0)) {
+      generation_plus_one = std::uint64_t{generation} + 1;
       first = kSteps;
       steps.sp[kSteps] = UINTPTR_MAX;
       steps.needs_bp[kSteps] = true;
