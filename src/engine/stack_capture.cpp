@@ -101,6 +101,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
   WalkCache::Reused reused[WalkCache::kMaxReused];
   std::uint32_t reused_count = 0;
   std::uint32_t next = cache.first;  // the cached step this walk may meet next
+  const std::uint32_t fresh_limit = cache.fresh_limit();  // own steps recorded for as many frames
   std::uintptr_t key = pc;           // the innermost frame is at pc itself, not after a call
   std::uint32_t n = 0;
   bool in_own_frames = true;
@@ -189,7 +190,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       continue;
     }
     in_own_frames = false;
-    if (n < WalkCache::kSteps) {
+    if (n < fresh_limit) {
       fresh.sp[n] = step_sp;
       fresh.key[n] = step_key;
       fresh.bp[n] = step_bp;
@@ -199,7 +200,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     }
     frames[n++] = return_address;
   }
-  *hash = cache.remember(frames, n, reused, reused_count);
+  *hash = cache.remember(frames, n, reused, reused_count, fresh_limit);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
   return n;

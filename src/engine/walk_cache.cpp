@@ -29,14 +29,17 @@ constexpr std::uint32_t kSteps = WalkCache::kSteps;
 }  // namespace
 
 std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
-                                  const Reused* reused, std::uint32_t reused_count) noexcept {
+                                  const Reused* reused, std::uint32_t reused_count,
+                                  std::uint32_t recorded) noexcept {
   ++walks;
   for (std::uint32_t k = 0; k < reused_count && k < kMaxReused; ++k)
     reused_frames += reused[k].out_end - reused[k].out_begin;
   // The common case: this walk's own inner steps, then the cache's steps to its outermost
   // (or to the frame limit). The cached steps stay where they are; the new ones go below.
-  if (reused_count == 1 && reused[0].out_end == n && reused[0].step_begin >= reused[0].out_begin) {
+  if (reused_count == 1 && reused[0].out_end == n && reused[0].step_begin >= reused[0].out_begin &&
+      reused[0].out_begin <= recorded) {
     const Reused& r = reused[0];
+    if (r.out_begin > kCheapSteps) skipped = 0;
     const std::uint32_t new_first = r.step_begin - r.out_begin;
     StackHash hash = StackHash::resume(steps.hash[r.step_begin]);
     for (std::uint32_t j = r.out_begin; j-- > 0;) {
@@ -54,10 +57,15 @@ std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
 
   // Otherwise the cache becomes this walk, every step of it: the reused ones first copied
   // out of the cache (into the fresh steps, whose places they took in the output).
+  if (n > recorded) {  // the walk's own steps were not all recorded: the cache stays
+    ++skipped;
+    return hash_frames(frames, n);
+  }
   if (n > kSteps || reused_count > kMaxReused) {
     first = kSteps;
     return hash_frames(frames, n);
   }
+  if (n > kCheapSteps) skipped = 0;
   for (std::uint32_t k = 0; k < reused_count; ++k) {
     const Reused& r = reused[k];
     for (std::uint32_t j = r.out_begin, s = r.step_begin; j < r.out_end; ++j, ++s) {

@@ -88,7 +88,19 @@ struct WalkCache {
   };
   static constexpr std::uint32_t kMaxReused = 4;
 
+  // Keeping a walk costs ~50 instructions per step it did not take from the cache, so a
+  // walk with many of those (stacks that differ in most frames, call after call) is kept
+  // only every kRareKeep-th time: its own steps are recorded as it walks for its first
+  // kCheapSteps output frames only, all of them on every kRareKeep-th walk (and on the
+  // first into an empty cache).
+  static constexpr std::uint32_t kCheapSteps = 8;
+  static constexpr std::uint32_t kRareKeep = 8;
+  std::uint32_t fresh_limit() const noexcept {
+    return first == kSteps || skipped + 1 >= kRareKeep ? kSteps : kCheapSteps;
+  }
+
   bool busy;
+  std::uint32_t skipped;              // walks not kept since the last long one kept
   std::uint64_t generation_plus_one;  // the rule cache's generation + 1; 0: never filled
   std::uint32_t first;                // the innermost cached step; kSteps: none
   std::uint64_t reused_frames;        // for tests: output frames taken from the cache
@@ -110,10 +122,11 @@ struct WalkCache {
   }
 
   // After a walk of `n` output frames (`frames`) whose runs `reused[0..reused_count)` came
-  // from the cache (reused_count > kMaxReused: too many to say): makes the cache this
-  // walk's and returns its hash_frames().
+  // from the cache (reused_count > kMaxReused: too many to say), whose own steps were
+  // recorded for its first `recorded` output frames: makes the cache this walk's, when
+  // they suffice, and returns its hash_frames().
   std::uint64_t remember(const std::uintptr_t* frames, std::uint32_t n, const Reused* reused,
-                         std::uint32_t reused_count) noexcept;
+                         std::uint32_t reused_count, std::uint32_t recorded) noexcept;
 };
 
 }  // namespace liveheap::engine

@@ -153,6 +153,9 @@ volatile std::uintptr_t g_sink;
 volatile int g_depth_a = 4, g_depth_b = 4;
 
 std::uint64_t reused_frames() { return walk_cache_use().reused_frames; }
+// The next walk starts from an empty cache, and is kept whole (a walk that shares few
+// frames with the cached one is otherwise kept only now and then).
+void empty_walk_cache() { forget_frame_rules(); }
 
 [[gnu::noinline]] Captured inner_chain(int level) {
   if (level <= 0) return capture_all();
@@ -204,6 +207,7 @@ TEST_F(Unwind, ARepeatedStackIsTakenFromThePreviousWalkAndStillMatches) {
   const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized, Shape::plain};
   std::uint64_t reused[2] = {};
   Captured c[2];
+  empty_walk_cache();
   for (int i = 0; i < 2; ++i) {  // one call site: the same stack twice
     const std::uint64_t before = reused_frames();
     c[i] = capture_through(shapes);
@@ -219,6 +223,7 @@ TEST_F(Unwind, AnotherOuterCallerAtTheSameDepthIsNotTakenFromTheCache) {
   Captured c[2];
   std::uint64_t reused = 0;
   Captured (*const callers[2])() = {outer_a, outer_b};
+  empty_walk_cache();
   for (int i = 0; i < 2; ++i) {  // one call site
     const std::uint64_t before = reused_frames();
     c[i] = through(callers[i]);
@@ -241,6 +246,7 @@ TEST_F(Unwind, AReturnAddressRewrittenByAnotherCallSiteIsNotTakenFromTheCache) {
   for (int round = 0; round < 4; ++round) {
     Captured c[2];
     std::uint64_t reused = 0;
+    empty_walk_cache();
     for (int i = 0; i < 2; ++i) {  // one call site
       const std::uint64_t before = reused_frames();
       c[i] = two_call_sites(i == 1);
