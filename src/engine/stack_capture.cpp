@@ -100,26 +100,29 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
   WalkCache::Fresh& fresh = cache.fresh;
   WalkCache::Reused reused[WalkCache::kMaxReused];
   std::uint32_t reused_count = 0;
-  std::uint32_t next = cache.first;  // the cached step this walk may meet next
-  const std::uint32_t fresh_limit = cache.fresh_limit();  // own steps recorded for as many frames
+  const bool rules_alone = cache.rules_alone();
+  // The cached step this walk may meet next (the sentinel: none).
+  std::uint32_t next = rules_alone ? WalkCache::kSteps : cache.first;
+  // The walk's own steps are recorded for as many output frames.
+  const std::uint32_t fresh_limit = rules_alone ? 0 : cache.fresh_limit();
   std::uintptr_t key = pc;           // the innermost frame is at pc itself, not after a call
   std::uint32_t n = 0;
   bool in_own_frames = true;
-  // Our own frames first: the previous walk's from here, when it started at the same place.
-  WalkCache::OwnSteps& own = cache.own_steps(sp);
-  std::uint32_t own_n = 0;  // own steps taken so far
-  if (own.count != 0 && own.sp[0] == sp && own.key[0] == key) {
+  // Our own frames first: the previous walk's, checked in place.
+  WalkCache::OwnSteps& own = cache.own;
+  const std::uintptr_t walk_sp = sp;
+  std::uint32_t own_n = 0;     // own steps taken so far
+  bool own_relative = true;    // so far every own step's CFA is walk_sp + an offset
+  if (own.count != 0 && own.pc == pc) {
     for (; own_n < own.count; ++own_n) {
-      const std::uint64_t bits = own.rule[own_n];
-      if (FrameRule::cfa_from_rbp_of(bits) && bp != own.bp[own_n]) break;
-      const std::uintptr_t cfa = own.cfa[own_n];
+      const std::uintptr_t cfa = walk_sp + own.cfa_offset[own_n];
       if (*reinterpret_cast<const std::uintptr_t*>(cfa - 8) != own.frame[own_n]) break;
-      if (const std::int16_t rbp_slot = FrameRule::rbp_slot_of(bits); rbp_slot != 0)
+      if (const std::int16_t rbp_slot = FrameRule::rbp_slot_of(own.rule[own_n]); rbp_slot != 0)
         bp = *reinterpret_cast<const std::uintptr_t*>(cfa + rbp_slot);
     }
     if (own_n > 0) {
       key = own.frame[own_n - 1] - 1;
-      sp = own.cfa[own_n - 1];
+      sp = walk_sp + own.cfa_offset[own_n - 1];
     }
   }
   while (n < want) {
@@ -178,14 +181,15 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     if (return_address == 0) break;
     key = return_address - 1;  // the call instruction's row
     if (in_own_frames && in_own_section(return_address)) {
-      if (own_n < WalkCache::kOwnSteps) {
-        own.sp[own_n] = step_sp;
-        own.key[own_n] = step_key;
-        own.bp[own_n] = step_bp;
-        own.cfa[own_n] = cfa;
+      own_relative = own_relative && !FrameRule::cfa_from_rbp_of(bits);
+      if (own_relative && own_n < WalkCache::kOwnSteps) {
+        own.pc = pc;
+        own.cfa_offset[own_n] = cfa - walk_sp;
         own.rule[own_n] = bits;
         own.frame[own_n] = return_address;
         own.count = ++own_n;
+      } else if (own.count > own_n) {
+        own.count = own_n;  // the steps after are another path's
       }
       continue;
     }
@@ -200,7 +204,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     }
     frames[n++] = return_address;
   }
-  *hash = cache.remember(frames, n, reused, reused_count, fresh_limit);
+  *hash = rules_alone ? hash_frames(frames, n) : cache.remember(frames, n, reused, reused_count, fresh_limit);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
   return n;

@@ -32,8 +32,12 @@ std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
                                   const Reused* reused, std::uint32_t reused_count,
                                   std::uint32_t recorded) noexcept {
   ++walks;
+  std::uint32_t taken = 0;
   for (std::uint32_t k = 0; k < reused_count && k < kMaxReused; ++k)
-    reused_frames += reused[k].out_end - reused[k].out_begin;
+    taken += reused[k].out_end - reused[k].out_begin;
+  reused_frames += taken;
+  if (2 * taken >= n) poor = 0;
+  else if (poor < kPoorWalks) ++poor;
   // The common case: this walk's own inner steps, then the cache's steps to its outermost
   // (or to the frame limit). The cached steps stay where they are; the new ones go below.
   if (reused_count == 1 && reused[0].out_end == n && reused[0].step_begin >= reused[0].out_begin &&

@@ -65,21 +65,20 @@ struct WalkCache {
     std::uintptr_t bp_after[kSteps];  // rbp after the step (the saved rbp it read, if any)
   };
 
-  // liveheap's own frames on top of a walk (the hook, the engine, the walk itself): the same
-  // few steps for every walk through one hook, but at a stack position that depends on the
-  // caller, so kept apart, one walk's per slot picked by the walk's starting rsp.
+  // liveheap's own frames on top of a walk (the walk itself, the engine, the hook): the same
+  // few steps for every walk through one hook, at a stack position that depends on the
+  // caller. Their rules take rsp alone (the engine is built without frame pointers), so
+  // their CFAs are fixed offsets from the walk's starting rsp, wherever that is: kept as
+  // offsets, each step's return address checked in place. The walk's own frame is where
+  // the walk starts, at the walk's pc; a step whose rule reads rbp ends them.
   static constexpr std::uint32_t kOwnSteps = 12;
-  static constexpr std::uint32_t kOwnSlots = 4;
   struct OwnSteps {
     std::uint32_t count;
-    std::uintptr_t sp[kOwnSteps];
-    std::uintptr_t key[kOwnSteps];
-    std::uintptr_t bp[kOwnSteps];
-    std::uintptr_t cfa[kOwnSteps];
-    std::uint64_t rule[kOwnSteps];
-    std::uintptr_t frame[kOwnSteps];  // liveheap's own return addresses: never output
+    std::uintptr_t pc;                      // the walk's pc, the first step's key
+    std::uintptr_t cfa_offset[kOwnSteps];   // the step's CFA - the walk's starting rsp
+    std::uint64_t rule[kOwnSteps];          // FrameRule::pack(), rsp-based
+    std::uintptr_t frame[kOwnSteps];        // liveheap's own return addresses: never output
   };
-  OwnSteps& own_steps(std::uintptr_t walk_sp) noexcept { return own[(walk_sp >> 4) % kOwnSlots]; }
 
   // A run of output frames taken from the cache: out [out_begin, out_end) is cached steps
   // [step_begin, step_begin + out_end - out_begin).
@@ -99,15 +98,24 @@ struct WalkCache {
     return first == kSteps || skipped + 1 >= kRareKeep ? kSteps : kCheapSteps;
   }
 
+  // A thread whose walks take less than half their frames from the cache, kPoorWalks walks
+  // in a row, walks with the rules alone (checking no cached step, keeping nothing) but for
+  // every kProbeEvery-th walk, which tries the cache again.
+  static constexpr std::uint32_t kPoorWalks = 8;
+  static constexpr std::uint32_t kProbeEvery = 16;
+  bool rules_alone() noexcept { return poor >= kPoorWalks && ++since_probe % kProbeEvery != 0; }
+
   bool busy;
   std::uint32_t skipped;              // walks not kept since the last long one kept
+  std::uint32_t poor;                 // walks in a row that took less than half from the cache
+  std::uint32_t since_probe;
   std::uint64_t generation_plus_one;  // the rule cache's generation + 1; 0: never filled
   std::uint32_t first;                // the innermost cached step; kSteps: none
   std::uint64_t reused_frames;        // for tests: output frames taken from the cache
   std::uint64_t walks;                // for tests: walks that used the cache
   Steps steps;
   Fresh fresh;
-  OwnSteps own[kOwnSlots];
+  OwnSteps own;
 
   // Empties the cache unless it belongs to `generation` (code unloaded since: a cached
   // step's rule may no longer be its key's).
@@ -117,7 +125,8 @@ struct WalkCache {
       first = kSteps;
       steps.sp[kSteps] = UINTPTR_MAX;
       steps.needs_bp[kSteps] = true;
-      for (OwnSteps& o : own) o.count = 0;
+      own.count = 0;
+      skipped = poor = since_probe = 0;
     }
   }
 
