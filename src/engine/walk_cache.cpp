@@ -9,8 +9,8 @@ using Fresh = WalkCache::Fresh;
 constexpr std::uint32_t kSteps = WalkCache::kSteps;
 
 // Cached step `to` := fresh step `from` (output frame `frame`).
-[[gnu::always_inline]] inline void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh, std::uint32_t from,
-               std::uintptr_t frame) noexcept {
+[[gnu::always_inline]] inline void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh,
+                                             std::uint32_t from, std::uintptr_t frame) noexcept {
   steps.sp[to] = fresh.sp[from];
   steps.key[to] = fresh.key[from];
   steps.bp[to] = fresh.bp[from];

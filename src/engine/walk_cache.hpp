@@ -7,10 +7,11 @@
 // `key`, rsp, and rbp when the frame's rule reads it), of the rule for `key` (fixed until
 // code is unloaded: `generation`), and of the stack words it reads (the return address at
 // CFA - 8, the saved rbp). A new walk that reaches a cached step's key and rsp takes that
-// step, and each step after it, by comparing the rbp it holds (when the rule reads rbp) and
-// the return address in memory with the cached ones: equal inputs give the cached CFA, the
-// cached return address and so the next cached step's key and rsp. The words are read at
-// the addresses the rule walk would read at that point, never others. Hot paths walk
+// step, and each step after it, by comparing the two stack words in memory with the cached
+// ones, and the rbp it holds where a rule from there would read it (needs_bp): equal inputs
+// give the cached CFA, the cached return address and so the next cached step's key and
+// rsp. The words are read at the addresses the rule walk would read at that point, in its
+// order, never others. Hot paths walk
 // through the same outer frames call after call (main, the event loop, the request
 // handler), so most of a stack is a chain of independent loads and compares rather than
 // one of dependent loads and rule lookups.
@@ -34,7 +35,7 @@ struct WalkCache {
   struct Steps {
     std::uintptr_t sp[kSteps + 1];  // the frame's rsp; sp[kSteps] is UINTPTR_MAX, a sentinel
     std::uintptr_t key[kSteps];     // the frame's code address (the rule's key)
-    std::uintptr_t bp[kSteps];      // the frame's rbp, compared when the rule reads it
+    std::uintptr_t bp[kSteps];      // the frame's rbp, compared where needs_bp
     std::uintptr_t cfa[kSteps];     // the caller's rsp
     std::uint64_t rule[kSteps];     // FrameRule::pack()
     std::uintptr_t frame[kSteps];   // the return address at cfa - 8: the step's output

@@ -205,7 +205,8 @@ std::size_t frames_apart(const Captured& x, const Captured& y, std::size_t* at) 
 }
 
 TEST_F(Unwind, ARepeatedStackIsTakenFromThePreviousWalkAndStillMatches) {
-  const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized, Shape::plain};
+  const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized,
+                                  Shape::plain};
   std::uint64_t reused[2] = {};
   Captured c[2];
   empty_walk_cache();
@@ -306,7 +307,8 @@ TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
 
 TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
   forget_frame_rules();  // as a dlclose does: the first walk below starts afresh too
-  for (const char* path : {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B, LIVEHEAP_UNWIND_MODULE_A}) {
+  for (const char* path :
+       {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B, LIVEHEAP_UNWIND_MODULE_A}) {
     void* handle = nullptr;
     const std::uint64_t before = reused_frames();
     expect_same_stacks(call_module(path, &handle), path);
