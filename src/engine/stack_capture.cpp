@@ -168,6 +168,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     const FrameRule::Kind kind = FrameRule::kind_of(bits);
     if (__builtin_expect(kind != FrameRule::Kind::step, 0)) {
       if (kind == FrameRule::Kind::outermost) break;
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the cache's writes before
       cache.busy = false;
       return kNeedsOtherUnwinder;
     }
