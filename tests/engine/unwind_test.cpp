@@ -2,6 +2,7 @@
 // to the address, for every shape of stack; and the rule cache against a model.
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/time.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -319,6 +320,33 @@ TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
     ASSERT_EQ(dlclose(handle), 0);
     ASSERT_EQ(dlclose(handle), 0);
   }
+}
+
+// A signal handler that walks while this thread is walking: the nested walk leaves the
+// cache alone (it goes to another unwinder), the interrupted one finishes with it intact.
+std::atomic<long> g_handler_walks{0};
+void walk_in_handler(int) {
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
+  std::uint32_t depth = 0;
+  capture_stack_with(Unwinder::frame_rules, frames, 64, &depth);  // allocates nothing
+  g_handler_walks.fetch_add(1, std::memory_order_relaxed);
+}
+
+TEST_F(Unwind, WalksInterruptedByAHandlerThatWalksStayExact) {
+  struct sigaction action {}, old {};
+  action.sa_handler = walk_in_handler;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(sigaction(SIGALRM, &action, &old), 0);
+  const itimerval every{{0, 50}, {0, 50}}, off{};
+  ASSERT_EQ(setitimer(ITIMER_REAL, &every, nullptr), 0);
+  const std::vector<Shape> a{Shape::plain, Shape::alloca_frame, Shape::plain, Shape::plain};
+  const std::vector<Shape> b{Shape::plain, Shape::realigned, Shape::plain};
+  for (int i = 0; i < 3000 && !HasFailure(); ++i)
+    expect_same_stacks(capture_through(i % 3 ? a : b), ("walk " + std::to_string(i)).c_str());
+  setitimer(ITIMER_REAL, &off, nullptr);
+  sigaction(SIGALRM, &old, nullptr);
+  EXPECT_GT(g_handler_walks.load(), 10);
 }
 
 // This test links the engine's objects: the engine's own code is its section only
