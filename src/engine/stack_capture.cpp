@@ -1,5 +1,6 @@
 // Stack capture for the hooks. First choice: our own walk, one cached FrameRule per return
-// address (~0.09 us for 28 frames once warm, where libunwind's unw_backtrace takes ~0.2).
+// address (~0.09 us for 28 frames once warm, where libunwind's unw_backtrace takes ~0.2),
+// taking the steps the thread's previous walk took where they still hold (walk_cache.hpp).
 // For stacks with a frame no rule describes (signal frames, PLT stubs): unw_backtrace
 // when libunwind can be loaded privately, else libgcc's _Unwind_Backtrace (~2.5 us).
 #include "stack_capture.hpp"
@@ -13,6 +14,7 @@
 #include "own_code.hpp"
 #include "stack_table.hpp"
 #include "thread_state.hpp"
+#include "walk_cache.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -58,9 +60,8 @@ struct RecentRules {
 }
 
 // This thread's recent rules, emptied when code was unloaded since it last walked.
-RecentRules& recent_rules() noexcept {
+RecentRules& recent_rules(std::uint32_t generation) noexcept {
   RecentRules& recent = t_recent_rules;
-  const std::uint32_t generation = g_frame_rules.generation();
   if (__builtin_expect(recent.generation != generation, 0)) {
     __builtin_memset(recent.slots, 0, sizeof recent.slots);
     recent.generation = generation;
@@ -68,25 +69,96 @@ RecentRules& recent_rules() noexcept {
   return recent;
 }
 
+// This thread's previous walk (walk_cache.hpp): 8.5 KiB of static TLS per thread.
+[[gnu::tls_model("initial-exec")]] constinit thread_local WalkCache t_walk_cache{};
+
 // Walks from this function's own frame, caller by caller, writing up to `want` return
-// addresses past liveheap's own frames (so no copy drops them afterwards) and hashing them;
-// kNeedsOtherUnwinder when a frame has no usable rule. The hot loop is one chain of
-// dependent loads per frame (return address, rule, next return address): it reads the
-// packed rule's fields in place (FrameRule::kind_of & co.) and keeps other work off that
-// chain.
+// addresses past liveheap's own frames (so no copy drops them afterwards), and `*hash` with
+// their hash_frames(); kNeedsOtherUnwinder when a frame has no usable rule. The rule steps
+// are one chain of dependent loads per frame (return address, rule, next return address):
+// they read the packed rule's fields in place (FrameRule::kind_of & co.) and keep other
+// work off that chain. Where the walk meets a step of the previous walk (the same code
+// address and rsp), it checks the cached steps instead (walk_cache.hpp), as far as they
+// hold.
 LIVEHEAP_OWN_CODE
 std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
-                                    StackHash* hash) noexcept {
+                                    std::uint64_t* hash) noexcept {
   std::uintptr_t pc, sp, bp;
   // The three registers together, at one instruction: the CFI row of that pc matches.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
                : "=r"(pc), "=r"(sp), "=r"(bp));
-  RecentRules& recent = recent_rules();
+  WalkCache& cache = t_walk_cache;
+  // A signal handler's walk while this thread was walking: the cache is mid-update.
+  if (__builtin_expect(cache.busy, 0)) return kNeedsOtherUnwinder;
+  cache.busy = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const std::uint32_t generation = g_frame_rules.generation();
+  RecentRules& recent = recent_rules(generation);
+  cache.check_generation(generation);
   const FrameRuleCache::View rules = g_frame_rules.view();
-  std::uintptr_t key = pc;  // the innermost frame is at pc itself, not after a call
+  WalkCache::Steps& steps = cache.steps;
+  WalkCache::Fresh& fresh = cache.fresh;
+  WalkCache::Reused reused[WalkCache::kMaxReused];
+  std::uint32_t reused_count = 0;
+  const bool rules_alone = cache.rules_alone();
+  // The cached step this walk may meet next (the sentinel: none).
+  std::uint32_t next = rules_alone ? WalkCache::kSteps : cache.first;
+  // The walk's own steps are recorded for as many output frames.
+  const std::uint32_t fresh_limit = rules_alone ? 0 : cache.fresh_limit();
+  std::uintptr_t key = pc;           // the innermost frame is at pc itself, not after a call
   std::uint32_t n = 0;
   bool in_own_frames = true;
+  // Our own frames first: the previous walk's, checked in place.
+  WalkCache::OwnSteps& own = cache.own;
+  const std::uintptr_t walk_sp = sp;
+  std::uint32_t own_n = 0;     // own steps taken so far
+  bool own_relative = true;    // so far every own step's CFA is walk_sp + an offset
+  if (own.count != 0 && own.pc == pc) {
+    for (; own_n < own.count; ++own_n) {
+      const std::uintptr_t cfa = walk_sp + own.cfa_offset[own_n];
+      if (*reinterpret_cast<const std::uintptr_t*>(cfa - 8) != own.frame[own_n]) break;
+      if (const std::int16_t rbp_slot = FrameRule::rbp_slot_of(own.rule[own_n]); rbp_slot != 0)
+        bp = *reinterpret_cast<const std::uintptr_t*>(cfa + rbp_slot);
+    }
+    if (own_n > 0) {
+      key = own.frame[own_n - 1] - 1;
+      sp = walk_sp + own.cfa_offset[own_n - 1];
+    }
+  }
   while (n < want) {
+    // Cached steps are in rsp order, and rsp only grows: skip those the walk went past.
+    while (steps.sp[next] < sp) ++next;  // stops at the sentinel, sp[kSteps]
+    if (steps.sp[next] == sp && steps.key[next] == key &&
+        !(in_own_frames && in_own_section(steps.frame[next]))) {
+      const std::uint32_t begin = next;
+      const std::uint32_t end = begin + (want - n) < WalkCache::kSteps ? begin + (want - n)
+                                                                       : WalkCache::kSteps;
+      std::uint32_t s = begin;
+      // Each step's two words; the rbp held now only where a rule would read it.
+      if (!steps.needs_bp[begin] || bp == steps.bp[begin]) {
+        for (; s < end; ++s) {
+          const auto* return_slot = reinterpret_cast<const std::uintptr_t*>(steps.cfa[s] - 8);
+          const auto* check_slot = reinterpret_cast<const std::uintptr_t*>(steps.check_address[s]);
+          if (*return_slot != steps.frame[s] || *check_slot != steps.check_value[s]) break;
+        }
+      }
+      if (s > begin) {
+        // rbp as the last step that restored it left it (with none, as it was).
+        if (steps.restores[begin] != steps.restores[s]) bp = steps.bp_after[s - 1];
+        __builtin_memcpy(frames + n, steps.frame + begin, (s - begin) * sizeof(std::uintptr_t));
+        if (reused_count < WalkCache::kMaxReused)
+          reused[reused_count] = {n, n + (s - begin), begin};
+        ++reused_count;
+        n += s - begin;
+        in_own_frames = false;
+        key = steps.frame[s - 1] - 1;
+        sp = steps.cfa[s - 1];
+      }
+      // Step s (when there is one) did not check: the rules walk it, and the search goes on
+      // from the step after it.
+      next = s < WalkCache::kSteps ? s + 1 : s;
+      continue;
+    }
     RecentRules::Slot& slot = recent.at(sp);
     std::uint64_t bits = slot.rule;
     if (__builtin_expect(slot.key != key, 0)) {
@@ -96,22 +168,48 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     const FrameRule::Kind kind = FrameRule::kind_of(bits);
     if (__builtin_expect(kind != FrameRule::Kind::step, 0)) {
       if (kind == FrameRule::Kind::outermost) break;
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the cache's writes before
+      cache.busy = false;
       return kNeedsOtherUnwinder;
     }
     const std::uintptr_t base = FrameRule::cfa_from_rbp_of(bits) ? bp : sp;
     const std::uintptr_t cfa = base + FrameRule::cfa_offset_of(bits);
     if (cfa - sp - 1 >= kMaxFrameBytes) break;  // also cfa <= sp
     const std::uintptr_t return_address = *reinterpret_cast<const std::uintptr_t*>(cfa - 8);
+    const std::uintptr_t step_sp = sp, step_key = key, step_bp = bp;
     if (const std::int16_t rbp_slot = FrameRule::rbp_slot_of(bits); rbp_slot != 0)
       bp = *reinterpret_cast<const std::uintptr_t*>(cfa + rbp_slot);
     sp = cfa;
     if (return_address == 0) break;
     key = return_address - 1;  // the call instruction's row
-    if (in_own_frames && in_own_section(return_address)) continue;
+    if (in_own_frames && in_own_section(return_address)) {
+      own_relative = own_relative && !FrameRule::cfa_from_rbp_of(bits);
+      if (own_relative && own_n < WalkCache::kOwnSteps) {
+        own.pc = pc;
+        own.cfa_offset[own_n] = cfa - walk_sp;
+        own.rule[own_n] = bits;
+        own.frame[own_n] = return_address;
+        own.count = ++own_n;
+      } else if (own.count > own_n) {
+        own.count = own_n;  // the steps after are another path's
+      }
+      continue;
+    }
     in_own_frames = false;
+    if (n < fresh_limit) {
+      fresh.sp[n] = step_sp;
+      fresh.key[n] = step_key;
+      fresh.bp[n] = step_bp;
+      fresh.cfa[n] = cfa;
+      fresh.rule[n] = bits;
+      fresh.bp_after[n] = bp;
+    }
     frames[n++] = return_address;
-    hash->add(return_address);
   }
+  *hash = rules_alone ? hash_frames(frames, n)
+                      : cache.remember(frames, n, reused, reused_count, fresh_limit);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  cache.busy = false;
   return n;
 }
 
@@ -169,12 +267,8 @@ void load_unwinder() noexcept {
 
 LIVEHEAP_OWN_CODE
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash) noexcept {
-  StackHash walked;
-  const std::uint32_t n = walk_with_frame_rules(frames, max, &walked);
-  if (n != kNeedsOtherUnwinder) {
-    *hash = walked.finish(n);
-    return n;
-  }
+  const std::uint32_t n = walk_with_frame_rules(frames, max, hash);
+  if (n != kNeedsOtherUnwinder) return n;
   // The other unwinders start with our own frames: walk further, then drop them.
   g_fallback_walks.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t want = max + kOwnFramesSlack;
@@ -190,7 +284,7 @@ bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t
                         std::uint32_t* depth) noexcept {
   const std::uint32_t want = max + kOwnFramesSlack;
   std::uint32_t n = kNeedsOtherUnwinder;
-  StackHash unused;
+  std::uint64_t unused = 0;
   switch (unwinder) {
     case Unwinder::frame_rules: n = walk_with_frame_rules(frames, max, &unused); break;
     case Unwinder::libunwind: n = walk_with_libunwind(frames, want); break;
@@ -205,6 +299,7 @@ bool is_own_code(std::uintptr_t address) noexcept { return in_own_section(addres
 
 void forget_frame_rules() noexcept { g_frame_rules.clear(); }
 std::size_t cached_frame_rules() noexcept { return g_frame_rules.size(); }
+WalkCacheUse walk_cache_use() noexcept { return {t_walk_cache.walks, t_walk_cache.reused_frames}; }
 std::uint64_t fallback_walks() noexcept { return g_fallback_walks.load(std::memory_order_relaxed); }
 void frame_rules_lock_for_fork() noexcept { g_frame_rules.lock_for_fork(); }
 void frame_rules_unlock_after_fork() noexcept { g_frame_rules.unlock_after_fork(); }

@@ -37,6 +37,14 @@ bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t
 // frame rule is dropped.
 void forget_frame_rules() noexcept;
 std::size_t cached_frame_rules() noexcept;
+
+// For tests: how this thread's walks used the previous walk (walk_cache.hpp): the walks
+// the rules finished, and the output frames they took from the cache, checked.
+struct WalkCacheUse {
+  std::uint64_t walks = 0;
+  std::uint64_t reused_frames = 0;
+};
+WalkCacheUse walk_cache_use() noexcept;
 // fork(): the child must not inherit the rule cache's lock held by a vanished thread.
 void frame_rules_lock_for_fork() noexcept;
 void frame_rules_unlock_after_fork() noexcept;

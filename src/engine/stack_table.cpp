@@ -25,7 +25,7 @@ std::size_t align_up(std::size_t n, std::size_t align) noexcept { return (n + al
 
 std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept {
   StackHash hash;
-  for (std::uint32_t i = 0; i < depth; ++i) hash.add(frames[i]);
+  for (std::uint32_t i = depth; i-- > 0;) hash.add(frames[i]);
   return hash.finish(depth);
 }
 

@@ -17,12 +17,21 @@ inline constexpr StackId kNoStack = 0;
 inline constexpr unsigned kStackIdBits = 24;
 inline constexpr StackId kMaxStacks = (1u << kStackIdBits) - 1;
 
-// The hash of a stack, one frame at a time: a multiply-rotate per frame, one full mix at
-// the end (a full mix per frame cost ~400 instructions per 25-frame stack). The stack walk
-// feeds it as it goes, where its multiplies overlap the walk's loads instead of running
-// after it as a chain of their own (~45 ns per 28-frame stack).
+// The hash of a stack, one frame at a time from the outermost: a multiply-rotate per frame,
+// one full mix at the end (a full mix per frame cost ~400 instructions per 25-frame stack).
+// Outermost first, so that the state after a stack's outer frames is the same whatever was
+// called below them: the stack walk keeps it per frame and reuses it for a later stack with
+// the same outer part (walk_cache.hpp). Internal to the process, never stored.
 class StackHash {
  public:
+  StackHash() noexcept = default;
+  static StackHash resume(std::uint64_t state) noexcept {
+    StackHash h;
+    h.h_ = state;
+    return h;
+  }
+  std::uint64_t state() const noexcept { return h_; }
+
   void add(std::uintptr_t frame) noexcept {
     h_ = (h_ ^ frame) * 0x100000001b3ull;
     h_ = (h_ << 23) | (h_ >> 41);
@@ -42,7 +51,8 @@ class StackHash {
   std::uint64_t h_ = 0x9e3779b97f4a7c15ull;
 };
 
-// StackHash over `depth` frames; shared by the table and its tests.
+// StackHash over `depth` frames (frames[depth - 1], the outermost, first); shared by the
+// table, the stack walk and their tests.
 std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noexcept;
 
 // Totals of one stack. Allocations add to alloc_*, frees to freed_*: live = alloc - freed,

@@ -2,6 +2,7 @@
 // to the address, for every shape of stack; and the rule cache against a model.
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/time.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "frame_rule_cache.hpp"
 #include "frame_rules.hpp"
 #include "stack_capture.hpp"
+#include "stack_table.hpp"
 #include "unwind_shapes.hpp"
 
 namespace liveheap::engine::test {
@@ -144,6 +146,207 @@ TEST_F(Unwind, DlcloseForgetsRulesAndOtherCodeAtTheSameAddressesUnwinds) {
       EXPECT_EQ(cached_frame_rules(), 0u) << "dlclose must drop every cached rule";
     }
   }
+}
+
+// The walk reuses the previous walk's outer steps after checking them (walk_cache.hpp).
+// Each test below makes a stack where reusing them unchecked would give a wrong stack.
+volatile std::uintptr_t g_sink;
+volatile int g_depth_a = 4, g_depth_b = 4;
+
+std::uint64_t reused_frames() { return walk_cache_use().reused_frames; }
+// The next walk starts from an empty cache, and is kept whole (a walk that shares few
+// frames with the cached one is otherwise kept only now and then, and a thread whose walks
+// share few walks with the rules alone for a while).
+void empty_walk_cache() { forget_frame_rules(); }
+
+[[gnu::noinline]] Captured inner_chain(int level) {
+  if (level <= 0) return capture_all();
+  Captured c = inner_chain(level - 1);
+  g_sink = g_sink + static_cast<std::uintptr_t>(level);
+  return c;
+}
+// Two callers with the same frame (they differ in a constant only), called from one
+// function at the same rsp: the chain below them is at the same addresses in both.
+[[gnu::noinline]] Captured outer_a() {
+  Captured c = inner_chain(g_depth_a);
+  g_sink = g_sink + 1;
+  return c;
+}
+[[gnu::noinline]] Captured outer_b() {
+  Captured c = inner_chain(g_depth_a);
+  g_sink = g_sink + 2;
+  return c;
+}
+// One function, two call sites of the chain: the same CFA, another return address in it.
+[[gnu::noinline]] Captured two_call_sites(bool second) {
+  Captured c;
+  if (second) {
+    c = inner_chain(g_depth_b);
+    g_sink = g_sink + 7;
+  } else {
+    c = inner_chain(g_depth_a);
+    g_sink = g_sink + 9;
+  }
+  return c;
+}
+[[gnu::noinline]] Captured through(Captured (*fn)()) {
+  Captured c = fn();
+  g_sink = g_sink + 3;
+  return c;
+}
+
+// The frames two stacks of one depth do not share: exactly one, at `*at`.
+std::size_t frames_apart(const Captured& x, const Captured& y, std::size_t* at) {
+  std::size_t apart = 0;
+  for (std::size_t i = 0; i < x.frame_rules.size() && i < y.frame_rules.size(); ++i)
+    if (x.frame_rules[i] != y.frame_rules[i]) {
+      if (apart++ == 0) *at = i;
+    }
+  return apart;
+}
+
+TEST_F(Unwind, ARepeatedStackIsTakenFromThePreviousWalkAndStillMatches) {
+  const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized,
+                                  Shape::plain};
+  std::uint64_t reused[2] = {};
+  Captured c[2];
+  empty_walk_cache();
+  for (int i = 0; i < 2; ++i) {  // one call site: the same stack twice
+    const std::uint64_t before = reused_frames();
+    c[i] = capture_through(shapes);
+    reused[i] = reused_frames() - before;
+  }
+  expect_same_stacks(c[0], "first");
+  expect_same_stacks(c[1], "again");
+  EXPECT_EQ(c[0].frame_rules, c[1].frame_rules);
+  EXPECT_EQ(reused[1], c[1].frame_rules.size()) << "every frame from the cache";
+}
+
+TEST_F(Unwind, AnotherOuterCallerAtTheSameDepthIsNotTakenFromTheCache) {
+  Captured c[2];
+  std::uint64_t reused = 0;
+  Captured (*const callers[2])() = {outer_a, outer_b};
+  empty_walk_cache();
+  for (int i = 0; i < 2; ++i) {  // one call site
+    const std::uint64_t before = reused_frames();
+    c[i] = through(callers[i]);
+    reused = reused_frames() - before;
+  }
+  expect_same_stacks(c[0], "outer_a");
+  expect_same_stacks(c[1], "outer_b");
+  ASSERT_EQ(c[0].frame_rules.size(), c[1].frame_rules.size());
+  // All but two frames from the cache: the one whose return address differs, and the next
+  // one out, which the rules walk from outer_b's code (the cache has outer_a's).
+  EXPECT_EQ(reused, c[1].frame_rules.size() - 2);
+  // Only the chain's return address, into outer_a or outer_b (both return into `through`
+  // from one call site): after capture_all's two frames and the chain's g_depth_a.
+  std::size_t at = 0;
+  EXPECT_EQ(frames_apart(c[0], c[1], &at), 1u);
+  EXPECT_EQ(static_cast<int>(at), g_depth_a + 2);
+}
+
+TEST_F(Unwind, AReturnAddressRewrittenByAnotherCallSiteIsNotTakenFromTheCache) {
+  for (int round = 0; round < 4; ++round) {
+    Captured c[2];
+    std::uint64_t reused = 0;
+    empty_walk_cache();
+    for (int i = 0; i < 2; ++i) {  // one call site
+      const std::uint64_t before = reused_frames();
+      c[i] = two_call_sites(i == 1);
+      reused = reused_frames() - before;
+    }
+    expect_same_stacks(c[0], "first call site");
+    expect_same_stacks(c[1], "second call site");
+    ASSERT_EQ(c[0].frame_rules.size(), c[1].frame_rules.size());
+    EXPECT_EQ(reused, c[1].frame_rules.size() - 2);  // as above: that frame and the next
+    std::size_t at = 0;
+    EXPECT_EQ(frames_apart(c[0], c[1], &at), 1u) << "the compiler merged the two calls";
+    EXPECT_EQ(static_cast<int>(at), g_depth_a + 2);  // the chain's return into two_call_sites
+  }
+}
+
+TEST_F(Unwind, DepthsAroundTheFrameLimitMatch) {
+  // Stacks deeper and shallower than the limit, one after the other: the cached walk was
+  // cut at the limit, or the new one is cut inside the cached part.
+  std::mt19937 rng(11);
+  empty_walk_cache();
+  const std::uint64_t before = reused_frames();
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::vector<Shape> shapes(1 + rng() % 45, rng() % 4 ? Shape::plain : Shape::alloca_frame);
+    const std::uint32_t max = trial % 3 == 0 ? 128 : 8 + rng() % 40;
+    expect_same_stacks(capture_through(shapes, max), ("trial " + std::to_string(trial)).c_str());
+  }
+  // Recursions of one frame shape, the same frames at the same addresses: the walks did
+  // take frames from the cache (867 in all when written), not the rules alone throughout.
+  EXPECT_GT(reused_frames() - before, 200u);
+}
+
+// capture_stack's hash, taken from the cached walk's hash states where it reuses one, is
+// always hash_frames() of the frames it returns.
+[[gnu::noinline]] void check_hash(int level, std::uint32_t max, int* checked) {
+  if (level > 0) {
+    if ((level + *checked) % 3 == 0) check_hash(level - 1, max, checked);
+    else check_hash(level - 2 < 0 ? 0 : level - 2, max, checked);
+    g_sink = g_sink + static_cast<std::uintptr_t>(level);
+    return;
+  }
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
+  std::uint64_t hash = 0;
+  const std::uint32_t depth = capture_stack(frames, max, &hash);
+  EXPECT_EQ(hash, hash_frames(frames, depth));
+  ++*checked;
+}
+
+TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
+  const std::uint64_t before = reused_frames();
+  int checked = 0;
+  for (int round = 0; round < 300; ++round)
+    check_hash(round % 37, round % 5 == 0 ? 8 + round % 30 : 128, &checked);
+  EXPECT_EQ(checked, 300);
+  EXPECT_GT(reused_frames(), before);
+}
+
+TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
+  forget_frame_rules();  // as a dlclose does: the first walk below starts afresh too
+  for (const char* path :
+       {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B, LIVEHEAP_UNWIND_MODULE_A}) {
+    void* handle = nullptr;
+    const std::uint64_t before = reused_frames();
+    expect_same_stacks(call_module(path, &handle), path);
+    EXPECT_EQ(reused_frames(), before) << "a walk reused steps cached before a dlclose";
+    const std::uint64_t second = reused_frames();
+    expect_same_stacks(call_module(path, &handle), path);  // loaded twice: one dlclose frees it
+    EXPECT_GT(reused_frames(), second);
+    ASSERT_EQ(dlclose(handle), 0);
+    ASSERT_EQ(dlclose(handle), 0);
+  }
+}
+
+// A signal handler that walks while this thread is walking: the nested walk leaves the
+// cache alone (it goes to another unwinder), the interrupted one finishes with it intact.
+std::atomic<long> g_handler_walks{0};
+void walk_in_handler(int) {
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
+  std::uint32_t depth = 0;
+  capture_stack_with(Unwinder::frame_rules, frames, 64, &depth);  // allocates nothing
+  g_handler_walks.fetch_add(1, std::memory_order_relaxed);
+}
+
+TEST_F(Unwind, WalksInterruptedByAHandlerThatWalksStayExact) {
+  struct sigaction action {}, old {};
+  action.sa_handler = walk_in_handler;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(sigaction(SIGALRM, &action, &old), 0);
+  const itimerval every{{0, 50}, {0, 50}}, off{};
+  ASSERT_EQ(setitimer(ITIMER_REAL, &every, nullptr), 0);
+  const std::vector<Shape> a{Shape::plain, Shape::alloca_frame, Shape::plain, Shape::plain};
+  const std::vector<Shape> b{Shape::plain, Shape::realigned, Shape::plain};
+  for (int i = 0; i < 3000 && !HasFailure(); ++i)
+    expect_same_stacks(capture_through(i % 3 ? a : b), ("walk " + std::to_string(i)).c_str());
+  setitimer(ITIMER_REAL, &off, nullptr);
+  sigaction(SIGALRM, &old, nullptr);
+  EXPECT_GT(g_handler_walks.load(), 10);
 }
 
 // This test links the engine's objects: the engine's own code is its section only

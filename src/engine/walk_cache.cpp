@@ -1,0 +1,96 @@
+// Keeping a walk for the next one (walk_cache.hpp). Runs after the walk, not on its path.
+#include "walk_cache.hpp"
+
+namespace liveheap::engine {
+namespace {
+
+using Steps = WalkCache::Steps;
+using Fresh = WalkCache::Fresh;
+constexpr std::uint32_t kSteps = WalkCache::kSteps;
+
+// Cached step `to` := fresh step `from` (output frame `frame`).
+[[gnu::always_inline]] inline void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh,
+                                             std::uint32_t from, std::uintptr_t frame) noexcept {
+  steps.sp[to] = fresh.sp[from];
+  steps.key[to] = fresh.key[from];
+  steps.bp[to] = fresh.bp[from];
+  steps.cfa[to] = fresh.cfa[from];
+  steps.rule[to] = fresh.rule[from];
+  steps.frame[to] = frame;
+  const std::int16_t rbp_slot = FrameRule::rbp_slot_of(fresh.rule[from]);
+  steps.check_address[to] = rbp_slot != 0 ? fresh.cfa[from] + rbp_slot : fresh.cfa[from] - 8;
+  steps.check_value[to] = rbp_slot != 0 ? fresh.bp_after[from] : frame;
+  steps.needs_bp[to] = FrameRule::cfa_from_rbp_of(fresh.rule[from]) ||
+                       (rbp_slot == 0 && steps.needs_bp[to + 1]);
+  steps.bp_after[to] = fresh.bp_after[from];
+  steps.restores[to] = static_cast<std::uint8_t>(steps.restores[to + 1] + (rbp_slot != 0));
+}
+
+}  // namespace
+
+std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
+                                  const Reused* reused, std::uint32_t reused_count,
+                                  std::uint32_t recorded) noexcept {
+  ++walks;
+  std::uint32_t taken = 0;
+  for (std::uint32_t k = 0; k < reused_count && k < kMaxReused; ++k)
+    taken += reused[k].out_end - reused[k].out_begin;
+  reused_frames += taken;
+  if (2 * taken >= n) poor = 0;
+  else if (poor < kPoorWalks) ++poor;
+  // The common case: this walk's own inner steps, then the cache's steps to its outermost
+  // (or to the frame limit). The cached steps stay where they are; the new ones go below.
+  if (reused_count == 1 && reused[0].out_end == n && reused[0].step_begin >= reused[0].out_begin &&
+      reused[0].out_begin <= recorded) {
+    const Reused& r = reused[0];
+    if (r.out_begin > kCheapSteps) skipped = 0;
+    const std::uint32_t new_first = r.step_begin - r.out_begin;
+    StackHash hash = StackHash::resume(steps.hash[r.step_begin]);
+    for (std::uint32_t j = r.out_begin; j-- > 0;) {
+      const std::uint32_t to = new_first + j;
+      put_fresh(steps, to, fresh, j, frames[j]);
+      hash.add(frames[j]);
+      steps.hash[to] = hash.state();
+    }
+    first = new_first;
+    // The states fold from the cache's outermost step: the walk's own when it reused
+    // the cache up to there.
+    if (r.step_begin + (r.out_end - r.out_begin) == kSteps) return hash.finish(n);
+    return hash_frames(frames, n);
+  }
+
+  // Otherwise the cache becomes this walk, every step of it: the reused ones first copied
+  // out of the cache (into the fresh steps, whose places they took in the output).
+  if (n > recorded) {  // the walk's own steps were not all recorded: the cache stays
+    ++skipped;
+    return hash_frames(frames, n);
+  }
+  if (n > kSteps || reused_count > kMaxReused) {
+    first = kSteps;
+    return hash_frames(frames, n);
+  }
+  if (n > kCheapSteps) skipped = 0;
+  for (std::uint32_t k = 0; k < reused_count; ++k) {
+    const Reused& r = reused[k];
+    for (std::uint32_t j = r.out_begin, s = r.step_begin; j < r.out_end; ++j, ++s) {
+      fresh.sp[j] = steps.sp[s];
+      fresh.key[j] = steps.key[s];
+      fresh.bp[j] = steps.bp[s];
+      fresh.cfa[j] = steps.cfa[s];
+      fresh.rule[j] = steps.rule[s];
+      fresh.bp_after[j] = steps.bp_after[s];
+    }
+  }
+  StackHash hash;
+  const std::uint32_t new_first = kSteps - n;
+  for (std::uint32_t j = n; j-- > 0;) {
+    const std::uint32_t to = new_first + j;
+    put_fresh(steps, to, fresh, j, frames[j]);
+    hash.add(frames[j]);
+    steps.hash[to] = hash.state();
+  }
+  first = new_first;
+  return hash.finish(n);
+}
+
+}  // namespace liveheap::engine

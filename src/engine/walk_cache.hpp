@@ -1,0 +1,142 @@
+// The previous stack walk of one thread, step by step, so that the next walk can take over
+// its outer part after checking it instead of walking it again.
+// Thread-safety: one per thread (initial-exec TLS), used by one walk at a time (`busy`: a
+// walk nested in another on the same thread, from a signal handler, does not use it).
+//
+// Why reusing is exact: a step of the walk is a function of the frame's state (code address
+// `key`, rsp, and rbp when the frame's rule reads it), of the rule for `key` (fixed until
+// code is unloaded: `generation`), and of the stack words it reads (the return address at
+// CFA - 8, the saved rbp). A new walk that reaches a cached step's key and rsp takes that
+// step, and each step after it, by comparing the two stack words in memory with the cached
+// ones, and the rbp it holds where a rule from there would read it (needs_bp): equal inputs
+// give the cached CFA, the cached return address and so the next cached step's key and
+// rsp. The words are read at the addresses the rule walk would read at that point, in its
+// order, never others. Hot paths walk
+// through the same outer frames call after call (main, the event loop, the request
+// handler), so most of a stack is a chain of independent loads and compares rather than
+// one of dependent loads and rule lookups.
+#pragma once
+
+#include <cstdint>
+
+#include "frame_rules.hpp"
+#include "stack_table.hpp"
+
+namespace liveheap::engine {
+
+struct WalkCache {
+  // Steps kept: max_frames is 32 by default; a walk of more output frames is not cached.
+  static constexpr std::uint32_t kSteps = 64;
+
+  // Steps sit at the top of the arrays, the outermost at kSteps - 1 and the innermost at
+  // `first`: a new walk that reuses the outer part writes only its own inner steps below
+  // it, and the cached return addresses are in the order a stack is written (innermost
+  // first), copied out with one memcpy.
+  struct Steps {
+    std::uintptr_t sp[kSteps + 1];  // the frame's rsp; sp[kSteps] is UINTPTR_MAX, a sentinel
+    std::uintptr_t key[kSteps];     // the frame's code address (the rule's key)
+    std::uintptr_t bp[kSteps];      // the frame's rbp, compared where needs_bp
+    std::uintptr_t cfa[kSteps];     // the caller's rsp
+    std::uint64_t rule[kSteps];     // FrameRule::pack()
+    std::uintptr_t frame[kSteps];   // the return address at cfa - 8: the step's output
+    // The other stack word the step read: the saved rbp (at cfa + the rule's rbp slot) and
+    // its value; for a step that reads none, the return address again.
+    std::uintptr_t check_address[kSteps];
+    std::uintptr_t check_value[kSteps];
+    // StackHash's state after the frames from the outermost cached one to this one.
+    std::uint64_t hash[kSteps];
+    // Whether the steps from here on use the rbp this step starts with: a rule from here
+    // reads rbp before any restores it, or none does before the cache ends (the walk goes
+    // on from there with the rules). Where not, a walk that meets this step with another
+    // rbp takes the same steps. needs_bp[kSteps] is true.
+    bool needs_bp[kSteps + 1];
+    std::uintptr_t bp_after[kSteps];  // rbp after the step
+    // Steps from here outward that restore rbp (restores[kSteps] is 0): a run of reused
+    // steps that restored none leaves the walk's rbp as it was.
+    std::uint8_t restores[kSteps + 1];
+  };
+
+  // This walk's steps before it met the cache, by output index (frame in the output).
+  struct Fresh {
+    std::uintptr_t sp[kSteps];
+    std::uintptr_t key[kSteps];
+    std::uintptr_t bp[kSteps];
+    std::uintptr_t cfa[kSteps];
+    std::uint64_t rule[kSteps];
+    std::uintptr_t bp_after[kSteps];  // rbp after the step (the saved rbp it read, if any)
+  };
+
+  // liveheap's own frames on top of a walk (the walk itself, the engine, the hook): the same
+  // few steps for every walk through one hook, at a stack position that depends on the
+  // caller. Their rules take rsp alone (the engine is built without frame pointers), so
+  // their CFAs are fixed offsets from the walk's starting rsp, wherever that is: kept as
+  // offsets, each step's return address checked in place. The walk's own frame is where
+  // the walk starts, at the walk's pc; a step whose rule reads rbp ends them.
+  static constexpr std::uint32_t kOwnSteps = 12;
+  struct OwnSteps {
+    std::uint32_t count;
+    std::uintptr_t pc;                      // the walk's pc, the first step's key
+    std::uintptr_t cfa_offset[kOwnSteps];   // the step's CFA - the walk's starting rsp
+    std::uint64_t rule[kOwnSteps];          // FrameRule::pack(), rsp-based
+    std::uintptr_t frame[kOwnSteps];        // liveheap's own return addresses: never output
+  };
+
+  // A run of output frames taken from the cache: out [out_begin, out_end) is cached steps
+  // [step_begin, step_begin + out_end - out_begin).
+  struct Reused {
+    std::uint32_t out_begin, out_end, step_begin;
+  };
+  static constexpr std::uint32_t kMaxReused = 4;
+
+  // Keeping a walk costs ~50 instructions per step it did not take from the cache, so a
+  // walk with many of those (stacks that differ in most frames, call after call) is kept
+  // only every kRareKeep-th time: its own steps are recorded as it walks for its first
+  // kCheapSteps output frames only, all of them on every kRareKeep-th walk (and on the
+  // first into an empty cache).
+  static constexpr std::uint32_t kCheapSteps = 8;
+  static constexpr std::uint32_t kRareKeep = 8;
+  std::uint32_t fresh_limit() const noexcept {
+    return first == kSteps || skipped + 1 >= kRareKeep ? kSteps : kCheapSteps;
+  }
+
+  // A thread whose walks take less than half their frames from the cache, kPoorWalks walks
+  // in a row, walks with the rules alone (checking no cached step, keeping nothing) but for
+  // every kProbeEvery-th walk, which tries the cache again.
+  static constexpr std::uint32_t kPoorWalks = 8;
+  static constexpr std::uint32_t kProbeEvery = 16;
+  bool rules_alone() noexcept { return poor >= kPoorWalks && ++since_probe % kProbeEvery != 0; }
+
+  bool busy;
+  std::uint32_t skipped;              // walks not kept since the last long one kept
+  std::uint32_t poor;                 // walks in a row that took less than half from the cache
+  std::uint32_t since_probe;
+  std::uint64_t generation_plus_one;  // the rule cache's generation + 1; 0: never filled
+  std::uint32_t first;                // the innermost cached step; kSteps: none
+  std::uint64_t reused_frames;        // for tests: output frames taken from the cache
+  std::uint64_t walks;                // for tests: walks that used the cache
+  Steps steps;
+  Fresh fresh;
+  OwnSteps own;
+
+  // Empties the cache unless it belongs to `generation` (code unloaded since: a cached
+  // step's rule may no longer be its key's).
+  void check_generation(std::uint32_t generation) noexcept {
+    if (__builtin_expect(generation_plus_one != std::uint64_t{generation} + 1, 0)) {
+      generation_plus_one = std::uint64_t{generation} + 1;
+      first = kSteps;
+      steps.sp[kSteps] = UINTPTR_MAX;
+      steps.needs_bp[kSteps] = true;
+      own.count = 0;
+      skipped = poor = since_probe = 0;
+    }
+  }
+
+  // After a walk of `n` output frames (`frames`) whose runs `reused[0..reused_count)` came
+  // from the cache (reused_count > kMaxReused: too many to say), whose own steps were
+  // recorded for its first `recorded` output frames: makes the cache this walk's, when
+  // they suffice, and returns its hash_frames().
+  std::uint64_t remember(const std::uintptr_t* frames, std::uint32_t n, const Reused* reused,
+                         std::uint32_t reused_count, std::uint32_t recorded) noexcept;
+};
+
+}  // namespace liveheap::engine
