@@ -20,15 +20,19 @@ std::size_t AddressIndex::slot_of(std::uintptr_t address) const noexcept {
   return i;
 }
 
-void AddressIndex::grow() {
+void AddressIndex::grow(std::size_t at_least) {
   std::vector<std::uintptr_t> old = std::move(keys_);
-  keys_.assign(old.empty() ? 1024 : old.size() * 2, 0);
+  std::size_t capacity = old.empty() ? 1024 : old.size() * 2;
+  while (capacity < at_least) capacity *= 2;
+  keys_.assign(capacity, 0);
   for (std::uintptr_t a : old)
     if (a != 0) keys_[slot_of(a)] = a;
 }
 
 AddressIndex::AddressIndex(std::span<const std::span<const std::uintptr_t>> stacks) {
-  grow();
+  // Sized for about one distinct address per stack (a snapshot's stacks mostly differ in
+  // their innermost frame) at half load: most snapshots never rehash.
+  grow(2 * stacks.size());
   for (std::span<const std::uintptr_t> frames : stacks) {
     for (std::uintptr_t a : frames) {
       if (a == 0) {  // the table's empty mark: kept apart (0 sorts first)
@@ -40,7 +44,7 @@ AddressIndex::AddressIndex(std::span<const std::span<const std::uintptr_t>> stac
       if (keys_[i] != 0) continue;
       keys_[i] = a;
       sorted_.push_back(a);
-      if ((sorted_.size() + 1) * 2 > keys_.size()) grow();  // at most half full: short probes
+      if ((sorted_.size() + 1) * 2 > keys_.size()) grow(0);  // at most half full: short probes
     }
   }
   std::sort(sorted_.begin(), sorted_.end());

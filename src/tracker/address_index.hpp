@@ -24,7 +24,7 @@ class AddressIndex {
 
  private:
   std::size_t slot_of(std::uintptr_t address) const noexcept;
-  void grow();
+  void grow(std::size_t at_least);  // doubles, to at least `at_least` slots
 
   std::vector<std::uintptr_t> keys_;       // open addressing, 0 = empty; a power of two long
   std::vector<std::uint32_t> positions_;   // beside keys_: the position in sorted_
