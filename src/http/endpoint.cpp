@@ -13,6 +13,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/system/system_error.hpp>
 
 #include "fork_fds.hpp"
 #include "liveheap/tracker.hpp"
@@ -84,17 +85,27 @@ void schedule_retry(State& s) {
 
 void register_socket(State& s) {
   IgnoreScope ignore;
-  try {
-    const std::string dir = open_registry(s.address);
-    const std::string path = socket_path(dir, ::getpid());
-    std::lock_guard lock(s.mutex);
-    if (s.exiting) return;  // too late: nothing would remove it
-    s.server->listen_local(path);
-    s.dir = dir;
-    s.socket = path;
-    s.registered_pid = ::getpid();
-  } catch (const std::exception& e) {
-    say(std::string("this process is not reachable through the registry: ") + e.what());
+  // A second try when the group directory vanished between creating it and binding in it:
+  // the last process of the group removes it as it exits (unregister_at_exit).
+  for (int attempt = 1;; ++attempt) {
+    try {
+      const std::string dir = open_registry(s.address);
+      const std::string path = socket_path(dir, ::getpid());
+      std::lock_guard lock(s.mutex);
+      if (s.exiting) return;  // too late: nothing would remove it
+      s.server->listen_local(path);
+      s.dir = dir;
+      s.socket = path;
+      s.registered_pid = ::getpid();
+      return;
+    } catch (const boost::system::system_error& e) {
+      if (attempt == 1 && e.code() == boost::system::errc::no_such_file_or_directory) continue;
+      say(std::string("this process is not reachable through the registry: ") + e.what());
+      return;
+    } catch (const std::exception& e) {
+      say(std::string("this process is not reachable through the registry: ") + e.what());
+      return;
+    }
   }
 }
 
@@ -102,7 +113,10 @@ void unregister_at_exit() {
   State& s = *g_state;
   std::lock_guard lock(s.mutex);
   s.exiting = true;
-  if (s.registered_pid == ::getpid()) ::unlink(s.socket.c_str());
+  if (s.registered_pid != ::getpid()) return;
+  ::unlink(s.socket.c_str());
+  // The group's directory goes with its last process (rmdir fails while others are in it).
+  ::rmdir(s.dir.c_str());
 }
 
 // In this process: a Server, the port (or a retry), the socket (on the server's thread).

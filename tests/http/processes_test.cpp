@@ -369,6 +369,26 @@ TEST(Processes, AKilledProcessesSocketIsCleanedUp) {
 }
 
 // Short-lived processes (a shell script's commands) leave nothing behind.
+TEST(Processes, TheLastProcessOfAGroupRemovesItsDirectory) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  ChildProcess first({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ChildProcess second({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ASSERT_EQ(first.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_EQ(second.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_EQ(wait_for_processes(port, 2).size(), 2u);
+  for (ChildProcess* p : {&first, &second}) {
+    p->write_line("go");
+    ASSERT_EQ(p->read_line(20000).value_or("EOF"), "ALLOCATED");
+  }
+  first.write_line("exit");
+  ASSERT_EQ(first.wait(20000), 0);
+  EXPECT_EQ(sockets_in(dir.group(port)), 1u) << "the other process is still in the group";
+  second.write_line("exit");
+  ASSERT_EQ(second.wait(20000), 0);
+  EXPECT_FALSE(fs::exists(dir.group(port))) << "left behind by the group's last process";
+}
+
 TEST(Processes, TwoHundredShortLivedProcessesLeaveNoSockets) {
   RuntimeDir dir;
   const std::uint16_t port = free_port();
