@@ -79,7 +79,7 @@ void* StackTable::map(std::size_t bytes) noexcept {
 
 std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
   std::size_t bytes = 0;
-  if (arena_ == nullptr || record_bytes(depth) > arena_left_) bytes += kArenaChunk;
+  if (arena_pad(alignof(StackRecord), record_bytes(depth)) == kNoRoom) bytes += kArenaChunk;
   const std::uint32_t n = count_.load(std::memory_order_relaxed);
   const StackId id = n + 1;
   if (id <= kMaxStacks && by_id_[id >> kChunkBits].load(std::memory_order_relaxed) == nullptr)
@@ -92,11 +92,16 @@ std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
   return bytes;
 }
 
-void* StackTable::allocate(std::size_t bytes, std::size_t align) noexcept {
+std::size_t StackTable::arena_pad(std::size_t align, std::size_t bytes) const noexcept {
   // The arena is page-aligned and every piece a multiple of 16: padding only for align > 16.
   const std::size_t pad = align_up(reinterpret_cast<std::uintptr_t>(arena_), align) -
                           reinterpret_cast<std::uintptr_t>(arena_);
-  if (arena_ == nullptr || pad + bytes > arena_left_) {
+  return arena_ == nullptr || pad + bytes > arena_left_ ? kNoRoom : pad;
+}
+
+void* StackTable::allocate(std::size_t bytes, std::size_t align) noexcept {
+  const std::size_t pad = arena_pad(align, bytes);
+  if (pad == kNoRoom) {
     arena_ = static_cast<char*>(map(kArenaChunk));
     if (arena_ == nullptr) {
       arena_left_ = 0;
@@ -129,9 +134,8 @@ StackTotals& StackTable::totals_for_newcomer(StackRecord* r, std::uint32_t threa
 SharedTotals* StackTable::share(StackRecord* r) noexcept {
   SpinGuard guard(insert_lock_);
   if (SharedTotals* shared = r->shared.load(std::memory_order_relaxed)) return shared;  // a racer's
-  const std::size_t pad = align_up(reinterpret_cast<std::uintptr_t>(arena_), alignof(SharedTotals)) -
-                          reinterpret_cast<std::uintptr_t>(arena_);
-  if (room_ != nullptr && (arena_ == nullptr || pad + kSharedBytes > arena_left_) && !room_(kArenaChunk))
+  if (room_ != nullptr && arena_pad(alignof(SharedTotals), kSharedBytes) == kNoRoom &&
+      !room_(kArenaChunk))
     return nullptr;
   void* p = allocate(kSharedBytes, alignof(SharedTotals));
   if (p == nullptr) return nullptr;

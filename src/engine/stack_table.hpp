@@ -157,6 +157,10 @@ class StackTable {
   StackRecord* allocate_record(std::uint32_t depth) noexcept;
   // `bytes` (a multiple of 16) from the arena aligned to `align`; nullptr when out of memory.
   void* allocate(std::size_t bytes, std::size_t align) noexcept;
+  // The padding before `bytes` aligned to `align` in what is left of the arena, or kNoRoom
+  // when they do not fit there (a new chunk would be mapped).
+  static constexpr std::size_t kNoRoom = ~std::size_t{0};
+  std::size_t arena_pad(std::size_t align, std::size_t bytes) const noexcept;
   // What interning one more stack of `depth` frames would map now (0: nothing).
   std::size_t bytes_to_map(std::uint32_t depth) const noexcept;
   static std::size_t index_bytes(std::size_t capacity) noexcept;
