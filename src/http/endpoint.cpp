@@ -98,11 +98,10 @@ void register_socket(State& s) {
       s.socket = path;
       s.registered_pid = ::getpid();
       return;
-    } catch (const boost::system::system_error& e) {
-      if (attempt == 1 && e.code() == boost::system::errc::no_such_file_or_directory) continue;
-      say(std::string("this process is not reachable through the registry: ") + e.what());
-      return;
     } catch (const std::exception& e) {
+      const auto* bind = dynamic_cast<const boost::system::system_error*>(&e);
+      if (attempt == 1 && bind != nullptr && bind->code() == boost::system::errc::no_such_file_or_directory)
+        continue;
       say(std::string("this process is not reachable through the registry: ") + e.what());
       return;
     }

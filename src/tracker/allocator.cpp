@@ -124,18 +124,19 @@ GlibcReads& glibc_reads() noexcept {
 }
 
 GlibcRead read_glibc() noexcept {
-  std::lock_guard lock(glibc_reads().mutex);
+  GlibcReads& reads = glibc_reads();
+  std::lock_guard lock(reads.mutex);
   const Clock::time_point now = Clock::now();
-  if (!g_glibc.read_once || now >= g_glibc.next_read) {
-    g_glibc.last = ::mallinfo2();
+  if (!reads.read_once || now >= reads.next_read) {
+    reads.last = ::mallinfo2();
     const Clock::time_point done = Clock::now();
-    g_glibc.cost_ms = std::chrono::duration<double, std::milli>(done - now).count();
-    g_glibc.read_at = done;
-    g_glibc.next_read = done + (done - now) * kQuietFactor;
-    g_glibc.read_once = true;
+    reads.cost_ms = std::chrono::duration<double, std::milli>(done - now).count();
+    reads.read_at = done;
+    reads.next_read = done + (done - now) * kQuietFactor;
+    reads.read_once = true;
   }
-  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - g_glibc.read_at);
-  return {g_glibc.last, age.count(), g_glibc.cost_ms};
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - reads.read_at);
+  return {reads.last, age.count(), reads.cost_ms};
 }
 
 void glibc_figures(AllocatorInfo& info) {
@@ -193,8 +194,9 @@ std::string release_free_memory() {
   const bool released = ::malloc_trim(0) != 0;
   {
     // The figures changed, and whoever trims looks at them next: the next read is fresh.
-    std::lock_guard lock(glibc_reads().mutex);
-    g_glibc.read_once = false;
+    GlibcReads& reads = glibc_reads();
+    std::lock_guard lock(reads.mutex);
+    reads.read_once = false;
   }
   return std::string("malloc_trim(0) ") + (released ? "released memory" : "released nothing");
 }
