@@ -98,6 +98,25 @@ void print_judged(const char* what, double value, const char* unit, double limit
               value <= limit ? "pass" : "MISS");
 }
 
+// report_bench's key=value medians: NaN for a key no process printed.
+struct Medians {
+  const std::map<std::string, double>& values;
+  double operator()(const char* key) const {
+    const auto it = values.find(key);
+    return it == values.end() ? NAN : it->second;
+  }
+};
+
+// The header of a report_bench table, and its snapshot + diff row judged at `limit_ms`.
+void print_heap_and_diff(const char* heading, const Medians& get, double limit_ms) {
+  std::printf("\n%s: %.0f live blocks over %.0f stacks, %.0f distinct frames, %.0f dropped; "
+              "medians of processes\n",
+              heading, get("live_blocks"), get("stacks"), get("frames"), get("dropped"));
+  print_judged("snapshot + compare_to(key=line)", get("snapshot_diff_ms"), "ms", limit_ms);
+  std::printf("    of which take_snapshot %.1f ms, compare_to %.1f ms\n", get("snapshot_ms"),
+              get("compare_ms"));
+}
+
 }  // namespace
 
 std::vector<Tool> make_tools(const std::string& liveheap_preload, const std::string& heaptrack_lib,
@@ -197,17 +216,8 @@ void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::v
 }
 
 void print_report_table(const std::map<std::string, double>& medians) {
-  const auto get = [&](const char* key) {
-    const auto it = medians.find(key);
-    return it == medians.end() ? NAN : it->second;
-  };
-  std::printf("\nin process (report_bench: liveheap linked, exact mode, 32 frames): %.0f live "
-              "blocks over %.0f stacks, %.0f distinct frames, %.0f dropped; medians of "
-              "processes\n",
-              get("live_blocks"), get("stacks"), get("frames"), get("dropped"));
-  print_judged("snapshot + compare_to(key=line)", get("snapshot_diff_ms"), "ms", 20);
-  std::printf("    of which take_snapshot %.1f ms, compare_to %.1f ms\n", get("snapshot_ms"),
-              get("compare_ms"));
+  const Medians get{medians};
+  print_heap_and_diff("in process (report_bench: liveheap linked, exact mode, 32 frames)", get, 20);
   print_judged("first report, cold symbol cache", get("cold_report_ms"), "ms", 1000);
   print_judged("later report, warm symbol cache", get("warm_report_ms"), "ms", 100);
   print_judged("tracker memory per live block", get("tracker_bytes_per_block"), "B", 24);
@@ -226,16 +236,8 @@ void print_report_table(const std::map<std::string, double>& medians) {
 }
 
 void print_scale_table(const std::map<std::string, double>& medians) {
-  const auto get = [&](const char* key) {
-    const auto it = medians.find(key);
-    return it == medians.end() ? NAN : it->second;
-  };
-  std::printf("\nat scale (report_bench --blocks 10000000 --stacks 100000): %.0f live blocks over "
-              "%.0f stacks, %.0f distinct frames, %.0f dropped; medians of processes\n",
-              get("live_blocks"), get("stacks"), get("frames"), get("dropped"));
-  print_judged("snapshot + compare_to(key=line)", get("snapshot_diff_ms"), "ms", 300);
-  std::printf("    of which take_snapshot %.1f ms, compare_to %.1f ms\n", get("snapshot_ms"),
-              get("compare_ms"));
+  const Medians get{medians};
+  print_heap_and_diff("at scale (report_bench --blocks 10000000 --stacks 100000)", get, 300);
   print_measured("first report, cold symbol cache", get("cold_report_ms"), "ms");
   print_measured("later report, warm symbol cache", get("warm_report_ms"), "ms");
   print_measured("tracker memory per live block", get("tracker_bytes_per_block"), "B");

@@ -286,15 +286,12 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats.live_blocks),
               static_cast<unsigned long long>(stats.stacks),
               static_cast<unsigned long long>(stats.dropped));
-  std::printf("tracker_bytes_per_block=%.1f\n",
-              static_cast<double>(liveheap::tracker_memory()) /
-                  static_cast<double>(std::max<std::uint64_t>(stats.live_blocks, 1)));
-  std::printf("live_table_bytes_per_block=%.1f\n",
-              static_cast<double>(stats.live_table_bytes) /
-                  static_cast<double>(std::max<std::uint64_t>(stats.live_blocks, 1)));
-  std::printf("stack_table_bytes_per_stack=%.1f\n",
-              static_cast<double>(stats.stack_table_bytes) /
-                  static_cast<double>(std::max<std::uint64_t>(stats.stacks, 1)));
+  const auto per = [](std::int64_t bytes, std::uint64_t n) {
+    return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(n, 1));
+  };
+  std::printf("tracker_bytes_per_block=%.1f\n", per(liveheap::tracker_memory(), stats.live_blocks));
+  std::printf("live_table_bytes_per_block=%.1f\n", per(stats.live_table_bytes, stats.live_blocks));
+  std::printf("stack_table_bytes_per_stack=%.1f\n", per(stats.stack_table_bytes, stats.stacks));
 
   std::printf("cold_report_ms=%.1f\n", time_report());
   std::vector<double> warm;
