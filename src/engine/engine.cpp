@@ -118,9 +118,16 @@ void add_traced(std::int64_t bytes) noexcept {
   else
     mine.fetch_add(bytes, std::memory_order_relaxed);
   if (bytes <= 0) return;
+  if (g_slots_taken.load(std::memory_order_relaxed) == 1) {
+    // The only thread that ever traced: its slot is the whole current figure (the shared
+    // last slot is used past kThreadSlots threads only), so only a new high needs the CAS.
+    const std::int64_t now = mine.load(std::memory_order_relaxed);
+    if (now > g_peak.load(std::memory_order_relaxed)) raise_peak(now);
+    return;
+  }
   std::int64_t& growth = t_thread.growth_since_peak_check;
   growth += bytes;
-  if (growth >= kPeakCheckBytes || g_slots_taken.load(std::memory_order_relaxed) == 1) {
+  if (growth >= kPeakCheckBytes) {
     growth = 0;
     raise_peak(current_bytes());
   }
@@ -155,10 +162,14 @@ void count_folded(std::int64_t bytes) noexcept {
 LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded) noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
-  const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash);
+  KnownStack known;
+  const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known);
+  if (known.id != kNoStack) return known.id;
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
-  if (stack != kNoStack) [[likely]]
+  if (stack != kNoStack) [[likely]] {
+    remember_stack_id(frames, known, stack);
     return stack;
+  }
   *folded = true;
   return g_fold_stack.load(std::memory_order_relaxed);
 }

@@ -31,12 +31,13 @@ constexpr std::uint32_t kNeedsOtherUnwinder = UINT32_MAX;
 // default): the walk stops there, as it does at a step that does not go up the stack.
 constexpr std::uintptr_t kMaxFrameBytes = std::uintptr_t{1} << 26;
 
-// Per thread, the rule last used at each stack position: a direct-mapped cache indexed by
-// the frame's stack address and checked against its code address (so a stale slot is a
-// miss, never a wrong rule). Hot paths put the same frames at the same stack addresses
-// call after call, so most frames find their rule here with a load that does not wait for
-// the return address just read; the shared cache's probe hashes that address first
-// (~16 cycles per frame against ~10 here, 28 frames per stack).
+// Per thread, the rules last used: a direct-mapped cache indexed by the frame's stack
+// address and code address together, checked against the code address (so a stale slot is
+// a miss, never a wrong rule). Hot paths put the same frames at the same stack addresses
+// call after call; the code address is in the index too because several call sites take
+// turns at one stack address (a dispatch over handlers), and a slot per stack address
+// alone sent them to the shared cache in turn (~45 instructions a miss). Most frames of a
+// repeated stack are taken from the walk cache, so this serves the few walked afresh.
 struct RecentRules {
   static constexpr std::size_t kSlots = 128;  // 2 KiB of static TLS per thread
   struct Slot {
@@ -46,7 +47,9 @@ struct RecentRules {
   std::uint32_t generation;  // g_frame_rules' generation the slots belong to
   Slot slots[kSlots];
 
-  Slot& at(std::uintptr_t sp) noexcept { return slots[(sp >> 4) & (kSlots - 1)]; }
+  Slot& at(std::uintptr_t sp, std::uintptr_t key) noexcept {
+    return slots[((sp >> 4) ^ key ^ (key >> 7)) & (kSlots - 1)];
+  }
 };
 [[gnu::tls_model("initial-exec")]] constinit thread_local RecentRules t_recent_rules{};
 
@@ -82,7 +85,7 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // hold.
 LIVEHEAP_OWN_CODE
 std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
-                                    std::uint64_t* hash) noexcept {
+                                    std::uint64_t* hash, KnownStack* known) noexcept {
   std::uintptr_t pc, sp, bp;
   // The three registers together, at one instruction: the CFI row of that pc matches.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
@@ -159,7 +162,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       next = s < WalkCache::kSteps ? s + 1 : s;
       continue;
     }
-    RecentRules::Slot& slot = recent.at(sp);
+    RecentRules::Slot& slot = recent.at(sp, key);
     std::uint64_t bits = slot.rule;
     if (__builtin_expect(slot.key != key, 0)) {
       bits = shared_rule(rules, key);
@@ -205,6 +208,19 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       fresh.bp_after[n] = bp;
     }
     frames[n++] = return_address;
+  }
+  // A walk that ended in one run of cached steps may be one whose id the memo knows; asked
+  // before remember() rewrites the steps the run was checked against.
+  // Known: no hash needed, and the cache is left as it is (it held this stack's run already).
+  if (known != nullptr && reused_count == 1 && reused[0].out_end == n) {
+    known->id = cache.recall(frames, n, reused[0].out_begin, reused[0].step_begin, &known->ticket);
+    if (known->id != kNoStack) {
+      cache.count_walk(n, n - reused[0].out_begin);
+      *hash = 0;
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      cache.busy = false;
+      return n;
+    }
   }
   *hash = rules_alone ? hash_frames(frames, n)
                       : cache.remember(frames, n, reused, reused_count, fresh_limit);
@@ -266,8 +282,9 @@ void load_unwinder() noexcept {
 }
 
 LIVEHEAP_OWN_CODE
-std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash) noexcept {
-  const std::uint32_t n = walk_with_frame_rules(frames, max, hash);
+std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
+                            KnownStack* known) noexcept {
+  const std::uint32_t n = walk_with_frame_rules(frames, max, hash, known);
   if (n != kNeedsOtherUnwinder) return n;
   // The other unwinders start with our own frames: walk further, then drop them.
   g_fallback_walks.fetch_add(1, std::memory_order_relaxed);
@@ -280,13 +297,29 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
 }
 
 LIVEHEAP_OWN_CODE
+std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash) noexcept {
+  return capture_stack(frames, max, hash, nullptr);
+}
+
+void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept {
+  if (known.ticket.slot >= WalkCache::kMemoSlots || id == kNoStack) return;
+  WalkCache& cache = t_walk_cache;
+  if (cache.busy) return;  // a signal handler's, in the middle of this thread's walk
+  cache.busy = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  cache.memoize(frames, known.ticket, id);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  cache.busy = false;
+}
+
+LIVEHEAP_OWN_CODE
 bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t max,
                         std::uint32_t* depth) noexcept {
   const std::uint32_t want = max + kOwnFramesSlack;
   std::uint32_t n = kNeedsOtherUnwinder;
   std::uint64_t unused = 0;
   switch (unwinder) {
-    case Unwinder::frame_rules: n = walk_with_frame_rules(frames, max, &unused); break;
+    case Unwinder::frame_rules: n = walk_with_frame_rules(frames, max, &unused, nullptr); break;
     case Unwinder::libunwind: n = walk_with_libunwind(frames, want); break;
     case Unwinder::libgcc: n = walk_with_libgcc(frames, want); break;
   }
@@ -299,7 +332,9 @@ bool is_own_code(std::uintptr_t address) noexcept { return in_own_section(addres
 
 void forget_frame_rules() noexcept { g_frame_rules.clear(); }
 std::size_t cached_frame_rules() noexcept { return g_frame_rules.size(); }
-WalkCacheUse walk_cache_use() noexcept { return {t_walk_cache.walks, t_walk_cache.reused_frames}; }
+WalkCacheUse walk_cache_use() noexcept {
+  return {t_walk_cache.walks, t_walk_cache.reused_frames, t_walk_cache.memo_hits};
+}
 std::uint64_t fallback_walks() noexcept { return g_fallback_walks.load(std::memory_order_relaxed); }
 void frame_rules_lock_for_fork() noexcept { g_frame_rules.lock_for_fork(); }
 void frame_rules_unlock_after_fork() noexcept { g_frame_rules.unlock_after_fork(); }

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "walk_cache.hpp"
+
 namespace liveheap::engine {
 
 // The deepest stack the engine keeps (the tracker checks that settings::kFrames fits).
@@ -27,6 +29,20 @@ inline constexpr std::uint32_t kOwnFramesSlack = 8;
 // frames at the top removed, and `*hash` with their hash_frames(). Returns how many.
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash) noexcept;
 
+// The same, and the stack's interned id when this thread's walk cache has seen the stack
+// since its steps were last rewritten (WalkCache::recall): then `known->id` is it and the
+// stack table need not be asked (and `*hash` is not computed). Otherwise `known->id` is
+// kNoStack; once the caller has the id, remember_stack_id() lets the next walk of the same
+// stack know it.
+struct KnownStack {
+  StackId id = kNoStack;
+  WalkCache::MemoTicket ticket;
+};
+std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
+                            KnownStack* known) noexcept;
+// `frames`: what capture_stack() filled; `id`: the stack table's id for them.
+void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept;
+
 // One unwinder alone, for tests and benchmarks: false when it cannot walk this stack
 // (frame_rules met a frame without a usable rule; libunwind is not loaded).
 enum class Unwinder : std::uint8_t { frame_rules, libunwind, libgcc };
@@ -43,6 +59,7 @@ std::size_t cached_frame_rules() noexcept;
 struct WalkCacheUse {
   std::uint64_t walks = 0;
   std::uint64_t reused_frames = 0;
+  std::uint64_t memo_hits = 0;  // walks whose stack id was known (capture_stack with KnownStack)
 };
 WalkCacheUse walk_cache_use() noexcept;
 // fork(): the child must not inherit the rule cache's lock held by a vanished thread.

@@ -8,9 +8,11 @@ using Steps = WalkCache::Steps;
 using Fresh = WalkCache::Fresh;
 constexpr std::uint32_t kSteps = WalkCache::kSteps;
 
-// Cached step `to` := fresh step `from` (output frame `frame`).
+// Cached step `to` := fresh step `from` (output frame `frame`), written at clock `now`.
 [[gnu::always_inline]] inline void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh,
-                                             std::uint32_t from, std::uintptr_t frame) noexcept {
+                                             std::uint32_t from, std::uintptr_t frame,
+                                             std::uint64_t now) noexcept {
+  steps.stamp[to] = now;
   steps.sp[to] = fresh.sp[from];
   steps.key[to] = fresh.key[from];
   steps.bp[to] = fresh.bp[from];
@@ -31,13 +33,10 @@ constexpr std::uint32_t kSteps = WalkCache::kSteps;
 std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
                                   const Reused* reused, std::uint32_t reused_count,
                                   std::uint32_t recorded) noexcept {
-  ++walks;
   std::uint32_t taken = 0;
   for (std::uint32_t k = 0; k < reused_count && k < kMaxReused; ++k)
     taken += reused[k].out_end - reused[k].out_begin;
-  reused_frames += taken;
-  if (2 * taken >= n) poor = 0;
-  else if (poor < kPoorWalks) ++poor;
+  count_walk(n, taken);
   // The common case: this walk's own inner steps, then the cache's steps to its outermost
   // (or to the frame limit). The cached steps stay where they are; the new ones go below.
   if (reused_count == 1 && reused[0].out_end == n && reused[0].step_begin >= reused[0].out_begin &&
@@ -46,9 +45,10 @@ std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
     if (r.out_begin > kCheapSteps) skipped = 0;
     const std::uint32_t new_first = r.step_begin - r.out_begin;
     StackHash hash = StackHash::resume(steps.hash[r.step_begin]);
+    const std::uint64_t now = r.out_begin > 0 ? ++clock : clock;
     for (std::uint32_t j = r.out_begin; j-- > 0;) {
       const std::uint32_t to = new_first + j;
-      put_fresh(steps, to, fresh, j, frames[j]);
+      put_fresh(steps, to, fresh, j, frames[j], now);
       hash.add(frames[j]);
       steps.hash[to] = hash.state();
     }
@@ -83,9 +83,10 @@ std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
   }
   StackHash hash;
   const std::uint32_t new_first = kSteps - n;
+  const std::uint64_t now = ++clock;
   for (std::uint32_t j = n; j-- > 0;) {
     const std::uint32_t to = new_first + j;
-    put_fresh(steps, to, fresh, j, frames[j]);
+    put_fresh(steps, to, fresh, j, frames[j], now);
     hash.add(frames[j]);
     steps.hash[to] = hash.state();
   }

@@ -54,7 +54,39 @@ struct WalkCache {
     // Steps from here outward that restore rbp (restores[kSteps] is 0): a run of reused
     // steps that restored none leaves the walk's rbp as it was.
     std::uint8_t restores[kSteps + 1];
+    // The clock (WalkCache::clock) when the step was last written. A walk writes a run of
+    // steps that ends where its reused run begins, all with the newest clock, so stamps
+    // never grow outward: steps [s, kSteps) are unchanged since clock c iff stamp[s] <= c.
+    std::uint64_t stamp[kSteps];
   };
+
+  // The stack ids of recent walks that ended in one run of cached steps: keyed by the step
+  // the run began at and the few frames the walk took before it (`fresh`). A later walk
+  // that ends in a run from the same step, unchanged since (its stamp), after the same
+  // fresh frames, has the same frames, so it has the same id, known without hashing or
+  // comparing its frames in the stack table. Entries are only ever written with the cache
+  // `busy` (memoize()), so a nested walk never reads a torn entry.
+  static constexpr std::uint32_t kMemoFresh = 4;
+  static constexpr std::uint32_t kMemoSlots = 32;
+  // What a walk's stack is made of: where its run began, its frames in all, and how many
+  // of them came before the run, packed in one word.
+  static std::uint64_t memo_key(std::uint32_t run_begin, std::uint32_t depth,
+                                std::uint32_t fresh_count) noexcept {
+    return std::uint64_t{run_begin} | std::uint64_t{depth} << 16 | std::uint64_t{fresh_count} << 32;
+  }
+  struct MemoEntry {
+    std::uint64_t clock;               // steps from the run's first unchanged since; 0: empty
+    std::uint64_t key;                 // memo_key()
+    std::uintptr_t fresh[kMemoFresh];  // the walk's own frames before the run
+    StackId id;
+  };
+  // Where a walk that ended in one run would be memoized: handed back with its stack's id.
+  struct MemoTicket {
+    std::uint32_t slot = kMemoSlots;  // kMemoSlots: none (the walk cannot be memoized)
+    std::uint64_t key = 0;
+    std::uint64_t clock = 0;
+  };
+
 
   // This walk's steps before it met the cache, by output index (frame in the output).
   struct Fresh {
@@ -114,9 +146,43 @@ struct WalkCache {
   std::uint32_t first;                // the innermost cached step; kSteps: none
   std::uint64_t reused_frames;        // for tests: output frames taken from the cache
   std::uint64_t walks;                // for tests: walks that used the cache
+  std::uint64_t memo_hits;            // for tests: walks whose stack id the memo knew
+  std::uint64_t clock;                // bumped by every remember() that writes steps
   Steps steps;
   Fresh fresh;
   OwnSteps own;
+  MemoEntry memo[kMemoSlots];
+
+  // For a walk of `n` frames that ended in one run of cached steps from `run_begin` after
+  // `fresh_count` frames of its own (frames[0..fresh_count)): the stack's id when the memo
+  // knows it (kNoStack otherwise), and in *ticket where to memoize it. Call before
+  // remember(), which may rewrite the steps the run was checked against.
+  StackId recall(const std::uintptr_t* frames, std::uint32_t n, std::uint32_t fresh_count,
+                 std::uint32_t run_begin, MemoTicket* ticket) noexcept {
+    if (fresh_count > kMemoFresh) return kNoStack;
+    // The slot: the innermost frame (the call site) and where the run began; a collision
+    // only costs a miss.
+    const std::uintptr_t site = frames[0] >> 4;
+    const auto slot = static_cast<std::uint32_t>((site ^ site >> 5 ^ run_begin) & (kMemoSlots - 1));
+    const std::uint64_t key = memo_key(run_begin, n, fresh_count);
+    *ticket = {slot, key, clock};
+    const MemoEntry& e = memo[slot];
+    if (e.key != key || steps.stamp[run_begin] > e.clock || e.clock == 0) return kNoStack;
+    for (std::uint32_t i = 0; i < fresh_count; ++i)
+      if (e.fresh[i] != frames[i]) return kNoStack;
+    ++memo_hits;
+    return e.id;
+  }
+  // Records `id` as the stack of the walk `ticket` came from (frames: that walk's output).
+  // The caller has set `busy`.
+  void memoize(const std::uintptr_t* frames, const MemoTicket& ticket, StackId id) noexcept {
+    MemoEntry& e = memo[ticket.slot];
+    e.clock = ticket.clock;
+    e.key = ticket.key;
+    const auto fresh_count = static_cast<std::uint32_t>(ticket.key >> 32);
+    for (std::uint32_t i = 0; i < fresh_count; ++i) e.fresh[i] = frames[i];
+    e.id = id;
+  }
 
   // Empties the cache unless it belongs to `generation` (code unloaded since: a cached
   // step's rule may no longer be its key's).
@@ -128,6 +194,7 @@ struct WalkCache {
       steps.needs_bp[kSteps] = true;
       own.count = 0;
       skipped = poor = since_probe = 0;
+      ++clock;  // every step is rewritten before a run can begin at it: memo entries go stale
     }
   }
 
@@ -137,6 +204,17 @@ struct WalkCache {
   // they suffice, and returns its hash_frames().
   std::uint64_t remember(const std::uintptr_t* frames, std::uint32_t n, const Reused* reused,
                          std::uint32_t reused_count, std::uint32_t recorded) noexcept;
+
+  // Counts a walk of `n` output frames that took `taken` of them from the cache (for the
+  // rules-alone decision and the tests). remember() calls it; a walk whose id the memo
+  // knew calls it instead of remember(): the cache stays as it was, every step of it still
+  // checked before any later walk takes it.
+  void count_walk(std::uint32_t n, std::uint32_t taken) noexcept {
+    ++walks;
+    reused_frames += taken;
+    if (2 * taken >= n) poor = 0;
+    else if (poor < kPoorWalks) ++poor;
+  }
 };
 
 }  // namespace liveheap::engine

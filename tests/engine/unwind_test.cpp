@@ -306,6 +306,55 @@ TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
   EXPECT_GT(reused_frames(), before);
 }
 
+// A stack id the walk cache knows (KnownStack) is always the one the stack table gives the
+// frames the walk returns: checked on random recursions that share and change their outer
+// parts, at frame limits that cut them, where nearly every id comes from the memo.
+StackTable g_memo_table;
+
+[[gnu::noinline]] void check_known_id(int level, std::uint32_t max, int branch, int* checked,
+                                      std::uint64_t* known_ids) {
+  if (level > 0) {
+    if (branch % 3 == 0) check_known_id(level - 1, max, branch / 3, checked, known_ids);
+    else if (branch % 3 == 1) check_known_id(level - 1, max, branch / 3, checked, known_ids);
+    else check_known_id(level - 2 < 0 ? 0 : level - 2, max, branch / 3, checked, known_ids);
+    g_sink = g_sink + static_cast<std::uintptr_t>(level);
+    return;
+  }
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
+  std::uint64_t hash = 0;
+  KnownStack known;
+  const std::uint32_t depth = capture_stack(frames, max, &hash, &known);
+  const StackId id = g_memo_table.find_or_insert(frames, depth, false);
+  ASSERT_NE(id, kNoStack);
+  if (known.id != kNoStack) {
+    EXPECT_EQ(known.id, id) << "the memo named another stack";
+    ++*known_ids;
+  } else {
+    EXPECT_EQ(hash, hash_frames(frames, depth));
+    remember_stack_id(frames, known, id);
+  }
+  ++*checked;
+}
+
+TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
+  int checked = 0;
+  std::uint64_t known_ids = 0, memo_hits = 0;
+  std::thread([&] {  // a thread of its own: its memo holds this test's ids only
+    std::mt19937 random(7);
+    for (int round = 0; round < 3000 && !testing::Test::HasFailure(); ++round) {
+      // Mostly one depth with the call sites below it taking turns, as a server's handlers
+      // do; now and then another depth, or a frame limit that cuts the stack.
+      const std::uint32_t max = round % 11 == 0 ? 4 + random() % 12 : 128;
+      const int level = round % 13 == 0 ? 2 + static_cast<int>(random() % 14) : 10;
+      check_known_id(level, max, static_cast<int>(random() % 9), &checked, &known_ids);
+    }
+    memo_hits = walk_cache_use().memo_hits;
+  }).join();
+  EXPECT_EQ(checked, 3000);
+  EXPECT_GT(known_ids, 200u) << "the memo hardly ever knew a stack";
+  EXPECT_EQ(known_ids, memo_hits);
+}
+
 TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
   forget_frame_rules();  // as a dlclose does: the first walk below starts afresh too
   for (const char* path :
@@ -362,7 +411,8 @@ TEST_F(Unwind, WalksInterruptedByAHandlerThatWalksStayExact) {
 TEST(OwnCode, TheHooksAndTheWalkAreOwnCodeTheTestIsNot) {
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::malloc)));
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::free)));
-  EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&capture_stack)));
+  using Capture = std::uint32_t (*)(std::uintptr_t*, std::uint32_t, std::uint64_t*, KnownStack*);
+  EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(static_cast<Capture>(&capture_stack))));
   EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&first_frame_of_capture)));
   EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&capture_all)));
   // The first frame kept is the test's function that called capture_stack, in this
