@@ -148,9 +148,12 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       if (s > begin) {
         // rbp as the last step that restored it left it (with none, as it was).
         if (steps.restores[begin] != steps.restores[s]) bp = steps.bp_after[s - 1];
-        __builtin_memcpy(frames + n, steps.frame + begin, (s - begin) * sizeof(std::uintptr_t));
+        // The frames of a run are copied out after the walk (copy_reused), and not at all
+        // when the memo knows the stack; past kMaxReused runs, at once.
         if (reused_count < WalkCache::kMaxReused)
           reused[reused_count] = {n, n + (s - begin), begin};
+        else
+          __builtin_memcpy(frames + n, steps.frame + begin, (s - begin) * sizeof(std::uintptr_t));
         ++reused_count;
         n += s - begin;
         in_own_frames = false;
@@ -209,6 +212,11 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     }
     frames[n++] = return_address;
   }
+  const auto copy_reused = [&] {
+    for (std::uint32_t k = 0; k < reused_count && k < WalkCache::kMaxReused; ++k)
+      __builtin_memcpy(frames + reused[k].out_begin, steps.frame + reused[k].step_begin,
+                       (reused[k].out_end - reused[k].out_begin) * sizeof(std::uintptr_t));
+  };
   // A walk that ended in one run of cached steps may be one whose id the memo knows; asked
   // before remember() rewrites the steps the run was checked against.
   // Known: no hash needed, and the cache is left as it is (it held this stack's run already).
@@ -219,9 +227,10 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       *hash = 0;
       std::atomic_signal_fence(std::memory_order_seq_cst);
       cache.busy = false;
-      return n;
+      return n;  // frames[fresh..n) not written: the caller has the id and needs no frames
     }
   }
+  copy_reused();
   *hash = rules_alone ? hash_frames(frames, n)
                       : cache.remember(frames, n, reused, reused_count, fresh_limit);
   std::atomic_signal_fence(std::memory_order_seq_cst);

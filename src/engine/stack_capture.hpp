@@ -31,7 +31,8 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
 
 // The same, and the stack's interned id when this thread's walk cache has seen the stack
 // since its steps were last rewritten (WalkCache::recall): then `known->id` is it and the
-// stack table need not be asked (and `*hash` is not computed). Otherwise `known->id` is
+// stack table need not be asked (and neither `*hash` nor the frames past the walk's first
+// few are written: only the frames the memo compared). Otherwise `known->id` is
 // kNoStack; once the caller has the id, remember_stack_id() lets the next walk of the same
 // stack know it.
 struct KnownStack {

@@ -160,10 +160,13 @@ struct WalkCache {
   StackId recall(const std::uintptr_t* frames, std::uint32_t n, std::uint32_t fresh_count,
                  std::uint32_t run_begin, MemoTicket* ticket) noexcept {
     if (fresh_count > kMemoFresh) return kNoStack;
-    // The slot: the innermost frame (the call site) and where the run began; a collision
-    // only costs a miss.
-    const std::uintptr_t site = frames[0] >> 4;
-    const auto slot = static_cast<std::uint32_t>((site ^ site >> 5 ^ run_begin) & (kMemoSlots - 1));
+    // The slot: the fresh frames (or, with none, the run's first, which is not in `frames`
+    // yet) and where the run began; a collision only costs a miss. Every fresh frame counts:
+    // stacks that differ only further out than the innermost call site (a helper called
+    // from many places) must not all fall into one slot.
+    std::uintptr_t mix = fresh_count > 0 ? run_begin : steps.frame[run_begin] >> 4 ^ run_begin;
+    for (std::uint32_t i = 0; i < fresh_count; ++i) mix = mix * 31 + (frames[i] >> 4);
+    const auto slot = static_cast<std::uint32_t>((mix ^ mix >> 5 ^ mix >> 11) & (kMemoSlots - 1));
     const std::uint64_t key = memo_key(run_begin, n, fresh_count);
     *ticket = {slot, key, clock};
     const MemoEntry& e = memo[slot];
