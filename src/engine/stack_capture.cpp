@@ -72,7 +72,8 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
   return recent;
 }
 
-// This thread's previous walk (walk_cache.hpp): 8.5 KiB of static TLS per thread.
+// This thread's previous walk and its stack-id memo (walk_cache.hpp): 10.8 KiB of static TLS
+// per thread.
 [[gnu::tls_model("initial-exec")]] constinit thread_local WalkCache t_walk_cache{};
 
 // Walks from this function's own frame, caller by caller, writing up to `want` return
