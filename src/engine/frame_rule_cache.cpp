@@ -11,15 +11,19 @@ constexpr std::size_t kMaxCapacity = std::size_t{1} << 20;  // 16 MiB; beyond, r
 
 }  // namespace
 
-void FrameRuleCache::put(Table* t, std::uintptr_t key, std::uint64_t bits) noexcept {
+void FrameRuleCache::put(Table* t, std::uintptr_t key, std::uintptr_t tag, std::uint64_t bits) noexcept {
   std::size_t i = slot_of(key, t->mask);
+  const std::uintptr_t tagged = key ^ tag;
   while (t->slots[i].key.load(std::memory_order_relaxed) != 0) {
-    if (t->slots[i].key.load(std::memory_order_relaxed) == key) return;
+    if (t->slots[i].key.load(std::memory_order_relaxed) == tagged) return;
     i = (i + 1) & t->mask;
   }
-  // The rule before the key: a reader that sees the key sees its rule.
+  // The rule before the key: a reader that sees the key sees its rule. The fence orders a
+  // clear's key stores (made before the lock this writer holds) before the rule: a reader
+  // that loads this rule in place of the one it matched then sees its key gone.
+  std::atomic_thread_fence(std::memory_order_release);
   t->slots[i].rule.store(bits, std::memory_order_relaxed);
-  t->slots[i].key.store(key, std::memory_order_release);
+  t->slots[i].key.store(tagged, std::memory_order_release);
   t->used.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -32,10 +36,12 @@ bool FrameRuleCache::grow() noexcept {
   t->mask = capacity - 1;
   t->retired = old;
   if (old != nullptr) {
+    const std::uintptr_t tag = tag_of(generation_.load(std::memory_order_relaxed));
     for (std::size_t i = 0; i <= old->mask; ++i) {
-      const std::uintptr_t key = old->slots[i].key.load(std::memory_order_relaxed);
+      // Keys keep their tag: a table grows within one generation.
+      const std::uintptr_t tagged = old->slots[i].key.load(std::memory_order_relaxed);
       const std::uint64_t bits = old->slots[i].rule.load(std::memory_order_relaxed);
-      if (key != 0 && bits != 0) put(t, key, bits);
+      if (tagged != 0 && bits != 0) put(t, tagged ^ tag, tag, bits);
     }
   }
   table_.store(t, std::memory_order_release);
@@ -53,7 +59,7 @@ void FrameRuleCache::insert(std::uintptr_t key, FrameRule rule, std::uint32_t ge
     Table* t = table_.load(std::memory_order_relaxed);
     if (t == nullptr || filled_above(t, 1, 2)) grow();
     t = table_.load(std::memory_order_relaxed);
-    if (t != nullptr && !filled_above(t, 3, 4)) put(t, key, rule.pack());
+    if (t != nullptr && !filled_above(t, 3, 4)) put(t, key, tag_of(generation), rule.pack());
   }
   lock_.unlock();
 }

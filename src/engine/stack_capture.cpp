@@ -54,9 +54,10 @@ struct RecentRules {
 [[gnu::tls_model("initial-exec")]] constinit thread_local RecentRules t_recent_rules{};
 
 // The shared cache, then the CFI itself (caching what it finds).
-[[gnu::noinline]] std::uint64_t shared_rule(FrameRuleCache::View rules, std::uintptr_t key) noexcept {
-  if (const std::uint64_t rule = FrameRuleCache::lookup(rules, key)) return rule;
-  const std::uint32_t generation = g_frame_rules.generation();
+// `generation` was read before the walk began: a rule found after a clear is cached under
+// its old generation, so it is not (insert drops it).
+[[gnu::noinline]] std::uint64_t shared_rule(std::uint32_t generation, std::uintptr_t key) noexcept {
+  if (const std::uint64_t rule = FrameRuleCache::lookup(g_frame_rules.view(generation), key)) return rule;
   const FrameRule rule = find_frame_rule(key);
   g_frame_rules.insert(key, rule, generation);
   return rule.pack();
@@ -99,7 +100,6 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
   const std::uint32_t generation = g_frame_rules.generation();
   RecentRules& recent = recent_rules(generation);
   cache.check_generation(generation);
-  const FrameRuleCache::View rules = g_frame_rules.view();
   WalkCache::Steps& steps = cache.steps;
   WalkCache::Fresh& fresh = cache.fresh;
   WalkCache::Reused reused[WalkCache::kMaxReused];
@@ -169,7 +169,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     RecentRules::Slot& slot = recent.at(sp, key);
     std::uint64_t bits = slot.rule;
     if (__builtin_expect(slot.key != key, 0)) {
-      bits = shared_rule(rules, key);
+      bits = shared_rule(generation, key);
       slot = {key, bits};
     }
     const FrameRule::Kind kind = FrameRule::kind_of(bits);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -494,16 +495,27 @@ TEST(FrameRuleCache, MatchesAModelThroughGrowthAndClear) {
   cache.insert(keys[0], rule_for(keys[0], 0), before);
   EXPECT_EQ(FrameRuleCache::lookup(cache.view(), keys[0]), 0u);
   for (std::uintptr_t k : keys) EXPECT_EQ(FrameRuleCache::lookup(cache.view(), k), 0u);
+  // A reader's view from before a clear misses a slot refilled after it, even with the same
+  // key: a lookup that read the key before the clear and its rule after the refill sees a
+  // key that is not its own on the second read.
+  const FrameRuleCache::View old_view = cache.view();
+  cache.insert(keys[0], rule_for(keys[0], 1), cache.generation());
+  cache.clear();
+  cache.insert(keys[0], rule_for(keys[0], 2), cache.generation());
+  EXPECT_EQ(FrameRuleCache::lookup(cache.view(), keys[0]), rule_for(keys[0], 2).pack());
+  EXPECT_EQ(FrameRuleCache::lookup(old_view, keys[0]), 0u);
 }
 
 TEST(FrameRuleCache, ReadersNeverSeeAnotherKeysRuleWhileClearedAndRefilled) {
   static FrameRuleCache cache;
   constexpr std::uintptr_t kKeys = 2000;
   std::atomic<bool> done{false};
+  std::atomic<int> started{0};
   std::atomic<long> wrong{0}, hits{0};
   std::vector<std::thread> readers;
   for (int r = 0; r < 2; ++r)
     readers.emplace_back([&] {
+      started.fetch_add(1);
       while (!done.load(std::memory_order_relaxed))
         for (std::uintptr_t k = 1; k <= kKeys; ++k) {
           const std::uint64_t bits = FrameRuleCache::lookup(cache.view(), k * 64);
@@ -513,19 +525,25 @@ TEST(FrameRuleCache, ReadersNeverSeeAnotherKeysRuleWhileClearedAndRefilled) {
             wrong.fetch_add(1, std::memory_order_relaxed);
         }
     });
-  // Each round fills the slots in another order, so slots change keys between rounds.
+  while (started.load() < 2) std::this_thread::yield();
+  // Each round fills the slots in another order, so slots change keys between rounds. On a
+  // busy machine (or one core) the readers may get no time during 300 quick rounds: the
+  // rounds go on, yielding, until they have read filled slots, for at most 20 seconds.
   std::mt19937 rng(3);
   std::vector<std::uintptr_t> order(kKeys);
   for (std::uintptr_t k = 0; k < kKeys; ++k) order[k] = (k + 1) * 64;
-  for (int round = 0; round < 300; ++round) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int round = 0; round < 300 || (hits.load() < 100000 && std::chrono::steady_clock::now() < deadline);
+       ++round) {
     std::shuffle(order.begin(), order.end(), rng);
     for (std::uintptr_t k : order) cache.insert(k, rule_for(k, static_cast<std::uint32_t>(round)), cache.generation());
+    std::this_thread::yield();
     cache.clear();
   }
   done = true;
   for (std::thread& t : readers) t.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_GT(hits.load(), 0);  // the readers did read filled slots
+  EXPECT_GE(hits.load(), 100000);  // the readers did read filled slots
 }
 
 }  // namespace
