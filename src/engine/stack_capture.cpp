@@ -140,6 +140,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       std::uint32_t s = begin;
       // Each step's two words; the rbp held now only where a rule would read it.
       if (!steps.needs_bp[begin] || bp == steps.bp[begin]) {
+#pragma GCC unroll 4
         for (; s < end; ++s) {
           const auto* return_slot = reinterpret_cast<const std::uintptr_t*>(steps.cfa[s] - 8);
           const auto* check_slot = reinterpret_cast<const std::uintptr_t*>(steps.check_address[s]);
