@@ -41,7 +41,7 @@ int g_thread_line = 0;
   grown = std::realloc(grown, 200000); g_sites.push_back({__LINE__, 200000, 1});
   g_keep.push_back(grown);
   void* aligned = nullptr;
-  if (posix_memalign(&aligned, 256, 777) == 0) g_keep.push_back(aligned); g_sites.push_back({__LINE__, 777, 1});
+  if (posix_memalign(&aligned, 256, 777) == 0) { g_keep.push_back(aligned); } g_sites.push_back({__LINE__, 777, 1});
   for (int i = 0; i < 100; ++i) {
     void* transient = std::malloc(50000); std::memset(transient, 1, 8); std::free(transient);
   }
