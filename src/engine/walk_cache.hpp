@@ -87,7 +87,6 @@ struct WalkCache {
     std::uint64_t clock = 0;
   };
 
-
   // This walk's steps before it met the cache, by output index (frame in the output).
   struct Fresh {
     std::uintptr_t sp[kSteps];
