@@ -159,11 +159,11 @@ void count_folded(std::int64_t bytes) noexcept {
 
 // The stack's id; when it cannot be interned, the over-the-cap stack's (and *folded set),
 // or kNoStack when even that one does not exist.
-LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded) noexcept {
+LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& start) noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
   KnownStack known;
-  const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known);
+  const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
   if (known.id != kNoStack) return known.id;
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
@@ -180,9 +180,9 @@ void record_own(void* p, std::size_t size) noexcept {
     g_own_bytes.fetch_add(static_cast<std::int64_t>(size - replaced.size), std::memory_order_relaxed);
 }
 
-LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size) noexcept {
+LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart& start) noexcept {
   bool folded = false;
-  const StackId stack = capture_and_intern(&folded);
+  const StackId stack = capture_and_intern(&folded, start);
   LiveBlock replaced;
   if (stack == kNoStack ||
       !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
@@ -278,12 +278,12 @@ void stop() noexcept {
 
 void clear() noexcept { empty_tables(); }
 
-LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size) noexcept {
+LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& start) noexcept {
   if (p == nullptr) return;
   HookGuard guard;
   if (guard.reentered()) return;  // an allocation made by the engine's own callees
   if (t_thread.ignore_depth > 0) return record_own(p, size);
-  record_traced(p, size);
+  record_traced(p, size, start);
 }
 
 void on_free(void* p) noexcept {
@@ -323,7 +323,8 @@ void restore(void* p, const Forgotten& f) noexcept {
 }
 
 LIVEHEAP_OWN_CODE
-void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexcept {
+void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
+                      const WalkStart& start) noexcept {
   ThreadState& t = t_thread;
   const std::uint32_t session = g_session.load(std::memory_order_acquire);
   if (t.sampler_epoch != session) {
@@ -348,7 +349,7 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexce
   }
   SampleHeader* h = region_header(p);
   bool folded = false;
-  const StackId stack = capture_and_intern(&folded);
+  const StackId stack = capture_and_intern(&folded, start);
   if (stack == kNoStack) {  // allocated, never counted
     count_dropped(w.bytes);
     return p;

@@ -11,6 +11,7 @@
 #include "next_allocator.hpp"
 #include "sample_region.hpp"
 #include "thread_state.hpp"
+#include "walk_start.hpp"
 
 namespace liveheap::engine {
 
@@ -50,7 +51,9 @@ void stop() noexcept;
 void clear() noexcept;
 
 // Exact mode, called only while mode() is exact. `p` may be null (then ignored).
-void on_alloc(void* p, std::size_t size) noexcept;
+// `start`: the hook's here(), where the stack walk begins (none: at the walk's own frame,
+// walking up through the engine's frames first).
+void on_alloc(void* p, std::size_t size, const WalkStart& start = {}) noexcept;
 void on_free(void* p) noexcept;
 // realloc: forget `p` before glibc may hand its address to another thread; if the
 // realloc fails, put it back. The token carries what was forgotten.
@@ -72,7 +75,9 @@ inline bool sample_point_crossed(std::size_t size) noexcept {
 // The slow path: a sampled block from the sample region, or nullptr when this allocation
 // is not to be sampled after all (the caller allocates from glibc). `zero`: the block must
 // read as zero (calloc); malloc & co. pass false and may get a reused run as it was left.
-void* sample_allocate(std::size_t size, std::size_t alignment, bool zero) noexcept;
+// `start` as for on_alloc().
+void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
+                      const WalkStart& start = {}) noexcept;
 // Frees a block of the sample region, whatever the mode (samples outlive sessions); a
 // double free or a pointer that is no sampled block aborts with a message, as glibc does.
 void sample_free(void* p) noexcept;

@@ -32,18 +32,18 @@ bool power_of_two(std::size_t alignment) noexcept {
 // cannot give as the allocator would (not a power of two) is never sampled. Only calloc
 // needs a sample's reused pages `zero`ed.
 template <typename Next>
-LIVEHEAP_OWN_CODE
+[[gnu::always_inline]] LIVEHEAP_OWN_CODE
 inline void* allocate(std::size_t size, std::size_t alignment, Next&& next, bool zero = false) noexcept {
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return next();
   if (mode == Mode::sampled) {
     if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return next();
     if (alignment == 0 || power_of_two(alignment))
-      if (void* p = engine::sample_allocate(size, alignment, zero)) return p;
+      if (void* p = engine::sample_allocate(size, alignment, zero, engine::here())) return p;
     return next();
   }
   void* p = next();
-  engine::on_alloc(p, size);
+  engine::on_alloc(p, size, engine::here());
   return p;
 }
 
@@ -67,7 +67,7 @@ LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcep
   if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size)) || size == 0 ||
       g_next.malloc_usable_size == nullptr)
     return g_next.realloc(p, size);
-  void* q = engine::sample_allocate(size, 0, false);
+  void* q = engine::sample_allocate(size, 0, false, engine::here());
   if (q == nullptr) return g_next.realloc(p, size);
   const std::size_t old_size = g_next.malloc_usable_size(p);
   std::memcpy(q, p, old_size < size ? old_size : size);
@@ -84,7 +84,7 @@ LIVEHEAP_OWN_CODE void* realloc_exact(void* p, std::size_t size) noexcept {
     if (size != 0) engine::restore(p, old);  // p is still allocated and unchanged
     return nullptr;
   }
-  engine::on_alloc(q, size);  // a new trace at the realloc's own stack, as tracemalloc
+  engine::on_alloc(q, size, engine::here());  // a new trace at the realloc's own stack, as tracemalloc
   return q;
 }
 

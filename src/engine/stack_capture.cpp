@@ -77,9 +77,9 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // per thread.
 [[gnu::tls_model("initial-exec")]] constinit thread_local WalkCache t_walk_cache{};
 
-// Walks from this function's own frame, caller by caller, writing up to `want` return
-// addresses past liveheap's own frames (so no copy drops them afterwards), and `*hash` with
-// their hash_frames(); kNeedsOtherUnwinder when a frame has no usable rule. The rule steps
+// Walks from `start` (a hook's frame), or without one from this function's own frame,
+// caller by caller, writing up to `want` return addresses past liveheap's own frames (so
+// no copy drops them afterwards), and `*hash` with their hash_frames(); kNeedsOtherUnwinder when a frame has no usable rule. The rule steps
 // are one chain of dependent loads per frame (return address, rule, next return address):
 // they read the packed rule's fields in place (FrameRule::kind_of & co.) and keep other
 // work off that chain. Where the walk meets a step of the previous walk (the same code
@@ -87,11 +87,13 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // hold.
 LIVEHEAP_OWN_CODE
 std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
-                                    std::uint64_t* hash, KnownStack* known) noexcept {
-  std::uintptr_t pc, sp, bp;
-  // The three registers together, at one instruction: the CFI row of that pc matches.
-  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-               : "=r"(pc), "=r"(sp), "=r"(bp));
+                                    std::uint64_t* hash, KnownStack* known,
+                                    const WalkStart& start = {}) noexcept {
+  // The hook's registers when it gave them (one rule step to its caller), else this
+  // function's own (then liveheap's frames below the hook are walked first).
+  const WalkStart begin = start.pc != 0 ? start : here();
+  const std::uintptr_t pc = begin.pc;
+  std::uintptr_t sp = begin.sp, bp = begin.bp;
   WalkCache& cache = t_walk_cache;
   // A signal handler's walk while this thread was walking: the cache is mid-update.
   if (__builtin_expect(cache.busy, 0)) return kNeedsOtherUnwinder;
@@ -294,8 +296,8 @@ void load_unwinder() noexcept {
 
 LIVEHEAP_OWN_CODE
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
-                            KnownStack* known) noexcept {
-  const std::uint32_t n = walk_with_frame_rules(frames, max, hash, known);
+                            KnownStack* known, const WalkStart& start) noexcept {
+  const std::uint32_t n = walk_with_frame_rules(frames, max, hash, known, start);
   if (n != kNeedsOtherUnwinder) return n;
   // The other unwinders start with our own frames: walk further, then drop them.
   g_fallback_walks.fetch_add(1, std::memory_order_relaxed);

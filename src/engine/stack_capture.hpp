@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "walk_cache.hpp"
+#include "walk_start.hpp"
 
 namespace liveheap::engine {
 
@@ -34,13 +35,15 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
 // stack table need not be asked (and neither `*hash` nor the frames past the walk's first
 // few are written: only the frames the memo compared). Otherwise `known->id` is
 // kNoStack; once the caller has the id, remember_stack_id() lets the next walk of the same
-// stack know it.
+// stack know it. `start`: where the walk begins, a frame that has not returned (a hook's
+// here(), which it passes down); none: at the walk's own frame. Either way, the frames
+// that are liveheap's own are not in the output.
 struct KnownStack {
   StackId id = kNoStack;
   WalkCache::MemoTicket ticket;
 };
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
-                            KnownStack* known) noexcept;
+                            KnownStack* known, const WalkStart& start = {}) noexcept;
 // `frames`: what capture_stack() filled; `id`: the stack table's id for them.
 void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept;
 

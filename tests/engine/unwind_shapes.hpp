@@ -9,20 +9,28 @@
 namespace liveheap::engine::test {
 
 // The same stack as each unwinder saw it (own frames dropped). `frame_rules_walked` is
-// false when the rule walk needed another unwinder for this stack.
+// false when the rule walk needed another unwinder for this stack. With `from_here_taken`,
+// `from_here` is capture_stack() begun at capture_all's own registers (a WalkStart, as a
+// hook begins it), so without capture_all's call site, and `from_here_hash` its hash.
 struct Captured {
-  std::vector<std::uintptr_t> frame_rules, libunwind, libgcc;
+  std::vector<std::uintptr_t> frame_rules, libunwind, libgcc, from_here;
+  std::uint64_t from_here_hash = 0;
   bool frame_rules_walked = false;
+  bool from_here_taken = false;
 };
 
 // Captures the caller's stack three times, from one call site.
 Captured capture_all(std::uint32_t max_frames = 128);
+// The same, and once more from its own frame (`from_here`).
+Captured capture_all_from_here(std::uint32_t max_frames = 128);
 
 // Frame kinds, one per level of a chain.
 enum class Shape : int { plain, alloca_frame, realigned, unoptimized, std_function, std_sort, qsort_callback, kCount };
 
 // Calls down through `shapes` (outermost first), then capture_all at the bottom.
 Captured capture_through(const std::vector<Shape>& shapes, std::uint32_t max_frames = 128);
+// The same, with `from_here` taken too.
+Captured capture_through_from_here(const std::vector<Shape>& shapes, std::uint32_t max_frames = 128);
 
 // Unoptimized frames (compiled at -O0 in their own file): calls `next(level)`.
 void call_unoptimized(void (*next)(int), int level);

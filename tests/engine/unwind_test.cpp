@@ -36,12 +36,20 @@ void expect_same_stacks(const Captured& c, const char* what) {
   ASSERT_GE(c.frame_rules.size(), 3u);
   EXPECT_EQ(c.frame_rules, c.libunwind);
   EXPECT_EQ(c.frame_rules, c.libgcc);
+  if (!c.from_here_taken) return;
+  // Begun at capture_all's registers, the walk's first frame is capture_all's caller's call
+  // site, and the rest are the same (one more at the end when max_frames cut them).
+  ASSERT_GE(c.from_here.size(), c.frame_rules.size() - 1);
+  EXPECT_TRUE(std::equal(c.frame_rules.begin() + 1, c.frame_rules.end(), c.from_here.begin()))
+      << "the walk from capture_all's registers is not capture_all's callers";
+  EXPECT_EQ(c.from_here_hash, hash_frames(c.from_here.data(), static_cast<std::uint32_t>(c.from_here.size())));
 }
 
 TEST_F(Unwind, EveryFrameShapeAloneMatchesLibunwindAndLibgcc) {
   for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
     const auto shape = static_cast<Shape>(s);
-    expect_same_stacks(capture_through({shape, shape, shape}), ("shape " + std::to_string(s)).c_str());
+    expect_same_stacks(capture_through_from_here({shape, shape, shape}),
+                       ("shape " + std::to_string(s)).c_str());
   }
 }
 
@@ -50,7 +58,8 @@ TEST_F(Unwind, RandomMixturesOfShapesMatch) {
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<Shape> shapes(1 + rng() % 40);
     for (Shape& s : shapes) s = static_cast<Shape>(rng() % static_cast<unsigned>(Shape::kCount));
-    expect_same_stacks(capture_through(shapes), ("trial " + std::to_string(trial)).c_str());
+    expect_same_stacks(capture_through_from_here(shapes),
+                       ("trial " + std::to_string(trial)).c_str());
   }
 }
 
@@ -59,8 +68,8 @@ TEST_F(Unwind, RepeatedStacksStillMatchOnceRulesAreCached) {
   const std::vector<Shape> a{Shape::plain, Shape::alloca_frame, Shape::unoptimized, Shape::plain};
   const std::vector<Shape> b{Shape::realigned, Shape::qsort_callback, Shape::plain};
   for (int i = 0; i < 50; ++i) {
-    expect_same_stacks(capture_through(i % 2 ? a : b), "alternating");
-    expect_same_stacks(capture_through(i % 3 ? b : a), "alternating, shifted");
+    expect_same_stacks((i % 5 != 0 ? capture_through_from_here : capture_through)(i % 2 ? a : b, 128), "alternating");
+    expect_same_stacks((i % 4 != 0 ? capture_through_from_here : capture_through)(i % 3 ? b : a, 128), "alternating, shifted");
   }
 }
 
@@ -68,11 +77,16 @@ TEST_F(Unwind, MaxFramesKeepsTheInnermostFrames) {
   const std::vector<Shape> deep(60, Shape::plain);
   const Captured full = capture_through(deep, 128);
   expect_same_stacks(full, "full");
+  const Captured full_from_here = capture_through_from_here(deep, 128);
+  expect_same_stacks(full_from_here, "full, from here too");
   for (std::uint32_t max : {1u, 5u, 32u}) {
-    const Captured cut = capture_through(deep, max);
+    const Captured cut = capture_through_from_here(deep, max);
     ASSERT_EQ(cut.frame_rules.size(), max);
+    // From capture_all's registers: the same cut one frame further out.
+    ASSERT_EQ(cut.from_here.size(), max);
+    EXPECT_TRUE(std::equal(cut.from_here.begin(), cut.from_here.end(), full_from_here.from_here.begin()));
     // Same call chain, so the same return addresses up to the cut.
-    EXPECT_TRUE(std::equal(cut.frame_rules.begin(), cut.frame_rules.end(), full.frame_rules.begin()));
+    EXPECT_TRUE(std::equal(cut.frame_rules.begin(), cut.frame_rules.end(), full_from_here.frame_rules.begin()));
     EXPECT_EQ(cut.frame_rules, cut.libunwind);
   }
 }
@@ -207,17 +221,29 @@ std::size_t frames_apart(const Captured& x, const Captured& y, std::size_t* at) 
   return apart;
 }
 
+// The same stack twice, to the saved registers: everything that differs between the two
+// calls is in memory, not in a register a callee saves on the stack (the walk checks a
+// saved rbp where a rule reads it, and the compiler may keep a loop's index or an address
+// of c[i] in rbp).
+thread_local Captured t_repeated[2];
+thread_local std::uint64_t t_repeated_reused[2];
+thread_local std::uint64_t t_repeated_before;
+thread_local int t_repeated_count;
+[[gnu::noinline]] void capture_repeated(const std::vector<Shape>* shapes) {
+  t_repeated_before = reused_frames();
+  Captured captured = capture_through(*shapes);
+  t_repeated_reused[t_repeated_count] = reused_frames() - t_repeated_before;
+  t_repeated[t_repeated_count++] = std::move(captured);
+}
+
 TEST_F(Unwind, ARepeatedStackIsTakenFromThePreviousWalkAndStillMatches) {
   const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized,
                                   Shape::plain};
-  std::uint64_t reused[2] = {};
-  Captured c[2];
   empty_walk_cache();
-  for (int i = 0; i < 2; ++i) {  // one call site: the same stack twice
-    const std::uint64_t before = reused_frames();
-    c[i] = capture_through(shapes);
-    reused[i] = reused_frames() - before;
-  }
+  t_repeated_count = 0;
+  for (volatile int i = 0; i < 2; i = i + 1) capture_repeated(&shapes);  // one call site
+  const Captured* c = t_repeated;
+  const std::uint64_t* reused = t_repeated_reused;
   expect_same_stacks(c[0], "first");
   expect_same_stacks(c[1], "again");
   EXPECT_EQ(c[0].frame_rules, c[1].frame_rules);
@@ -440,7 +466,8 @@ TEST_F(Unwind, WalksInterruptedByAHandlerThatWalksStayExact) {
 TEST(OwnCode, TheHooksAndTheWalkAreOwnCodeTheTestIsNot) {
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::malloc)));
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::free)));
-  using Capture = std::uint32_t (*)(std::uintptr_t*, std::uint32_t, std::uint64_t*, KnownStack*);
+  using Capture = std::uint32_t (*)(std::uintptr_t*, std::uint32_t, std::uint64_t*, KnownStack*,
+                                    const WalkStart&);
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(static_cast<Capture>(&capture_stack))));
   EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&first_frame_of_capture)));
   EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&capture_all)));
