@@ -83,7 +83,7 @@ int qsort_compare(const void* a, const void* b) {
 }
 
 [[gnu::noinline]] void bottom() {
-  *t_out = t_from_here ? capture_all_from_here(t_max_frames) : capture_all(t_max_frames);
+  *t_out = capture_all(t_max_frames, t_from_here);
   g_sink = g_sink + 1;
 }
 
@@ -104,7 +104,7 @@ void descend(int level) {
 
 }  // namespace
 
-[[gnu::noinline]] Captured capture_all(std::uint32_t max_frames) {
+[[gnu::noinline]] Captured capture_all(std::uint32_t max_frames, bool from_here) {
   Captured c;
   std::vector<std::uintptr_t>* outputs[] = {&c.frame_rules, &c.libunwind, &c.libgcc};
   constexpr Unwinder kUnwinders[] = {Unwinder::frame_rules, Unwinder::libunwind, Unwinder::libgcc};
@@ -117,26 +117,13 @@ void descend(int level) {
     if (walked[i]) outputs[i]->assign(frames, frames + depths[i]);
   }
   c.frame_rules_walked = walked[0];
-  return c;
-}
-
-[[gnu::noinline]] Captured capture_all_from_here(std::uint32_t max_frames) {
-  Captured c;
-  std::vector<std::uintptr_t>* outputs[] = {&c.frame_rules, &c.libunwind, &c.libgcc};
-  constexpr Unwinder kUnwinders[] = {Unwinder::frame_rules, Unwinder::libunwind, Unwinder::libgcc};
-  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
-  std::uint32_t depths[3] = {};
-  bool walked[3] = {};
-  for (int i = 0; i < 3; ++i) {
-    walked[i] = capture_stack_with(kUnwinders[i], frames, max_frames, &depths[i]);
-    if (walked[i]) outputs[i]->assign(frames, frames + depths[i]);
+  if (from_here) {
+    std::uint64_t hash = 0;
+    const std::uint32_t depth = capture_stack(frames, max_frames, &hash, nullptr, here());
+    c.from_here.assign(frames, frames + depth);
+    c.from_here_hash = hash;
+    c.from_here_taken = true;
   }
-  c.frame_rules_walked = walked[0];
-  std::uint64_t hash = 0;
-  const std::uint32_t depth = capture_stack(frames, max_frames, &hash, nullptr, here());
-  c.from_here.assign(frames, frames + depth);
-  c.from_here_hash = hash;
-  c.from_here_taken = true;
   return c;
 }
 

@@ -19,10 +19,9 @@ struct Captured {
   bool from_here_taken = false;
 };
 
-// Captures the caller's stack three times, from one call site.
-Captured capture_all(std::uint32_t max_frames = 128);
-// The same, and once more from its own frame (`from_here`).
-Captured capture_all_from_here(std::uint32_t max_frames = 128);
+// Captures the caller's stack three times from one call site (and, `from_here`, once more
+// from its own frame).
+Captured capture_all(std::uint32_t max_frames = 128, bool from_here = false);
 
 // Frame kinds, one per level of a chain.
 enum class Shape : int { plain, alloca_frame, realigned, unoptimized, std_function, std_sort, qsort_callback, kCount };
