@@ -73,14 +73,14 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
   return recent;
 }
 
-// This thread's previous walk and its stack-id memo (walk_cache.hpp): 10.8 KiB of static TLS
+// This thread's previous walk and its stack-id memo (walk_cache.hpp): 10.5 KiB of static TLS
 // per thread.
 [[gnu::tls_model("initial-exec")]] constinit thread_local WalkCache t_walk_cache{};
 
 // Walks from `start` (a hook's frame), or without one from this function's own frame,
 // caller by caller, writing up to `want` return addresses past liveheap's own frames (so
-// no copy drops them afterwards), and `*hash` with their hash_frames(); kNeedsOtherUnwinder when a frame has no usable rule. The rule steps
-// are one chain of dependent loads per frame (return address, rule, next return address):
+// no copy drops them afterwards), and `*hash` with their hash_frames(); kNeedsOtherUnwinder
+// when a frame has no usable rule. The rule steps are one chain of dependent loads per frame (return address, rule, next return address):
 // they read the packed rule's fields in place (FrameRule::kind_of & co.) and keep other
 // work off that chain. Where the walk meets a step of the previous walk (the same code
 // address and rsp), it checks the cached steps instead (walk_cache.hpp), as far as they
@@ -92,7 +92,6 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
   // The hook's registers when it gave them (one rule step to its caller), else this
   // function's own (then liveheap's frames below the hook are walked first).
   const WalkStart begin = start.pc != 0 ? start : here();
-  const std::uintptr_t pc = begin.pc;
   std::uintptr_t sp = begin.sp, bp = begin.bp;
   WalkCache& cache = t_walk_cache;
   // A signal handler's walk while this thread was walking: the cache is mid-update.
@@ -111,26 +110,11 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
   std::uint32_t next = rules_alone ? WalkCache::kSteps : cache.first;
   // The walk's own steps are recorded for as many output frames.
   const std::uint32_t fresh_limit = rules_alone ? 0 : cache.fresh_limit();
-  std::uintptr_t key = pc;           // the innermost frame is at pc itself, not after a call
+  std::uintptr_t key = begin.pc;  // the innermost frame is at pc itself, not after a call
   std::uint32_t n = 0;
+  // liveheap's own frames on top (none past a hook's start but a hook called by another)
+  // are walked with the rules and not output.
   bool in_own_frames = true;
-  // Our own frames first: the previous walk's, checked in place.
-  WalkCache::OwnSteps& own = cache.own;
-  const std::uintptr_t walk_sp = sp;
-  std::uint32_t own_n = 0;     // own steps taken so far
-  bool own_relative = true;    // so far every own step's CFA is walk_sp + an offset
-  if (own.count != 0 && own.pc == pc) {
-    for (; own_n < own.count; ++own_n) {
-      const std::uintptr_t cfa = walk_sp + own.cfa_offset[own_n];
-      if (*reinterpret_cast<const std::uintptr_t*>(cfa - 8) != own.frame[own_n]) break;
-      if (const std::int16_t rbp_slot = FrameRule::rbp_slot_of(own.rule[own_n]); rbp_slot != 0)
-        bp = *reinterpret_cast<const std::uintptr_t*>(cfa + rbp_slot);
-    }
-    if (own_n > 0) {
-      key = own.frame[own_n - 1] - 1;
-      sp = walk_sp + own.cfa_offset[own_n - 1];
-    }
-  }
   while (n < want) {
     // Cached steps are in rsp order, and rsp only grows: skip those the walk went past.
     while (steps.sp[next] < sp) ++next;  // stops at the sentinel, sp[kSteps]
@@ -192,19 +176,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     sp = cfa;
     if (return_address == 0) break;
     key = return_address - 1;  // the call instruction's row
-    if (in_own_frames && in_own_section(return_address)) {
-      own_relative = own_relative && !FrameRule::cfa_from_rbp_of(bits);
-      if (own_relative && own_n < WalkCache::kOwnSteps) {
-        own.pc = pc;
-        own.cfa_offset[own_n] = cfa - walk_sp;
-        own.rule[own_n] = bits;
-        own.frame[own_n] = return_address;
-        own.count = ++own_n;
-      } else if (own.count > own_n) {
-        own.count = own_n;  // the steps after are another path's
-      }
-      continue;
-    }
+    if (in_own_frames && in_own_section(return_address)) continue;
     in_own_frames = false;
     if (n < fresh_limit) {
       fresh.sp[n] = step_sp;

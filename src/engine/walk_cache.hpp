@@ -97,21 +97,6 @@ struct WalkCache {
     std::uintptr_t bp_after[kSteps];  // rbp after the step (the saved rbp it read, if any)
   };
 
-  // liveheap's own frames on top of a walk (the walk itself, the engine, the hook): the same
-  // few steps for every walk through one hook, at a stack position that depends on the
-  // caller. Their rules take rsp alone (the engine is built without frame pointers), so
-  // their CFAs are fixed offsets from the walk's starting rsp, wherever that is: kept as
-  // offsets, each step's return address checked in place. The walk's own frame is where
-  // the walk starts, at the walk's pc; a step whose rule reads rbp ends them.
-  static constexpr std::uint32_t kOwnSteps = 12;
-  struct OwnSteps {
-    std::uint32_t count;
-    std::uintptr_t pc;                      // the walk's pc, the first step's key
-    std::uintptr_t cfa_offset[kOwnSteps];   // the step's CFA - the walk's starting rsp
-    std::uint64_t rule[kOwnSteps];          // FrameRule::pack(), rsp-based
-    std::uintptr_t frame[kOwnSteps];        // liveheap's own return addresses: never output
-  };
-
   // A run of output frames taken from the cache: out [out_begin, out_end) is cached steps
   // [step_begin, step_begin + out_end - out_begin).
   struct Reused {
@@ -149,7 +134,6 @@ struct WalkCache {
   std::uint64_t clock;                // bumped by every remember() that writes steps
   Steps steps;
   Fresh fresh;
-  OwnSteps own;
   MemoEntry memo[kMemoSlots];
 
   // For a walk of `n` frames that ended in one run of cached steps from `run_begin` after
@@ -194,7 +178,6 @@ struct WalkCache {
       first = kSteps;
       steps.sp[kSteps] = UINTPTR_MAX;
       steps.needs_bp[kSteps] = true;
-      own.count = 0;
       skipped = poor = since_probe = 0;
       ++clock;  // every step is rewritten before a run can begin at it: memo entries go stale
     }
