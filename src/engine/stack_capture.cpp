@@ -124,22 +124,37 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
       const std::uint32_t end = begin + (want - n) < WalkCache::kSteps ? begin + (want - n)
                                                                        : WalkCache::kSteps;
       std::uint32_t s = begin;
-      // Each step's two words; the rbp held now only where a rule would read it.
+      // The steps' stack words (walk_cache.hpp); the rbp held now only where a rule would
+      // read it.
       if (!steps.needs_bp[begin] || bp == steps.bp[begin]) {
+        const std::uint32_t checks_end = steps.checks_from[end];
+        std::uint32_t c = steps.checks_from[begin];
 #pragma GCC unroll 4
-        for (; s < end; ++s) {
-          const auto* return_slot = reinterpret_cast<const std::uintptr_t*>(steps.cfa[s] - 8);
-          const auto* check_slot = reinterpret_cast<const std::uintptr_t*>(steps.check_address[s]);
-          if (*return_slot != steps.frame[s] || *check_slot != steps.check_value[s]) break;
-        }
+        for (; c < checks_end; ++c)
+          if (*reinterpret_cast<const std::uintptr_t*>(steps.check_address[c]) != steps.check_value[c])
+            break;
+        s = c < checks_end ? steps.check_step[c] : end;
       }
       if (s > begin) {
-        // rbp as the last step that restored it left it (with none, as it was).
-        if (steps.restores[begin] != steps.restores[s]) bp = steps.bp_after[s - 1];
+        const std::uintptr_t run_bp = bp;
+        // rbp as the last step that restored it left it (with none, as it was). A run to
+        // the cache's end checked that step's saved rbp (the rules may go on from there:
+        // needs_bp[kSteps]), so it is the cached one; a run that ended before did not
+        // always, so it is read from its slot, as the rule reads it.
+        if (steps.restores[begin] != steps.restores[s]) {
+          if (s == WalkCache::kSteps) {
+            bp = steps.bp_after[s - 1];
+          } else {
+            std::uint32_t last = s - 1;
+            while (FrameRule::rbp_slot_of(steps.rule[last]) == 0) --last;
+            bp = *reinterpret_cast<const std::uintptr_t*>(
+                steps.cfa[last] + FrameRule::rbp_slot_of(steps.rule[last]));
+          }
+        }
         // The frames of a run are copied out after the walk (copy_reused), and not at all
         // when the memo knows the stack; past kMaxReused runs, at once.
         if (reused_count < WalkCache::kMaxReused)
-          reused[reused_count] = {n, n + (s - begin), begin};
+          reused[reused_count] = {n, n + (s - begin), begin, run_bp};
         else
           __builtin_memcpy(frames + n, steps.frame + begin, (s - begin) * sizeof(std::uintptr_t));
         ++reused_count;

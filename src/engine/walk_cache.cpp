@@ -8,7 +8,8 @@ using Steps = WalkCache::Steps;
 using Fresh = WalkCache::Fresh;
 constexpr std::uint32_t kSteps = WalkCache::kSteps;
 
-// Cached step `to` := fresh step `from` (output frame `frame`), written at clock `now`.
+// Cached step `to` := fresh step `from` (output frame `frame`), written at clock `now`,
+// after the steps further out (their checks end at steps.checks_from[to + 1]).
 [[gnu::always_inline]] inline void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh,
                                              std::uint32_t from, std::uintptr_t frame,
                                              std::uint64_t now) noexcept {
@@ -20,8 +21,19 @@ constexpr std::uint32_t kSteps = WalkCache::kSteps;
   steps.rule[to] = fresh.rule[from];
   steps.frame[to] = frame;
   const std::int16_t rbp_slot = FrameRule::rbp_slot_of(fresh.rule[from]);
-  steps.check_address[to] = rbp_slot != 0 ? fresh.cfa[from] + rbp_slot : fresh.cfa[from] - 8;
-  steps.check_value[to] = rbp_slot != 0 ? fresh.bp_after[from] : frame;
+  // The checks go below those of the steps further out: the saved rbp (read second) first.
+  std::uint32_t c = steps.checks_from[to + 1];
+  if (rbp_slot != 0 && steps.needs_bp[to + 1]) {
+    --c;
+    steps.check_address[c] = fresh.cfa[from] + rbp_slot;
+    steps.check_value[c] = fresh.bp_after[from];
+    steps.check_step[c] = static_cast<std::uint8_t>(to);
+  }
+  --c;
+  steps.check_address[c] = fresh.cfa[from] - 8;
+  steps.check_value[c] = frame;
+  steps.check_step[c] = static_cast<std::uint8_t>(to);
+  steps.checks_from[to] = static_cast<std::uint8_t>(c);
   steps.needs_bp[to] = FrameRule::cfa_from_rbp_of(fresh.rule[from]) ||
                        (rbp_slot == 0 && steps.needs_bp[to + 1]);
   steps.bp_after[to] = fresh.bp_after[from];
@@ -70,15 +82,22 @@ std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
     return hash_frames(frames, n);
   }
   if (n > kCheapSteps) skipped = 0;
+  // The registers of a reused step are this walk's, not those of the walk that cached it:
+  // a saved rbp that no step used was not checked, and may have been another. So rbp is
+  // followed through the run again from where the run began, reading each saved rbp from
+  // its slot (a stack word of this walk's, which the run checked its way to).
   for (std::uint32_t k = 0; k < reused_count; ++k) {
     const Reused& r = reused[k];
+    std::uintptr_t bp = r.bp;
     for (std::uint32_t j = r.out_begin, s = r.step_begin; j < r.out_end; ++j, ++s) {
       fresh.sp[j] = steps.sp[s];
       fresh.key[j] = steps.key[s];
-      fresh.bp[j] = steps.bp[s];
+      fresh.bp[j] = bp;
       fresh.cfa[j] = steps.cfa[s];
       fresh.rule[j] = steps.rule[s];
-      fresh.bp_after[j] = steps.bp_after[s];
+      if (const std::int16_t rbp_slot = FrameRule::rbp_slot_of(steps.rule[s]); rbp_slot != 0)
+        bp = *reinterpret_cast<const std::uintptr_t*>(steps.cfa[s] + rbp_slot);
+      fresh.bp_after[j] = bp;
     }
   }
   StackHash hash;

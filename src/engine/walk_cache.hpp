@@ -27,6 +27,7 @@ namespace liveheap::engine {
 struct WalkCache {
   // Steps kept: max_frames is 32 by default; a walk of more output frames is not cached.
   static constexpr std::uint32_t kSteps = 64;
+  static constexpr std::uint32_t kChecks = 2 * kSteps;  // at most two stack words a step
 
   // Steps sit at the top of the arrays, the outermost at kSteps - 1 and the innermost at
   // `first`: a new walk that reuses the outer part writes only its own inner steps below
@@ -39,10 +40,18 @@ struct WalkCache {
     std::uintptr_t cfa[kSteps];     // the caller's rsp
     std::uint64_t rule[kSteps];     // FrameRule::pack()
     std::uintptr_t frame[kSteps];   // the return address at cfa - 8: the step's output
-    // The other stack word the step read: the saved rbp (at cfa + the rule's rbp slot) and
-    // its value; for a step that reads none, the return address again.
-    std::uintptr_t check_address[kSteps];
-    std::uintptr_t check_value[kSteps];
+    // The stack words a walk checks to take the steps, in the order the rules read them,
+    // all steps' in one list (innermost step's first): a step's return address, then its
+    // saved rbp where the steps after it use that rbp (needs_bp of the next step: a CFA
+    // from rbp before another step restores it). A saved rbp no later step reads (a
+    // function built without frame pointers that keeps data in rbp, called from others
+    // like it) does not decide the frames, and is not checked: there a run is one load and
+    // one compare per step. Step s's checks are [checks_from[s], checks_from[s + 1]);
+    // checks_from[kSteps] is kChecks.
+    std::uintptr_t check_address[kChecks];
+    std::uintptr_t check_value[kChecks];
+    std::uint8_t check_step[kChecks];  // the step a check belongs to
+    std::uint8_t checks_from[kSteps + 1];
     // StackHash's state after the frames from the outermost cached one to this one.
     std::uint64_t hash[kSteps];
     // Whether the steps from here on use the rbp this step starts with: a rule from here
@@ -50,7 +59,9 @@ struct WalkCache {
     // on from there with the rules). Where not, a walk that meets this step with another
     // rbp takes the same steps. needs_bp[kSteps] is true.
     bool needs_bp[kSteps + 1];
-    std::uintptr_t bp_after[kSteps];  // rbp after the step
+    // rbp after the step as the walk that wrote it saw it (the saved rbp it read, if any);
+    // checked only where needs_bp of the next step: a walk takes rbp from the stack.
+    std::uintptr_t bp_after[kSteps];
     // Steps from here outward that restore rbp (restores[kSteps] is 0): a run of reused
     // steps that restored none leaves the walk's rbp as it was.
     std::uint8_t restores[kSteps + 1];
@@ -98,9 +109,10 @@ struct WalkCache {
   };
 
   // A run of output frames taken from the cache: out [out_begin, out_end) is cached steps
-  // [step_begin, step_begin + out_end - out_begin).
+  // [step_begin, step_begin + out_end - out_begin), begun with rbp = `bp`.
   struct Reused {
     std::uint32_t out_begin, out_end, step_begin;
+    std::uintptr_t bp;
   };
   static constexpr std::uint32_t kMaxReused = 4;
 
@@ -178,6 +190,7 @@ struct WalkCache {
       first = kSteps;
       steps.sp[kSteps] = UINTPTR_MAX;
       steps.needs_bp[kSteps] = true;
+      steps.checks_from[kSteps] = kChecks;
       skipped = poor = since_probe = 0;
       ++clock;  // every step is rewritten before a run can begin at it: memo entries go stale
     }

@@ -293,6 +293,67 @@ TEST_F(Unwind, AReturnAddressRewrittenByAnotherCallSiteIsNotTakenFromTheCache) {
   }
 }
 
+// A frame whose CFA its rbp gives (alloca), entered at another depth while the frames it
+// calls sit at the same addresses: the same rsp and return addresses below it, another rbp
+// saved by its callee, and so another CFA. The walk may take the inner steps from the cache
+// but must check that saved rbp before it takes this frame's: its old return-address slot
+// now lies inside the frame's own alloca buffer, which is filled with the old return
+// address, so a walk that skipped the check would read the old caller there.
+thread_local std::uintptr_t t_old_return;  // the first call site's return address, once known
+[[gnu::noinline]] Captured saves_rbp_and_captures() {
+  asm volatile("" ::: "rbp", "memory");  // this frame saves the caller's rbp, the rule reads it
+  Captured c = capture_all();
+  asm volatile("" ::: "memory");
+  return c;
+}
+[[gnu::noinline]] Captured rbp_frame(std::size_t n) {
+  auto* buffer = static_cast<volatile std::uintptr_t*>(alloca(n));
+  for (std::size_t i = 0; i < n / sizeof(std::uintptr_t); ++i) buffer[i] = t_old_return;
+  Captured c = saves_rbp_and_captures();
+  g_sink = g_sink + buffer[0];
+  return c;
+}
+// Two call sites of rbp_frame, 192 bytes apart in depth, whose allocas make up the
+// difference: rbp_frame calls saves_rbp_and_captures at one rsp from both.
+[[gnu::noinline]] Captured shifted_rbp_frame(bool second) {
+  if (second) {
+    auto* pad = static_cast<volatile char*>(alloca(64));
+    pad[0] = 1;
+    Captured c = rbp_frame(256);
+    asm volatile("nop" ::: "memory");
+    return c;
+  }
+  auto* pad = static_cast<volatile char*>(alloca(256));
+  pad[0] = 2;
+  Captured c = rbp_frame(64);
+  asm volatile("nop\n nop" ::: "memory");
+  return c;
+}
+
+TEST_F(Unwind, ASavedRbpThatALaterFrameReadsIsCheckedBeforeItsStepIsTaken) {
+  Captured c[2];
+  std::uint64_t reused = 0;
+  empty_walk_cache();
+  t_old_return = 0;
+  for (int i = 0; i < 2; ++i) {  // one call site
+    const std::uint64_t before = reused_frames();
+    c[i] = shifted_rbp_frame(i == 1);
+    reused = reused_frames() - before;
+    // rbp_frame's return address: the frame after capture_all's, saves_rbp_and_captures's
+    // and rbp_frame's own call sites.
+    if (i == 0 && c[0].frame_rules.size() > 3) t_old_return = c[0].frame_rules[3];
+  }
+  expect_same_stacks(c[0], "first call site");
+  expect_same_stacks(c[1], "second call site, another depth");
+  ASSERT_EQ(c[0].frame_rules.size(), c[1].frame_rules.size());
+  std::size_t at = 0;
+  EXPECT_EQ(frames_apart(c[0], c[1], &at), 1u) << "the compiler merged the two call sites";
+  EXPECT_EQ(at, 3u);
+  // The inner frames did come from the cache (the same rsp below rbp_frame's): the walk met
+  // the changed saved rbp inside a run, not before one.
+  EXPECT_GE(reused, 2u);
+}
+
 TEST_F(Unwind, DepthsAroundTheFrameLimitMatch) {
   // Stacks deeper and shallower than the limit, one after the other: the cached walk was
   // cut at the limit, or the new one is cut inside the cached part.
