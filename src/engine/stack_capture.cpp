@@ -80,11 +80,11 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // Walks from `start` (a hook's frame), or without one from this function's own frame,
 // caller by caller, writing up to `want` return addresses past liveheap's own frames (so
 // no copy drops them afterwards), and `*hash` with their hash_frames(); kNeedsOtherUnwinder
-// when a frame has no usable rule. The rule steps are one chain of dependent loads per frame (return address, rule, next return address):
-// they read the packed rule's fields in place (FrameRule::kind_of & co.) and keep other
-// work off that chain. Where the walk meets a step of the previous walk (the same code
-// address and rsp), it checks the cached steps instead (walk_cache.hpp), as far as they
-// hold.
+// when a frame has no usable rule. The rule steps are one chain of dependent loads per
+// frame (return address, rule, next return address): they read the packed rule's fields
+// in place (FrameRule::kind_of & co.) and keep other work off that chain. Where the walk
+// meets a step of the previous walk (the same code address and rsp), it checks the cached
+// steps instead (walk_cache.hpp), as far as they hold.
 LIVEHEAP_OWN_CODE
 std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
                                     std::uint64_t* hash, KnownStack* known,
