@@ -233,6 +233,7 @@ void print_report_table(const std::map<std::string, double>& medians) {
   print_measured("GET /history JSON, limit=50", get("history_ms"), "ms");
   std::printf("    (an answer of %.0f KiB, on loopback)\n", get("history_kib"));
   print_measured("GET /peak JSON", get("peak_ms"), "ms");
+  print_measured("clear() of every live block", get("clear_ms"), "ms");
 }
 
 void print_scale_table(const std::map<std::string, double>& medians) {
@@ -241,6 +242,7 @@ void print_scale_table(const std::map<std::string, double>& medians) {
   print_measured("first report, cold symbol cache", get("cold_report_ms"), "ms");
   print_measured("later report, warm symbol cache", get("warm_report_ms"), "ms");
   print_measured("tracker memory per live block", get("tracker_bytes_per_block"), "B");
+  print_measured("clear() of every live block", get("clear_ms"), "ms");
 }
 
 void print_history_loop_table(const HistoryLoop& h) {

@@ -51,9 +51,17 @@ std::atomic<StackId> g_fold_stack{kNoStack};
 // Traced bytes, one counter per thread on a line of its own (an atomic add on one shared
 // counter from every allocation and free was the largest cost of exact mode with two
 // threads). Threads beyond kThreadSlots share the last slot with atomic adds.
+// A slot counts `bytes - cleared`. Its thread adds to `bytes` with a plain load and store,
+// so nothing else may write it: a clear that stored 0 there could be overwritten by the
+// thread's next add, leaving everything before the clear counted for good. Clears write
+// `cleared` instead (they are serialized: engine.hpp).
 constexpr std::uint32_t kThreadSlots = 256;
 struct alignas(64) CurrentSlot {
   std::atomic<std::int64_t> bytes{0};
+  std::atomic<std::int64_t> cleared{0};
+  std::int64_t counted() const noexcept {
+    return bytes.load(std::memory_order_relaxed) - cleared.load(std::memory_order_relaxed);
+  }
 };
 CurrentSlot g_current[kThreadSlots + 1];
 std::atomic<std::uint32_t> g_slots_taken{0};
@@ -98,9 +106,10 @@ void add_to_stack(StackId id, std::int64_t bytes, std::int64_t count) noexcept {
 
 std::int64_t current_bytes() noexcept {
   const std::uint32_t taken = g_slots_taken.load(std::memory_order_relaxed);
-  std::int64_t sum = g_current[kThreadSlots].bytes.load(std::memory_order_relaxed);
-  for (std::uint32_t i = 0; i < taken && i < kThreadSlots; ++i)
-    sum += g_current[i].bytes.load(std::memory_order_relaxed);
+  std::int64_t sum = g_current[kThreadSlots].counted();
+  for (std::uint32_t i = 0; i < taken && i < kThreadSlots; ++i) sum += g_current[i].counted();
+  // A clear in exact mode takes what it uncounted off slot 0 (any slot would do for the sum).
+  if (taken == 0) sum += g_current[0].counted();
   return sum;
 }
 
@@ -111,14 +120,14 @@ void raise_peak(std::int64_t now) noexcept {
 }
 
 // Adds `bytes` (negative: freed) to this thread's share of the traced bytes; returns it.
-std::atomic<std::int64_t>& add_current(std::int64_t bytes) noexcept {
+CurrentSlot& add_current(std::int64_t bytes) noexcept {
   const std::uint32_t slot = thread_slot();
   std::atomic<std::int64_t>& mine = g_current[slot].bytes;
   if (slot < kThreadSlots)  // ours alone: no read-modify-write needed
     mine.store(mine.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
   else
     mine.fetch_add(bytes, std::memory_order_relaxed);
-  return mine;
+  return g_current[slot];
 }
 
 // Traced bytes freed: a free never raises the peak. Apart from add_traced(), so that no
@@ -128,11 +137,12 @@ void sub_traced(std::int64_t bytes) noexcept { add_current(-bytes); }
 
 // Traced bytes allocated (or kept after all): the current figure, then the peak.
 void add_traced(std::int64_t bytes) noexcept {
-  std::atomic<std::int64_t>& mine = add_current(bytes);
+  const CurrentSlot& mine = add_current(bytes);
   if (g_slots_taken.load(std::memory_order_relaxed) == 1) {
-    // The only thread that ever traced: its slot is the whole current figure (the shared
-    // last slot is used past kThreadSlots threads only), so only a new high needs the CAS.
-    const std::int64_t now = mine.load(std::memory_order_relaxed);
+    // The only thread that ever traced: its slot (slot 0, where a clear also takes off what
+    // it uncounted) is the whole current figure (the shared last slot is used past
+    // kThreadSlots threads only), so only a new high needs the CAS.
+    const std::int64_t now = mine.counted();
     if (now > g_peak.load(std::memory_order_relaxed)) raise_peak(now);
     return;
   }
@@ -215,8 +225,9 @@ void for_each_copy(Record* r, Fn&& fn) noexcept {
     for (unsigned i = 0; i < kSharedSlots; ++i) fn(shared[i].totals);
 }
 
-// Live totals to zero, cumulative ones kept (scrapers take deltas of them): whatever is
-// live now counts as freed.
+// Sampled mode's clear: live totals to zero, cumulative ones kept (scrapers take deltas of
+// them): whatever is live now counts as freed. (Samples of the session before are never
+// uncounted: sample_free() checks the session.)
 void zero_stack_totals() noexcept {
   const std::uint32_t n = g_stacks.size();
   for (StackId id = 1; id <= n; ++id) {
@@ -229,18 +240,41 @@ void zero_stack_totals() noexcept {
   }
 }
 
-// Forget everything: a new session. Samples still alive keep their memory but are no
-// longer counted (their session is over).
-void empty_tables() noexcept {
+// A block a clear took out of the live table comes off its stack's totals and the traced
+// bytes as its free would have (a block recorded meanwhile is counted as usual): the
+// totals never disagree with the table, whatever the host does during the clear. Zeroing
+// the totals instead lost every block recorded between its shard's clear and the zeroing,
+// and each of their frees then took bytes off that were no longer counted.
+void uncount_cleared(void* uncounted_bytes, const LiveBlock& b) noexcept {
+  if (StackRecord* r = g_stacks.record(b.stack)) {
+    // Any copy of the totals will do (readers sum them); the inline one is never missing.
+    // Its owner's adds are atomic too, so none is lost.
+    r->totals.freed_bytes.fetch_add(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
+    r->totals.freed_count.fetch_add(kCountUnit, std::memory_order_relaxed);
+  }
+  *static_cast<std::int64_t*>(uncounted_bytes) += static_cast<std::int64_t>(b.size);
+}
+
+// Forget everything: a new session. `was`: the mode of the session that ends. Samples
+// still alive keep their memory but are no longer counted (their session is over).
+void empty_tables(Mode was) noexcept {
   g_session.fetch_add(1, std::memory_order_seq_cst);
   g_sampler_threads.store(0, std::memory_order_relaxed);
-  g_live.clear(nullptr, nullptr);
-  g_own.clear(nullptr, nullptr);
-  zero_stack_totals();
-  g_own_bytes.store(0, std::memory_order_relaxed);
-  g_live_samples.store(0, std::memory_order_relaxed);
-  for (CurrentSlot& slot : g_current) slot.bytes.store(0, std::memory_order_relaxed);
-  g_peak.store(0, std::memory_order_relaxed);
+  std::int64_t uncounted = 0;
+  g_live.clear(uncount_cleared, &uncounted);
+  g_current[0].cleared.fetch_add(uncounted, std::memory_order_relaxed);
+  g_own.clear(
+      [](void*, const LiveBlock& b) {
+        g_own_bytes.fetch_sub(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
+      },
+      nullptr);
+  if (was == Mode::sampled) {
+    zero_stack_totals();
+    for (CurrentSlot& slot : g_current)
+      slot.cleared.store(slot.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_live_samples.store(0, std::memory_order_relaxed);
+  }
+  g_peak.store(current_bytes(), std::memory_order_relaxed);
 }
 
 // fork(): take every engine lock so the child never inherits one held mid-update by a
@@ -272,7 +306,7 @@ bool start(const Settings& settings) noexcept {
   load_unwinder();
   g_mode.store(Mode::off, std::memory_order_seq_cst);
   if (settings.mode == Mode::sampled && !reserve_sample_region()) return false;
-  empty_tables();
+  empty_tables(g_settings.mode);
   g_settings = settings;
   g_max_memory.store(settings.max_memory, std::memory_order_relaxed);
   // Interned before any stack can be refused (and whatever the cap): the stack they fold into.
@@ -284,12 +318,13 @@ bool start(const Settings& settings) noexcept {
 
 void stop() noexcept {
   g_mode.store(Mode::off, std::memory_order_seq_cst);
+  const Mode was = g_settings.mode;
   g_settings.mode = Mode::off;
-  empty_tables();
+  empty_tables(was);
   region_trim();
 }
 
-void clear() noexcept { empty_tables(); }
+void clear() noexcept { empty_tables(g_settings.mode); }
 
 LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& start) noexcept {
   if (p == nullptr) return;

@@ -114,5 +114,52 @@ TEST(EngineConcurrency, BlocksFreedByAnotherThreadEndWithExactTotals) {
   EXPECT_EQ(traced().current, 0);
 }
 
+// Clears while a thread allocates. After each clear, the traced bytes are those of the
+// blocks recorded since, and once the thread stops, its stack's totals and the traced bytes
+// are exactly the blocks in the live table. Two ways this went wrong: the thread adds to its
+// own share of the traced bytes without a locked instruction, so a clear's zero there could
+// be overwritten by its next add (everything before the clear stayed counted); and a clear
+// that zeroed the totals after emptying the table forgot the blocks recorded in between,
+// which stayed in the table.
+[[gnu::noinline]] void record_kept_small(void* p) { on_alloc(p, 100); }
+
+TEST(EngineConcurrency, AClearWhileAThreadAllocatesLeavesNoStaleTotal) {
+  ASSERT_TRUE(start(Settings{Mode::exact, 16, 524288, 0}));
+  std::atomic<bool> done{false};
+  std::atomic<int> recorded{0};
+  std::thread writer([&] {
+    for (int i = 0; !done.load(std::memory_order_relaxed); ++i) {
+      record_kept_small(block(20 + i / (1 << 24), i % (1 << 24)));  // never freed
+      recorded.store(i + 1, std::memory_order_relaxed);
+    }
+  });
+  int stale = 0;
+  for (int round = 0; round < 500; ++round) {
+    // Let the writer record a few thousand blocks, then clear them.
+    const int before = recorded.load();
+    while (recorded.load() < before + 2000) std::this_thread::yield();
+    clear();
+    // Blocks in the live table now, the traced bytes, the blocks again: the writer goes on
+    // meanwhile, so the traced bytes lie between the two counts (plus a block recorded in
+    // the table before the clear and counted after it).
+    const std::uint64_t live_before = live_blocks();
+    const std::int64_t current = traced().current;
+    const std::uint64_t live_after = live_blocks();
+    if (current > static_cast<std::int64_t>(live_after + 1) * 100 ||
+        current < static_cast<std::int64_t>(live_before) * 100 - 100)
+      ++stale;
+  }
+  done = true;
+  writer.join();
+  EXPECT_EQ(stale, 0);
+  const auto live = static_cast<std::int64_t>(live_blocks());
+  EXPECT_EQ(traced().current, live * 100);
+  const Sums sums = visit_all();
+  EXPECT_EQ(sums.bytes, live * 100);
+  EXPECT_EQ(sums.count, live);
+  stop();
+  EXPECT_EQ(traced().current, 0);
+}
+
 }  // namespace
 }  // namespace liveheap::engine
