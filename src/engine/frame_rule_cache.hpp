@@ -87,7 +87,7 @@ class FrameRuleCache {
 
   std::atomic<Table*> table_{nullptr};
   std::atomic<std::uint32_t> generation_{0};
-  SpinLock lock_;
+  alignas(64) SpinLock lock_;
 };
 
 }  // namespace liveheap::engine

@@ -39,12 +39,14 @@ class OpenShards {
   void unlock_after_fork() noexcept;
 
  private:
+  // One line: whoever takes the lock reads the rest.
   struct alignas(64) Shard {
     SpinLock lock;
     Entry* slots = nullptr;   // capacity entries
     std::size_t capacity = 0; // slots, 0 before the first insert
     std::size_t used = 0;
   };
+  static_assert(sizeof(Shard) == 64);
   // Shards come in groups, one group per 64 MiB region of addresses: glibc gives each
   // thread its own arena (64 MiB-aligned heaps), so threads mostly lock shards of their
   // own group and their lock lines stay in their own core's cache. Within a group the

@@ -55,7 +55,7 @@ struct Taken {
 };
 
 // Guarded by g_lock (the atomics are read without it).
-SpinLock g_lock;
+alignas(64) SpinLock g_lock;
 std::uintptr_t g_bump = 0;          // next never-used page (atomic loads: free() checks it)
 std::uintptr_t g_bump_high = 0;     // the highest g_bump yet: side-table pages up to it stay
 FreeRun* g_nodes = nullptr;         // one per page of the region

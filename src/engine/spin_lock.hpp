@@ -1,5 +1,8 @@
 // A test-and-test-and-set lock that never allocates and is safe to reset after fork.
-// Used for the engine's short critical sections (a hash probe, an insert).
+// Used for the engine's short critical sections (a hash probe, an insert). One byte, not a
+// line of its own: a lock that guards a few fields shares their line (a live-table shard's
+// lock and its array, one line per insert or remove instead of two); a lock alone is
+// declared alignas(64).
 #pragma once
 
 #include <atomic>
@@ -7,7 +10,7 @@
 
 namespace liveheap::engine {
 
-class alignas(64) SpinLock {
+class SpinLock {
  public:
   void lock() noexcept {
     for (;;) {

@@ -171,7 +171,7 @@ class StackTable {
   std::atomic<Index*> index_{nullptr};
   std::atomic<std::uint32_t> count_{0};
   std::atomic<StackRecord**> by_id_[kChunks] = {};  // guarded by insert_lock_ for writes
-  SpinLock insert_lock_;
+  alignas(64) SpinLock insert_lock_;
   // Bump arena for records and shared slots, guarded by insert_lock_.
   char* arena_ = nullptr;
   std::size_t arena_left_ = 0;
