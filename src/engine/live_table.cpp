@@ -7,43 +7,8 @@ namespace liveheap::engine {
 namespace {
 
 constexpr std::size_t kInitialBytes = 4096;  // one page of entries
-constexpr std::size_t kNotFound = ~std::size_t{0};
-
-// Home slot of a hash in a table of `capacity` slots (any capacity, not only powers of
-// two): the multiply-high range reduction, on the bits the shard choice did not use.
-std::size_t home_slot(std::uint64_t h, std::size_t capacity) noexcept {
-  const std::uint64_t bits = h << 4;  // OpenShards::kSubShardBits: the shard's own bits dropped
-  return static_cast<std::size_t>((static_cast<unsigned __int128>(bits) * capacity) >> 64);
-}
-
-std::size_t next_slot(std::size_t i, std::size_t capacity) noexcept {
-  return ++i == capacity ? 0 : i;
-}
-
-// A shard's count is written under its lock but read without it by size() (/stats): both
-// sides atomic, or the read is a data race (TSan found it).
-void set_used(std::size_t& used, std::size_t value) noexcept {
-  __atomic_store_n(&used, value, __ATOMIC_RELAXED);
-}
 
 }  // namespace
-
-template <typename Entry>
-[[gnu::always_inline]] inline std::uint64_t OpenShards<Entry>::hash(std::uintptr_t ptr) noexcept {
-  // Blocks are 16-byte aligned; Fibonacci hashing spreads consecutive ones.
-  std::uint64_t x = static_cast<std::uint64_t>(ptr >> 4) * 0x9e3779b97f4a7c15ull;
-  return x ^ (x >> 32);
-}
-
-template <typename Entry>
-[[gnu::always_inline]] inline std::size_t OpenShards<Entry>::find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept {
-  if (shard.capacity == 0) return kNotFound;
-  for (std::size_t i = home_slot(h, shard.capacity);; i = next_slot(i, shard.capacity)) {
-    const std::uintptr_t key = shard.slots[i].key();
-    if (key == ptr) return i;
-    if (key == 0) return kNotFound;
-  }
-}
 
 template <typename Entry>
 bool OpenShards<Entry>::grow(Shard& shard) noexcept {
@@ -70,38 +35,6 @@ bool OpenShards<Entry>::grow(Shard& shard) noexcept {
 }
 
 template <typename Entry>
-[[gnu::always_inline]] inline bool OpenShards<Entry>::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced,
-                               bool* found) noexcept {
-  const std::uint64_t h = hash(ptr);
-  Shard& shard = shard_for(ptr, h);
-  SpinGuard guard(shard.lock);
-  // One probe run: it ends at the entry, or at the empty slot the entry goes to.
-  std::size_t i = 0;
-  if (shard.capacity != 0) {
-    i = home_slot(h, shard.capacity);
-    for (std::uintptr_t key; (key = shard.slots[i].key()) != 0; i = next_slot(i, shard.capacity)) {
-      if (key == ptr) {
-        *replaced = shard.slots[i].block();
-        *found = true;
-        shard.slots[i] = Entry::make(ptr, block);
-        return true;
-      }
-    }
-  }
-  *replaced = LiveBlock{};
-  *found = false;
-  // Grow at 3/4 load: linear probing stays short.
-  if ((shard.used + 1) * 4 > shard.capacity * 3) {
-    if (!grow(shard)) return false;
-    i = home_slot(h, shard.capacity);
-    while (shard.slots[i].key() != 0) i = next_slot(i, shard.capacity);
-  }
-  shard.slots[i] = Entry::make(ptr, block);
-  set_used(shard.used, shard.used + 1);
-  return true;
-}
-
-template <typename Entry>
 void OpenShards<Entry>::erase_at(Shard& shard, std::size_t i) noexcept {
   // Backward-shift deletion: pull later entries of the probe run into the hole.
   const std::size_t capacity = shard.capacity;
@@ -116,18 +49,6 @@ void OpenShards<Entry>::erase_at(Shard& shard, std::size_t i) noexcept {
   }
   shard.slots[i] = Entry{};
   set_used(shard.used, shard.used - 1);
-}
-
-template <typename Entry>
-[[gnu::always_inline]] inline bool OpenShards<Entry>::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
-  const std::uint64_t h = hash(ptr);
-  Shard& shard = shard_for(ptr, h);
-  SpinGuard guard(shard.lock);
-  const std::size_t i = find(shard, ptr, h);
-  if (i == kNotFound) return false;
-  *removed = shard.slots[i].block();
-  erase_at(shard, i);
-  return true;
 }
 
 template <typename Entry>
@@ -182,16 +103,8 @@ void OpenShards<Entry>::unlock_after_fork() noexcept {
 template class OpenShards<LiveTable::CompactEntry>;
 template class OpenShards<LiveTable::WideEntry>;
 
-// A block lives in exactly one of the two tables: which one follows from its pointer and
-// size, so an insert also takes a stale entry of the same pointer out of the other.
-bool LiveTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept {
+bool LiveTable::insert_wide(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept {
   bool found = false;
-  if (CompactEntry::fits(ptr, block)) [[likely]] {
-    if (!compact_.insert(ptr, block, replaced, &found)) return false;
-    if (!found && has_wide() && wide_.remove(ptr, replaced))
-      wide_used_.fetch_sub(1, std::memory_order_relaxed);
-    return true;
-  }
   if (!wide_.insert(ptr, block, replaced, &found)) return false;
   if (!found) {
     wide_used_.fetch_add(1, std::memory_order_relaxed);
@@ -200,10 +113,8 @@ bool LiveTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced)
   return true;
 }
 
-bool LiveTable::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
-  if (compact_.remove(ptr, removed)) [[likely]]
-    return true;
-  if (!has_wide() || !wide_.remove(ptr, removed)) return false;
+bool LiveTable::remove_wide(std::uintptr_t ptr, LiveBlock* removed) noexcept {
+  if (!wide_.remove(ptr, removed)) return false;
   wide_used_.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }

@@ -31,9 +31,9 @@ class LiveTable {
   // returned in `*replaced` so the caller can take it off its stack's totals.
   // Returns false when the table cannot grow (out of memory, or the room check refused):
   // the record is dropped.
-  bool insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept;
+  [[gnu::always_inline]] bool insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept;
   // Removes the entry and returns it; false when `ptr` is not traced.
-  bool remove(std::uintptr_t ptr, LiveBlock* removed) noexcept;
+  [[gnu::always_inline]] bool remove(std::uintptr_t ptr, LiveBlock* removed) noexcept;
   bool contains(std::uintptr_t ptr) noexcept;
 
   // Empties the table, calling visit(ctx, block) for every entry removed, under its
@@ -86,11 +86,33 @@ class LiveTable {
 
  private:
   bool has_wide() const noexcept { return wide_used_.load(std::memory_order_relaxed) != 0; }
+  // The rare block that needs a wide entry; a stale wide entry of `ptr` taken out.
+  [[gnu::noinline]] bool insert_wide(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept;
+  [[gnu::noinline]] bool remove_wide(std::uintptr_t ptr, LiveBlock* removed) noexcept;
 
   OpenShards<CompactEntry> compact_;
   OpenShards<WideEntry> wide_;
   // Entries in wide_, kept apart so that the common case looks at one relaxed counter.
   std::atomic<std::int64_t> wide_used_{0};
 };
+
+// A block lives in exactly one of the two tables: which one follows from its pointer and
+// size, so an insert also takes a stale entry of the same pointer out of the other.
+// Inline, for the compact table; the wide one's work is out of line (live_table.cpp).
+inline bool LiveTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept {
+  if (!CompactEntry::fits(ptr, block)) [[unlikely]]
+    return insert_wide(ptr, block, replaced);
+  bool found = false;
+  if (!compact_.insert(ptr, block, replaced, &found)) return false;
+  if (!found && has_wide()) [[unlikely]]
+    remove_wide(ptr, replaced);
+  return true;
+}
+
+inline bool LiveTable::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
+  if (compact_.remove(ptr, removed)) [[likely]]
+    return true;
+  return has_wide() && remove_wide(ptr, removed);
+}
 
 }  // namespace liveheap::engine

@@ -26,8 +26,7 @@ class OpenShards {
 
   // Inserts or replaces (*found: whether it replaced; *replaced: the entry it replaced).
   // False when the shard cannot grow: nothing changed.
-  // Both inlined into LiveTable's: a call per table cost ~20 instructions per allocation
-  // and per free.
+  // Both inlined into LiveTable's, and those into the engine's callers (below).
   [[gnu::always_inline]] bool insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced,
                                      bool* found) noexcept;
   [[gnu::always_inline]] bool remove(std::uintptr_t ptr, LiveBlock* removed) noexcept;
@@ -56,7 +55,23 @@ class OpenShards {
   static constexpr unsigned kRegionShift = 26;
   static constexpr std::size_t kShards = std::size_t{1} << (kGroupBits + kSubShardBits);
 
+  static constexpr std::size_t kNotFound = ~std::size_t{0};
+
   [[gnu::always_inline]] static std::uint64_t hash(std::uintptr_t ptr) noexcept;
+  // Home slot of a hash in a table of `capacity` slots (any capacity, not only powers of
+  // two): the multiply-high range reduction, on the bits the shard choice did not use.
+  static std::size_t home_slot(std::uint64_t h, std::size_t capacity) noexcept {
+    const std::uint64_t bits = h << kSubShardBits;  // the shard's own bits dropped
+    return static_cast<std::size_t>((static_cast<unsigned __int128>(bits) * capacity) >> 64);
+  }
+  static std::size_t next_slot(std::size_t i, std::size_t capacity) noexcept {
+    return ++i == capacity ? 0 : i;
+  }
+  // A shard's count is written under its lock but read without it by size() (/stats): both
+  // sides atomic, or the read is a data race (TSan found it).
+  static void set_used(std::size_t& used, std::size_t value) noexcept {
+    __atomic_store_n(&used, value, __ATOMIC_RELAXED);
+  }
   Shard& shard_for(std::uintptr_t ptr, std::uint64_t h) noexcept {
     const std::uint64_t group = ((ptr >> kRegionShift) * 0x9e3779b97f4a7c15ull) >> (64 - kGroupBits);
     return shards_[group << kSubShardBits | h >> (64 - kSubShardBits)];  // home_slot: the rest
@@ -69,5 +84,70 @@ class OpenShards {
   Shard shards_[kShards];
   RoomCheck room_ = nullptr;
 };
+
+// The probe and the insert and remove of a pointer, here so that they inline into the
+// engine's allocation and free paths (a call to each cost ~20 instructions of saved
+// registers per allocation and per free); growing and deleting stay out of line
+// (live_table.cpp, for the two entry layouts).
+template <typename Entry>
+[[gnu::always_inline]] inline std::uint64_t OpenShards<Entry>::hash(std::uintptr_t ptr) noexcept {
+  // Blocks are 16-byte aligned; Fibonacci hashing spreads consecutive ones.
+  std::uint64_t x = static_cast<std::uint64_t>(ptr >> 4) * 0x9e3779b97f4a7c15ull;
+  return x ^ (x >> 32);
+}
+
+template <typename Entry>
+[[gnu::always_inline]] inline std::size_t OpenShards<Entry>::find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept {
+  if (shard.capacity == 0) return kNotFound;
+  for (std::size_t i = home_slot(h, shard.capacity);; i = next_slot(i, shard.capacity)) {
+    const std::uintptr_t key = shard.slots[i].key();
+    if (key == ptr) return i;
+    if (key == 0) return kNotFound;
+  }
+}
+
+template <typename Entry>
+[[gnu::always_inline]] inline bool OpenShards<Entry>::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced,
+                               bool* found) noexcept {
+  const std::uint64_t h = hash(ptr);
+  Shard& shard = shard_for(ptr, h);
+  SpinGuard guard(shard.lock);
+  // One probe run: it ends at the entry, or at the empty slot the entry goes to.
+  std::size_t i = 0;
+  if (shard.capacity != 0) {
+    i = home_slot(h, shard.capacity);
+    for (std::uintptr_t key; (key = shard.slots[i].key()) != 0; i = next_slot(i, shard.capacity)) {
+      if (key == ptr) {
+        *replaced = shard.slots[i].block();
+        *found = true;
+        shard.slots[i] = Entry::make(ptr, block);
+        return true;
+      }
+    }
+  }
+  *replaced = LiveBlock{};
+  *found = false;
+  // Grow at 3/4 load: linear probing stays short.
+  if ((shard.used + 1) * 4 > shard.capacity * 3) {
+    if (!grow(shard)) return false;
+    i = home_slot(h, shard.capacity);
+    while (shard.slots[i].key() != 0) i = next_slot(i, shard.capacity);
+  }
+  shard.slots[i] = Entry::make(ptr, block);
+  set_used(shard.used, shard.used + 1);
+  return true;
+}
+
+template <typename Entry>
+[[gnu::always_inline]] inline bool OpenShards<Entry>::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
+  const std::uint64_t h = hash(ptr);
+  Shard& shard = shard_for(ptr, h);
+  SpinGuard guard(shard.lock);
+  const std::size_t i = find(shard, ptr, h);
+  if (i == kNotFound) return false;
+  *removed = shard.slots[i].block();
+  erase_at(shard, i);
+  return true;
+}
 
 }  // namespace liveheap::engine
