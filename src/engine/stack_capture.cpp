@@ -281,12 +281,13 @@ void load_unwinder() noexcept {
   }
 }
 
-LIVEHEAP_OWN_CODE
-std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
-                            KnownStack* known, const WalkStart& start) noexcept {
-  const std::uint32_t n = walk_with_frame_rules(frames, max, hash, known, start);
-  if (n != kNeedsOtherUnwinder) return n;
-  // The other unwinders start with our own frames: walk further, then drop them.
+namespace {
+
+// When the rules cannot walk a frame. The other unwinders start with our own frames: walk
+// further, then drop them. Apart, so that capture_stack() saves no registers for it.
+LIVEHEAP_OWN_CODE [[gnu::noinline, gnu::cold]]
+std::uint32_t capture_with_other_unwinders(std::uintptr_t* frames, std::uint32_t max,
+                                           std::uint64_t* hash) noexcept {
   g_fallback_walks.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t want = max + kOwnFramesSlack;
   std::uint32_t m = walk_with_libunwind(frames, want);
@@ -294,6 +295,17 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
   m = drop_own_frames(frames, m, max);
   *hash = hash_frames(frames, m);
   return m;
+}
+
+}  // namespace
+
+LIVEHEAP_OWN_CODE
+std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
+                            KnownStack* known, const WalkStart& start) noexcept {
+  const std::uint32_t n = walk_with_frame_rules(frames, max, hash, known, start);
+  if (n != kNeedsOtherUnwinder) [[likely]]
+    return n;
+  return capture_with_other_unwinders(frames, max, hash);
 }
 
 LIVEHEAP_OWN_CODE
