@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 
 #include "live_table.hpp"
 #include "own_code.hpp"
@@ -77,6 +78,22 @@ std::atomic<std::uint64_t> g_folded{0};
 std::atomic<std::int64_t> g_folded_bytes{0};
 // Bumped by start/stop/clear: samples counted in an older session are not uncounted.
 std::atomic<std::uint32_t> g_session{1};
+// Sampled mode's counting against a clear. A sample is added to the totals (allocation) or
+// taken off them (free) inside a SampleCounting scope, after a check that no clear is
+// running and the session is still its own. A clear raises g_sample_clearing, bumps the
+// session, waits for the scopes in flight, zeroes the totals, then lowers the flag. So each
+// add or take-off is made before the zero (and zeroed with the rest) or not at all: a
+// sample taken while a clear runs is not counted. (An add checked afterwards and taken back
+// could land on either side of the zero: off by a sample's weight for good.) Samples are
+// rare, one per sample interval: two locked instructions each.
+std::atomic<std::uint32_t> g_sample_counting{0};
+std::atomic<bool> g_sample_clearing{false};
+struct SampleCounting {
+  SampleCounting() noexcept { g_sample_counting.fetch_add(1, std::memory_order_seq_cst); }
+  ~SampleCounting() { g_sample_counting.fetch_sub(1, std::memory_order_release); }
+  SampleCounting(const SampleCounting&) = delete;
+  SampleCounting& operator=(const SampleCounting&) = delete;
+};
 std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads this session
 Settings g_settings;  // written by start/stop only, before g_mode publishes it
 
@@ -265,6 +282,7 @@ void uncount_cleared(void* uncounted_bytes, const LiveBlock& b) noexcept {
 // Forget everything: a new session. `was`: the mode of the session that ends. Samples
 // still alive keep their memory but are no longer counted (their session is over).
 void empty_tables(Mode was) noexcept {
+  if (was == Mode::sampled) g_sample_clearing.store(true, std::memory_order_seq_cst);
   g_session.fetch_add(1, std::memory_order_seq_cst);
   g_sampler_threads.store(0, std::memory_order_relaxed);
   std::int64_t uncounted = 0;
@@ -276,10 +294,17 @@ void empty_tables(Mode was) noexcept {
       },
       nullptr);
   if (was == Mode::sampled) {
+    // The flag is up and the session bumped (above): counting in flight finishes, and
+    // none starts until the flag is down.
+    for (int spins = 0; g_sample_counting.load(std::memory_order_seq_cst) != 0; ++spins) {
+      if (spins > 64) sched_yield();  // a counting thread was preempted
+      else __builtin_ia32_pause();
+    }
     zero_stack_totals();
     for (CurrentSlot& slot : g_current)
       slot.cleared.store(slot.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
     g_live_samples.store(0, std::memory_order_relaxed);
+    g_sample_clearing.store(false, std::memory_order_seq_cst);
   }
   g_peak.store(current_bytes(), std::memory_order_relaxed);
 }
@@ -303,8 +328,14 @@ void after_fork() noexcept {
 
 // First of all constructors (101): a child's handlers run in registration order, and those
 // registered later (the admin server's, which allocate in the child) need these locks free.
+// The child has only the forking thread: no sample counting or clear is in flight there.
+void after_fork_in_child() noexcept {
+  g_sample_counting.store(0, std::memory_order_relaxed);
+  g_sample_clearing.store(false, std::memory_order_relaxed);
+  after_fork();
+}
 [[gnu::constructor(101)]] void register_fork_handlers() noexcept {
-  pthread_atfork(before_fork, after_fork, after_fork);
+  pthread_atfork(before_fork, after_fork, after_fork_in_child);
 }
 
 }  // namespace
@@ -413,26 +444,29 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
   h->stack = stack;
   h->weighted_bytes = w.bytes;
   h->weighted_count = w.count;
+  SampleCounting counting;
+  // A clear runs, or began since this sample was drawn: not counted (h->session stays 0).
+  if (g_sample_clearing.load(std::memory_order_seq_cst) ||
+      g_session.load(std::memory_order_seq_cst) != session)
+    return p;
   add_to_stack<Side::alloc>(stack, w.bytes, w.count);
   add_traced(w.bytes);
   g_live_samples.fetch_add(1, std::memory_order_relaxed);
   h->session = session;
-  if (g_session.load(std::memory_order_seq_cst) != session) {
-    // A clear raced with us and zeroed the totals before our add: take it back out.
-    h->session = 0;
-    add_to_stack<Side::freed>(stack, w.bytes, w.count);
-    sub_traced(w.bytes);
-    g_live_samples.fetch_sub(1, std::memory_order_relaxed);
-  }
   return p;
 }
 
 void sample_free(void* p) noexcept {
   SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
-  if (h->session != 0 && h->session == g_session.load(std::memory_order_acquire)) {
-    add_to_stack<Side::freed>(h->stack, h->weighted_bytes, h->weighted_count);
-    sub_traced(h->weighted_bytes);
-    g_live_samples.fetch_sub(1, std::memory_order_relaxed);
+  if (h->session != 0) {
+    SampleCounting counting;
+    // While a clear runs, its zero takes the sample off (it is of the session that ends).
+    if (!g_sample_clearing.load(std::memory_order_seq_cst) &&
+        h->session == g_session.load(std::memory_order_seq_cst)) {
+      add_to_stack<Side::freed>(h->stack, h->weighted_bytes, h->weighted_count);
+      sub_traced(h->weighted_bytes);
+      g_live_samples.fetch_sub(1, std::memory_order_relaxed);
+    }
   }
   // Kept for reuse while sampling; after a stop nothing will reuse it soon.
   region_release(p, mode() == Mode::sampled);
