@@ -36,7 +36,7 @@ constexpr std::uint32_t kSteps = WalkCache::kSteps;
   steps.checks_from[to] = static_cast<std::uint8_t>(c);
   steps.needs_bp[to] = FrameRule::cfa_from_rbp_of(fresh.rule[from]) ||
                        (rbp_slot == 0 && steps.needs_bp[to + 1]);
-  steps.bp_after[to] = fresh.bp_after[from];
+  if (to == kSteps - 1) steps.bp_at_end = fresh.bp_after[from];
   steps.restores[to] = static_cast<std::uint8_t>(steps.restores[to + 1] + (rbp_slot != 0));
 }
 

@@ -59,9 +59,9 @@ struct WalkCache {
     // on from there with the rules). Where not, a walk that meets this step with another
     // rbp takes the same steps. needs_bp[kSteps] is true.
     bool needs_bp[kSteps + 1];
-    // rbp after the step as the walk that wrote it saw it (the saved rbp it read, if any);
-    // checked only where needs_bp of the next step: a walk takes rbp from the stack.
-    std::uintptr_t bp_after[kSteps];
+    // rbp after the outermost step as the walk that wrote it saw it: a run to the cache's
+    // end leaves it so (the saved rbp that set it was checked: needs_bp[kSteps]).
+    std::uintptr_t bp_at_end;
     // Steps from here outward that restore rbp (restores[kSteps] is 0): a run of reused
     // steps that restored none leaves the walk's rbp as it was.
     std::uint8_t restores[kSteps + 1];
