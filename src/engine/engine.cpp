@@ -128,9 +128,9 @@ template <Side side>
 std::int64_t current_bytes() noexcept {
   const std::uint32_t taken = g_slots_taken.load(std::memory_order_relaxed);
   std::int64_t sum = g_current[kThreadSlots].counted();
+  // A clear in exact mode takes what it uncounted off slot 0 (any slot would do for the
+  // sum), the first taken: with none taken, nothing was ever counted or uncounted.
   for (std::uint32_t i = 0; i < taken && i < kThreadSlots; ++i) sum += g_current[i].counted();
-  // A clear in exact mode takes what it uncounted off slot 0 (any slot would do for the sum).
-  if (taken == 0) sum += g_current[0].counted();
   return sum;
 }
 
