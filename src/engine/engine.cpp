@@ -98,9 +98,10 @@ std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads th
 Settings g_settings;  // written by start/stop only, before g_mode publishes it
 
 // This thread's slot, taken in the order threads first record something. It and the
-// counting below (add_to_stack, add_current, add_traced, sub_traced, count_block) run on
-// every allocation and free: inlined, for 54 instructions a pair less than as calls, and
-// count_block looks the slot up once for both of its adds (12 less again).
+// counting below (add_to_stack, add_current, add_traced, sub_traced, add_to_totals,
+// count_block) run on every allocation and free: inlined, for 54 instructions a pair less
+// than as calls, and add_to_totals looks the slot up once for both of its adds (12 less
+// again).
 [[gnu::always_inline]] inline std::uint32_t thread_slot() noexcept {
   std::uint32_t& slot = t_thread.slot;
   if (slot == 0) {
@@ -154,7 +155,7 @@ void raise_peak(std::int64_t now) noexcept {
 // Traced bytes freed: a free never raises the peak. Apart from add_traced(), so that no
 // branch on the sign is shared by allocations and frees (in a server's irregular mix it
 // was mispredicted ~87 times a request).
-[[gnu::always_inline]] inline void sub_traced(std::int64_t bytes, std::uint32_t slot = thread_slot()) noexcept {
+[[gnu::always_inline]] inline void sub_traced(std::int64_t bytes, std::uint32_t slot) noexcept {
   add_current(-bytes, slot);
 }
 
@@ -177,16 +178,22 @@ void raise_peak(std::int64_t now) noexcept {
   }
 }
 
-// One block allocated or freed, on its stack's totals and the traced bytes.
+// Bytes and blocks (in 1/kCountUnit; a sample's are weighted) allocated or freed, on their
+// stack's totals and the traced bytes.
 template <Side side>
-[[gnu::always_inline]] inline void count_block(StackId stack, std::uint64_t size) noexcept {
-  const auto bytes = static_cast<std::int64_t>(size);
+[[gnu::always_inline]] inline void add_to_totals(StackId stack, std::int64_t bytes, std::int64_t count) noexcept {
   const std::uint32_t slot = thread_slot();  // looked up once: the compiler reloads it
-  add_to_stack<side>(stack, bytes, kCountUnit, slot);
+  add_to_stack<side>(stack, bytes, count, slot);
   if constexpr (side == Side::alloc)
     add_traced(bytes, slot);
   else
     sub_traced(bytes, slot);
+}
+
+// One block allocated or freed.
+template <Side side>
+[[gnu::always_inline]] inline void count_block(StackId stack, std::uint64_t size) noexcept {
+  add_to_totals<side>(stack, static_cast<std::int64_t>(size), kCountUnit);
 }
 
 // A stale entry (its free was never seen) that an insert replaced: uncount it.
@@ -449,8 +456,7 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
   if (g_sample_clearing.load(std::memory_order_seq_cst) ||
       g_session.load(std::memory_order_seq_cst) != session)
     return p;
-  add_to_stack<Side::alloc>(stack, w.bytes, w.count);
-  add_traced(w.bytes);
+  add_to_totals<Side::alloc>(stack, w.bytes, w.count);
   g_live_samples.fetch_add(1, std::memory_order_relaxed);
   h->session = session;
   return p;
@@ -463,8 +469,7 @@ void sample_free(void* p) noexcept {
     // While a clear runs, its zero takes the sample off (it is of the session that ends).
     if (!g_sample_clearing.load(std::memory_order_seq_cst) &&
         h->session == g_session.load(std::memory_order_seq_cst)) {
-      add_to_stack<Side::freed>(h->stack, h->weighted_bytes, h->weighted_count);
-      sub_traced(h->weighted_bytes);
+      add_to_totals<Side::freed>(h->stack, h->weighted_bytes, h->weighted_count);
       g_live_samples.fetch_sub(1, std::memory_order_relaxed);
     }
   }
