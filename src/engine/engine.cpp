@@ -56,7 +56,7 @@ std::atomic<StackId> g_fold_stack{kNoStack};
 // so nothing else may write it: a clear that stored 0 there could be overwritten by the
 // thread's next add, leaving everything before the clear counted for good. Clears write
 // `cleared` instead (they are serialized: engine.hpp).
-constexpr std::uint32_t kThreadSlots = 256;
+constexpr std::uint32_t kThreadSlots = kOwnerSlots;
 struct alignas(64) CurrentSlot {
   std::atomic<std::int64_t> bytes{0};
   std::atomic<std::int64_t> cleared{0};
@@ -111,19 +111,13 @@ Settings g_settings;  // written by start/stop only, before g_mode publishes it
   return slot - 1;
 }
 
-// Adds to this thread's copy of the stack's totals: to alloc_* for an allocation, to
-// freed_* for a free (`bytes` and `count` positive either way).
-enum class Side : std::uint8_t { alloc, freed };
+// Adds to this thread's copy of the stack's totals (`bytes` and `count` positive on either
+// side). The owner of a stack adds to its inline totals with plain loads and stores, as a
+// thread to its traced bytes: nothing else writes them (StackTable::add).
 template <Side side>
 [[gnu::always_inline]] inline void add_to_stack(StackId id, std::int64_t bytes, std::int64_t count,
                                                 std::uint32_t slot = thread_slot()) noexcept {
-  if (StackRecord* r = g_stacks.record(id)) {
-    StackTotals& totals = g_stacks.totals_for(r, slot);
-    auto& b = side == Side::alloc ? totals.alloc_bytes : totals.freed_bytes;
-    auto& c = side == Side::alloc ? totals.alloc_count : totals.freed_count;
-    b.fetch_add(bytes, std::memory_order_relaxed);
-    c.fetch_add(count, std::memory_order_relaxed);
-  }
+  if (StackRecord* r = g_stacks.record(id)) g_stacks.add<side>(r, slot, bytes, count);
 }
 
 std::int64_t current_bytes() noexcept {
@@ -248,12 +242,15 @@ LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart&
   uncount_replaced(replaced);
 }
 
-// Calls fn(totals) for each copy of a stack's totals: the inline one and the shared ones.
+// Calls fn(totals) for each copy of a stack's totals: the inline one, the shared ones and
+// the side totals.
 template <typename Record, typename Fn>
 void for_each_copy(Record* r, Fn&& fn) noexcept {
   fn(r->totals);
   if (SharedTotals* shared = r->shared.load(std::memory_order_acquire))
     for (unsigned i = 0; i < kSharedSlots; ++i) fn(shared[i].totals);
+  if (const StackTotals* side = g_stacks.side_totals_if_any(r->id))
+    fn(const_cast<StackTotals&>(*side));
 }
 
 // Sampled mode's clear: live totals to zero, cumulative ones kept (scrapers take deltas of
@@ -278,10 +275,11 @@ void zero_stack_totals() noexcept {
 // and each of their frees then took bytes off that were no longer counted.
 void uncount_cleared(void* uncounted_bytes, const LiveBlock& b) noexcept {
   if (StackRecord* r = g_stacks.record(b.stack)) {
-    // Any copy of the totals will do (readers sum them); the inline one is never missing.
-    // Its owner's adds are atomic too, so none is lost.
-    r->totals.freed_bytes.fetch_add(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
-    r->totals.freed_count.fetch_add(kCountUnit, std::memory_order_relaxed);
+    // Any copy of the totals but the owner's inline one will do (readers sum them): the
+    // owner adds to that one without a locked instruction, and could overwrite this add.
+    StackTotals& side = g_stacks.side_totals(r);
+    side.freed_bytes.fetch_add(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
+    side.freed_count.fetch_add(kCountUnit, std::memory_order_relaxed);
   }
   *static_cast<std::int64_t*>(uncounted_bytes) += static_cast<std::int64_t>(b.size);
 }

@@ -123,12 +123,34 @@ StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
 
 StackTotals& StackTable::totals_for_newcomer(StackRecord* r, std::uint32_t thread_slot) noexcept {
   std::uint16_t owner = 0;
-  if (r->owner.compare_exchange_strong(owner, static_cast<std::uint16_t>(thread_slot + 1),
+  // The slot shared by the threads past kOwnerSlots never owns: its threads would each
+  // take themselves for the owner.
+  if (thread_slot < kOwnerSlots &&
+      r->owner.compare_exchange_strong(owner, static_cast<std::uint16_t>(thread_slot + 1),
                                        std::memory_order_relaxed))
     return r->totals;
-  // A second thread: give the stack shared slots (or, refused, share the inline totals).
+  // A second thread: give the stack shared slots (or, refused, the side totals).
   SharedTotals* shared = share(r);
-  return shared != nullptr ? shared[thread_slot % kSharedSlots].totals : r->totals;
+  return shared != nullptr ? shared[thread_slot % kSharedSlots].totals : side_totals(r);
+}
+
+StackTotals& StackTable::side_totals(StackRecord* r) noexcept {
+  std::atomic<StackTotals*>& slot = side_[r->id >> kChunkBits];
+  StackTotals* chunk = slot.load(std::memory_order_acquire);
+  if (chunk == nullptr) [[unlikely]] {
+    // Published by compare-exchange, not under insert_lock_: a clear calls this under a
+    // live-table shard's lock, and fork() takes insert_lock_ before the shards' locks.
+    constexpr std::size_t kBytes = sizeof(StackTotals) << kChunkBits;
+    auto* mine = static_cast<StackTotals*>(map_pages(kBytes));
+    if (mine == nullptr) return r->totals;
+    if (slot.compare_exchange_strong(chunk, mine, std::memory_order_acq_rel)) {
+      mapped_.fetch_add(static_cast<std::int64_t>(kBytes), std::memory_order_relaxed);
+      chunk = mine;
+    } else {
+      unmap_pages(mine, kBytes);  // a racer's is in place: `chunk`
+    }
+  }
+  return chunk[r->id & ((1u << kChunkBits) - 1)];
 }
 
 SharedTotals* StackTable::share(StackRecord* r) noexcept {

@@ -164,6 +164,42 @@ TEST(EngineConcurrency, AClearWhileAThreadAllocatesLeavesNoStaleTotal) {
   EXPECT_EQ(traced().current, 0);
 }
 
+// A stack's owner adds to its inline totals without locked instructions, so a clear must
+// not write them: clears while one thread allocates and frees on one stack (the clear takes
+// each block it empties out of the table off that stack's freed totals, as the owner's
+// frees do) leave the totals equal to the live table. With the clear's adds on the owner's
+// inline totals, the owner's plain stores overwrote some of them.
+[[gnu::noinline]] void record_churned(void* p) { on_alloc(p, 64); }
+
+TEST(EngineConcurrency, ClearsWhileTheOwnerAllocatesAndFreesLoseNoAddOfEither) {
+  ASSERT_TRUE(start(Settings{Mode::exact, 16, 524288, 0}));
+  constexpr int kLive = 64;
+  std::atomic<bool> done{false};
+  std::atomic<int> recorded{0};
+  std::thread owner([&] {
+    for (int i = 0; !done.load(std::memory_order_relaxed); ++i) {
+      record_churned(block(30, i % (1 << 24)));
+      if (i >= kLive) on_free(block(30, (i - kLive) % (1 << 24)));
+      recorded.store(i + 1, std::memory_order_relaxed);
+    }
+  });
+  for (int round = 0; round < 2000; ++round) {
+    const int before = recorded.load();
+    while (recorded.load() < before + 100) std::this_thread::yield();
+    clear();
+  }
+  done = true;
+  owner.join();
+  const auto live = static_cast<std::int64_t>(live_blocks());
+  EXPECT_LE(live, kLive);
+  EXPECT_EQ(traced().current, live * 64);
+  const Sums sums = visit_all();
+  EXPECT_EQ(sums.bytes, live * 64);
+  EXPECT_EQ(sums.count, live);
+  stop();
+  EXPECT_EQ(traced().current, 0);
+}
+
 // Sampled mode: clears while a thread takes and frees samples. Once it stops, the traced
 // bytes, the live samples and the stacks' totals are exactly those of its samples counted
 // in the last session (a sample raced by a clear used to be added after the clear's zero,

@@ -1,4 +1,5 @@
 // The engine's tables against a std:: model: every insert, replace and remove accounted for.
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -158,6 +159,16 @@ Sums sum_copies(const StackRecord* r) {
     for (unsigned i = 0; i < kSharedSlots; ++i) add(shared[i].totals);
   return s;
 }
+Sums sum_copies(const StackTable& table, const StackRecord* r) {
+  Sums s = sum_copies(r);
+  if (const StackTotals* side = table.side_totals_if_any(r->id)) {
+    s.alloc_bytes += side->alloc_bytes.load();
+    s.alloc_count += side->alloc_count.load();
+    s.freed_bytes += side->freed_bytes.load();
+    s.freed_count += side->freed_count.load();
+  }
+  return s;
+}
 
 // Adds as the engine does for one block: alloc side or freed side.
 void add_block(StackTable& table, StackRecord* r, std::uint32_t slot, std::int64_t bytes, bool alloc) {
@@ -293,6 +304,83 @@ TEST(StackTable, PastTheRoomCheckNewStacksAreRefusedAndKnownOnesStillFound) {
   const StackId over_id = table.find_or_insert(over, 1, false);
   ASSERT_NE(over_id, kNoStack);
   EXPECT_EQ(table.find_or_insert(over, 1), over_id);
+}
+
+// The owner of a stack adds to its inline totals without locked instructions, so no other
+// thread may write them. Past the room check a second thread gets no shared slots: it adds
+// to the side totals, and no add of either thread is lost (when it added to the inline
+// totals atomically, the owner's plain stores overwrote some of its adds).
+TEST(StackTable, PastTheRoomCheckASecondThreadAddsToTheSideTotalsAndTheOwnerLosesNoAdd) {
+  static StackTable table(stack_room);
+  g_capped_stacks = &table;
+  g_limit = INT64_MAX;
+  g_refusals = 0;
+  // 4096 stacks of 25 frames fill the first 1 MiB arena chunk exactly (test above): shared
+  // slots would need another chunk, which the room check now refuses.
+  std::vector<std::uintptr_t> frames(25);
+  StackId first = kNoStack;
+  for (std::uintptr_t s = 0; s < 4096; ++s) {
+    for (std::size_t i = 0; i < 25; ++i) frames[i] = 0x600000 + s * 64 + i;
+    const StackId id = table.find_or_insert(frames.data(), 25);
+    ASSERT_NE(id, kNoStack);
+    if (s == 0) first = id;
+  }
+  g_limit = table.memory_bytes();
+  StackRecord* r = table.record(first);
+  ASSERT_NE(r, nullptr);
+  table.add<Side::alloc>(r, 3, 8, 1);  // slot 3 claims the stack
+  ASSERT_NE(table.owned_totals(r, 3), nullptr);
+  EXPECT_EQ(table.side_totals_if_any(first), nullptr);
+
+  constexpr int kAdds = 400000;
+  std::atomic<int> ready{0};
+  auto adder = [&](std::uint32_t slot, std::int64_t bytes) {
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }
+    for (int i = 0; i < kAdds; ++i) {
+      table.add<Side::alloc>(r, slot, bytes, 1);
+      table.add<Side::freed>(r, slot, bytes, 1);
+      table.add<Side::alloc>(r, slot, bytes, 1);
+    }
+  };
+  std::thread owner(adder, 3, 16);
+  std::thread other(adder, 5, 32);
+  owner.join();
+  other.join();
+
+  EXPECT_EQ(r->shared.load(), nullptr);  // refused
+  EXPECT_GE(g_refusals, 1);
+  EXPECT_NE(table.side_totals_if_any(first), nullptr);
+  EXPECT_NE(table.owned_totals(r, 3), nullptr);  // still the owner's
+  const Sums sums = sum_copies(table, r);
+  EXPECT_EQ(sums.alloc_bytes, 8 + 2 * kAdds * (16 + 32));
+  EXPECT_EQ(sums.alloc_count, 1 + 4 * kAdds);
+  EXPECT_EQ(sums.freed_bytes, kAdds * (16 + 32));
+  EXPECT_EQ(sums.freed_count, 2 * kAdds);
+  // The side totals' chunk (4096 ids of 32 B) is the table's memory, mapped past the check.
+  EXPECT_EQ(table.memory_bytes(), g_limit + 4096 * 32);
+}
+
+// Threads past the first kOwnerSlots share one thread slot: none of them may own a stack,
+// or each would add to its inline totals as its only writer.
+TEST(StackTable, TheThreadSlotSharedPastTheOwnersNeverOwnsAStack) {
+  static StackTable table;
+  const std::uintptr_t frames[] = {0x700000, 0x700100};
+  StackRecord* r = table.record(table.find_or_insert(frames, 2));
+  ASSERT_NE(r, nullptr);
+  constexpr int kAdds = 400000;
+  auto adder = [&] {
+    for (int i = 0; i < kAdds; ++i) table.add<Side::alloc>(r, kOwnerSlots, 16, 1);
+  };
+  std::thread first(adder), second(adder);
+  first.join();
+  second.join();
+  EXPECT_EQ(r->owner.load(), 0);
+  EXPECT_NE(r->shared.load(), nullptr);
+  const Sums sums = sum_copies(table, r);
+  EXPECT_EQ(sums.alloc_bytes, 2 * kAdds * 16);
+  EXPECT_EQ(sums.alloc_count, 2 * kAdds);
 }
 
 TEST(LiveTable, PastTheRoomCheckInsertsFailAndFreesStillWork) {
