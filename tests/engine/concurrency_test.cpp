@@ -117,6 +117,16 @@ TEST(EngineConcurrency, BlocksFreedByAnotherThreadEndWithExactTotals) {
   EXPECT_EQ(traced().current, 0);
 }
 
+// Once the writers stopped: the traced bytes and the stacks' totals are exactly the blocks
+// in the live table, each of `size` bytes.
+void expect_totals_of_the_table(std::int64_t size) {
+  const auto live = static_cast<std::int64_t>(live_blocks());
+  EXPECT_EQ(traced().current, live * size);
+  const Sums sums = visit_all();
+  EXPECT_EQ(sums.bytes, live * size);
+  EXPECT_EQ(sums.count, live);
+}
+
 // Clears while a thread allocates. After each clear, the traced bytes are those of the
 // blocks recorded since, and once the thread stops, its stack's totals and the traced bytes
 // are exactly the blocks in the live table. Two ways this went wrong: the thread adds to its
@@ -155,11 +165,7 @@ TEST(EngineConcurrency, AClearWhileAThreadAllocatesLeavesNoStaleTotal) {
   done = true;
   writer.join();
   EXPECT_EQ(stale, 0);
-  const auto live = static_cast<std::int64_t>(live_blocks());
-  EXPECT_EQ(traced().current, live * 100);
-  const Sums sums = visit_all();
-  EXPECT_EQ(sums.bytes, live * 100);
-  EXPECT_EQ(sums.count, live);
+  expect_totals_of_the_table(100);
   stop();
   EXPECT_EQ(traced().current, 0);
 }
@@ -190,12 +196,8 @@ TEST(EngineConcurrency, ClearsWhileTheOwnerAllocatesAndFreesLoseNoAddOfEither) {
   }
   done = true;
   owner.join();
-  const auto live = static_cast<std::int64_t>(live_blocks());
-  EXPECT_LE(live, kLive);
-  EXPECT_EQ(traced().current, live * 64);
-  const Sums sums = visit_all();
-  EXPECT_EQ(sums.bytes, live * 64);
-  EXPECT_EQ(sums.count, live);
+  EXPECT_LE(live_blocks(), std::uint64_t{kLive});
+  expect_totals_of_the_table(64);
   stop();
   EXPECT_EQ(traced().current, 0);
 }
