@@ -277,7 +277,7 @@ void uncount_cleared(void* uncounted_bytes, const LiveBlock& b) noexcept {
   if (StackRecord* r = g_stacks.record(b.stack)) {
     // Any copy of the totals but the owner's inline one will do (readers sum them): the
     // owner adds to that one without a locked instruction, and could overwrite this add.
-    StackTotals& side = g_stacks.side_totals(r);
+    StackTotals& side = g_stacks.side_totals(b.stack, r);
     side.freed_bytes.fetch_add(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
     side.freed_count.fetch_add(kCountUnit, std::memory_order_relaxed);
   }

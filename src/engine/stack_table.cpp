@@ -131,11 +131,11 @@ StackTotals& StackTable::totals_for_newcomer(StackRecord* r, std::uint32_t threa
     return r->totals;
   // A second thread: give the stack shared slots (or, refused, the side totals).
   SharedTotals* shared = share(r);
-  return shared != nullptr ? shared[thread_slot % kSharedSlots].totals : side_totals(r);
+  return shared != nullptr ? shared[thread_slot % kSharedSlots].totals : side_totals(r->id, r);
 }
 
-StackTotals& StackTable::side_totals(StackRecord* r) noexcept {
-  std::atomic<StackTotals*>& slot = side_[r->id >> kChunkBits];
+StackTotals& StackTable::side_totals(StackId id, StackRecord* r) noexcept {
+  std::atomic<StackTotals*>& slot = side_[id >> kChunkBits];
   StackTotals* chunk = slot.load(std::memory_order_acquire);
   if (chunk == nullptr) [[unlikely]] {
     // Published by compare-exchange, not under insert_lock_: a clear calls this under a
@@ -150,7 +150,7 @@ StackTotals& StackTable::side_totals(StackRecord* r) noexcept {
       unmap_pages(mine, kBytes);  // a racer's is in place: `chunk`
     }
   }
-  return chunk[r->id & ((1u << kChunkBits) - 1)];
+  return chunk[id & ((1u << kChunkBits) - 1)];
 }
 
 SharedTotals* StackTable::share(StackRecord* r) noexcept {

@@ -179,7 +179,9 @@ class StackTable {
   // block off its stack. Mapped for 4096 ids at a time on first use (32 B an id;
   // never refused: bounded by the stacks interned); the inline totals (atomically) when
   // even that mapping fails, where only a racing owner's add could be lost.
-  StackTotals& side_totals(StackRecord* r) noexcept;
+  // `r` is stack `id`'s record, read only then: a clear passes the id it has, and does not
+  // load a record per block.
+  StackTotals& side_totals(StackId id, StackRecord* r) noexcept;
   // Readers: the side totals of stack `id`, or nullptr when none of its chunk were written.
   const StackTotals* side_totals_if_any(StackId id) const noexcept {
     const StackTotals* chunk = side_[id >> kChunkBits].load(std::memory_order_acquire);
