@@ -90,7 +90,7 @@ struct StackRecord {
   // pair cost the Beast server 1.6 us a request (of 5.7 us that exact mode costs it).
   StackTotals totals;
   // nullptr until a thread other than the owner adds to the stack; then kSharedSlots copies,
-  // never freed. Readers sum `totals` and every shared copy.
+  // never freed. Readers sum `totals`, every shared copy and the side totals.
   std::atomic<SharedTotals*> shared;
   std::uint64_t hash;
   StackId id;
@@ -174,13 +174,12 @@ class StackTable {
   }
   // totals_for() for a thread that is not the owner: claims an unowned stack, or shares it.
   [[gnu::noinline]] StackTotals& totals_for_newcomer(StackRecord* r, std::uint32_t thread_slot) noexcept;
-  // The side totals of `r`: added to atomically by a thread that is not the owner when the
-  // stack has no shared slots (the room check refused them), and by a clear that takes a
-  // block off its stack. Mapped for 4096 ids at a time on first use (32 B an id;
-  // never refused: bounded by the stacks interned); the inline totals (atomically) when
-  // even that mapping fails, where only a racing owner's add could be lost.
-  // `r` is stack `id`'s record, read only then: a clear passes the id it has, and does not
-  // load a record per block.
+  // The side totals of stack `id` (record `r`): added to atomically by a thread that is not
+  // the owner when the stack has no shared slots (the room check refused them), and by a
+  // clear that takes a block off its stack. Mapped for 4096 ids at a time on first use (32 B
+  // an id; never refused: bounded by the stacks interned). When even that mapping fails,
+  // r's inline totals (atomically), where only a racing owner's add could be lost: the
+  // only time `r` is read, so a clear passes the block's id and loads no record per block.
   StackTotals& side_totals(StackId id, StackRecord* r) noexcept;
   // Readers: the side totals of stack `id`, or nullptr when none of its chunk were written.
   const StackTotals* side_totals_if_any(StackId id) const noexcept {
@@ -191,7 +190,8 @@ class StackTable {
   // arena); nullptr when the room check refuses (or out of memory): then the caller adds to
   // the side totals, which is only slower.
   SharedTotals* share(StackRecord* r) noexcept;
-  // Bytes mapped for the table: records, indexes (retired ones too), the id directory.
+  // Bytes mapped for the table: records, indexes (retired ones too), the id directory, the
+  // side totals.
   std::int64_t memory_bytes() const noexcept { return mapped_.load(std::memory_order_relaxed); }
 
   // fork(): the child must not inherit a lock held by a thread that no longer exists.
