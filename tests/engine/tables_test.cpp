@@ -146,7 +146,7 @@ TEST(StackTable, InternsEqualStacksOnceAndKeepsThemDistinct) {
 struct Sums {
   std::int64_t alloc_bytes = 0, alloc_count = 0, freed_bytes = 0, freed_count = 0;
 };
-Sums sum_copies(const StackRecord* r) {
+Sums sum_copies(const StackTable& table, const StackRecord* r) {
   Sums s;
   auto add = [&](const StackTotals& t) {
     s.alloc_bytes += t.alloc_bytes.load();
@@ -157,24 +157,16 @@ Sums sum_copies(const StackRecord* r) {
   add(r->totals);
   if (const SharedTotals* shared = r->shared.load())
     for (unsigned i = 0; i < kSharedSlots; ++i) add(shared[i].totals);
-  return s;
-}
-Sums sum_copies(const StackTable& table, const StackRecord* r) {
-  Sums s = sum_copies(r);
-  if (const StackTotals* side = table.side_totals_if_any(r->id)) {
-    s.alloc_bytes += side->alloc_bytes.load();
-    s.alloc_count += side->alloc_count.load();
-    s.freed_bytes += side->freed_bytes.load();
-    s.freed_count += side->freed_count.load();
-  }
+  if (const StackTotals* side = table.side_totals_if_any(r->id)) add(*side);
   return s;
 }
 
-// Adds as the engine does for one block: alloc side or freed side.
+// Adds one block as the engine does (StackTable::add): alloc side or freed side.
 void add_block(StackTable& table, StackRecord* r, std::uint32_t slot, std::int64_t bytes, bool alloc) {
-  StackTotals& t = table.totals_for(r, slot);
-  (alloc ? t.alloc_bytes : t.freed_bytes).fetch_add(bytes);
-  (alloc ? t.alloc_count : t.freed_count).fetch_add(1);
+  if (alloc)
+    table.add<Side::alloc>(r, slot, bytes, 1);
+  else
+    table.add<Side::freed>(r, slot, bytes, 1);
 }
 
 TEST(StackTable, AOneThreadStackKeepsItsTotalsInlineASecondThreadGetsSharedSlots) {
@@ -200,7 +192,7 @@ TEST(StackTable, AOneThreadStackKeepsItsTotalsInlineASecondThreadGetsSharedSlots
   }).join();
   EXPECT_EQ(a->shared.load(), nullptr);
   EXPECT_EQ(a->owner.load(), 8);
-  const Sums sa = sum_copies(a);
+  const Sums sa = sum_copies(table, a);
   EXPECT_EQ(sa.alloc_bytes, 16000);
   EXPECT_EQ(sa.alloc_count, 1000);
   EXPECT_EQ(sa.freed_bytes, 6400);
@@ -225,7 +217,7 @@ TEST(StackTable, AOneThreadStackKeepsItsTotalsInlineASecondThreadGetsSharedSlots
   const SharedTotals* shared = b->shared.load();
   ASSERT_NE(shared, nullptr);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(shared) % 64, 0u);  // a cache line per copy
-  const Sums sb = sum_copies(b);
+  const Sums sb = sum_copies(table, b);
   EXPECT_EQ(sb.alloc_bytes, 1000 * 32 + 500 * 48);
   EXPECT_EQ(sb.alloc_count, 1500);
   EXPECT_EQ(sb.freed_bytes, 600 * 32 + 200 * 48);
