@@ -14,7 +14,7 @@
 
 LIVEHEAP_API_BEGIN
 
-// JSON with the same fields as numbers (see README "JSON").
+// JSON with the same fields as numbers (see docs/reading-reports.md, "The report document").
 nlohmann::json to_json(const Frame& frame);
 nlohmann::json to_json(const Traceback& traceback);
 nlohmann::json to_json(const Statistic& stat, KeyType key_type);
