@@ -25,6 +25,7 @@
 
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
+#include "blocked_signals.hpp"
 #include "fork_fds.hpp"
 #include "listen_address.hpp"
 #include "reply.hpp"
@@ -294,6 +295,7 @@ tcp::endpoint resolve_tcp(const std::string& host, std::uint16_t port) {
 // hold sessions (and so sockets) of this io_context.
 struct Server::Impl {
   explicit Impl(Config config) : handler(std::move(config)) {
+    const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
     thread = std::thread([this] {
       IgnoreScope ignore;  // for the thread's whole life: serving is never the host's growth
       for (;;) {

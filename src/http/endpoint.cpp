@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
 
+#include "blocked_signals.hpp"
 #include "fork_fds.hpp"
 #include "liveheap/tracker.hpp"
 #include "listen_address.hpp"
@@ -150,6 +151,8 @@ void after_fork_in_child() {
   (void)s.recorders.release();
   s.dir.clear();
   try {
+    // Made on the thread that forked, which may be the host's: the mask is set here.
+    const engine::BlockedSignals quiet;
     std::thread([] {
       std::this_thread::sleep_for(kForkChildDelay);
       try {

@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "blocked_signals.hpp"
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
 #include "reply.hpp"
@@ -79,6 +80,7 @@ struct Handler::Impl {
   void start_worker() {
     std::call_once(worker_started, [this] {
       work.emplace(worker_io.get_executor());
+      const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
       worker = std::thread([this] {
         IgnoreScope ignore;  // for the thread's whole life: everything it does is ours
         for (;;) {

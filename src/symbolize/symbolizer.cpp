@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <unordered_map>
 
+#include "blocked_signals.hpp"
 #include "debug_info.hpp"
 
 namespace liveheap::symbolize {
@@ -73,6 +74,7 @@ class Worker {
     if (thread_pid_ == getpid()) return;
     thread_pid_ = getpid();
     queue_.clear();
+    const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
     std::thread([this] { run(); }).detach();
   }
 

@@ -15,6 +15,7 @@
 #include <new>
 #include <thread>
 
+#include "blocked_signals.hpp"
 #include "engine.hpp"
 #include "liveheap/allocator.hpp"
 #include "liveheap/tracker.hpp"
@@ -126,6 +127,7 @@ void start_thread(Recorder& r) {
   static std::once_flag at_exit;
   std::call_once(at_exit, [] { std::atexit([] { history_stop(); }); });
   IgnoreScope ignore;  // std::thread's state and the thread's TLS are the tracker's own
+  const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
   r.thread = new std::thread(run, r.interval_s);
 }
 

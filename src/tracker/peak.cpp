@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "blocked_signals.hpp"
 #include "engine.hpp"
 #include "liveheap/tracker.hpp"
 
@@ -88,6 +89,7 @@ void start_thread(State& s) noexcept {
   if (s.thread_running.exchange(true)) return;
   try {
     IgnoreScope ignore;
+    const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
     std::thread(poll_forever).detach();
   } catch (...) {
     s.thread_running.store(false);  // out of threads: the next start tries again

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "blocked_signals.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/tracker.hpp"
 
@@ -40,6 +41,7 @@ struct RequestComparison::Impl {
     std::call_once(worker_started, [this] {
       try {
         const IgnoreScope ignore;
+        const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
         worker = std::thread([this] { run(); });
       } catch (const std::exception& e) {
         log_failure(std::string("no comparison thread: ") + e.what());
