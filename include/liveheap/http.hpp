@@ -127,7 +127,8 @@ std::vector<std::string> parse_allowed_hosts(std::string_view list);
 // never waits. Prefer handle_async; handle() suits thread-per-request servers and tests.
 class Handler {
  public:
-  // Throws std::invalid_argument for a prefix that is not "" or "/path" without a query.
+  // Throws std::invalid_argument for a prefix that is not "" or "/path" without a query, and
+  // for a token with whitespace at either end or a control character (it could never match).
   explicit Handler(Config config = {});
   ~Handler();  // joins the worker; responses still pending are dropped, never delivered
   Handler(const Handler&) = delete;
