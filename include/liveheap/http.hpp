@@ -35,7 +35,9 @@
 // as {"error": "..."} in JSON. With Config::token set, every route except the dashboard's
 // files (which hold no data) requires "Authorization: Bearer <token>". What a browser could
 // be tricked into sending is refused with a 403 first: a POST from another origin (Origin,
-// Sec-Fetch-Site) and, without a token, a Host that is not this machine's (DNS rebinding).
+// Sec-Fetch-Site), any other request from another site (Sec-Fetch-Site cross-site or
+// same-site) but a top-level navigation or the dashboard's page and files, and, without a
+// token, a Host that is not this machine's (DNS rebinding).
 #pragma once
 
 #include <chrono>
@@ -163,8 +165,10 @@ class Handler {
 
 // A Beast HTTP server on its own thread and port that serves only a Handler's routes.
 // Bounded requests (8 KiB of headers, 1 KiB of body), 5 s to send a request head, one async
-// session per connection: a slow or half-sent request never blocks another client. At 64
-// connections, a new one closes the one that has waited longest for a request.
+// session per connection: a slow or half-sent request never blocks another client; 10 s for
+// a client to take each answer. At 64 connections, a new one closes the one that has waited
+// longest for a request, else the one writing its answer longest. Without a token, a client
+// on this machine whose socket belongs to another user (root excepted) gets 403.
 // Thread-safety: construct and destroy on one thread; port() from any.
 class AdminServer {
  public:
