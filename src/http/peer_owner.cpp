@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
@@ -91,14 +92,6 @@ std::optional<uid_t> find_in(std::string_view table, std::string_view local, std
   return std::nullopt;
 }
 
-std::string read_file(const char* path) {
-  std::ifstream in(path);
-  std::string text;
-  char buffer[16384];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) text.append(buffer, static_cast<std::size_t>(in.gcount()));
-  return text;
-}
-
 bool is_loopback(const boost::asio::ip::address& address) {
   if (address.is_v6() && address.to_v6().is_v4_mapped())
     return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6()).is_loopback();
@@ -116,8 +109,16 @@ std::optional<uid_t> find_socket_owner(std::string_view table, const tcp::endpoi
 }
 
 std::optional<uid_t> tcp_peer_owner(const tcp::endpoint& client, const tcp::endpoint& server) {
-  for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"})
-    if (auto uid = find_socket_owner(read_file(path), client, server)) return uid;
+  const std::pair<const char*, bool> tables[] = {{"/proc/net/tcp", false}, {"/proc/net/tcp6", true}};
+  for (const auto& [path, v6] : tables) {
+    const std::string local = kernel_form(client, v6);
+    const std::string remote = kernel_form(server, v6);
+    if (local.empty()) continue;
+    // A row at a time: a busy host's table is megabytes.
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      if (auto uid = find_in(line, local, remote)) return uid;
+  }
   return std::nullopt;
 }
 
