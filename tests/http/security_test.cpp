@@ -236,10 +236,13 @@ TEST_F(SmallReportTest, ABigReportIsCutAtTheCapAndSaysSo) {
 TEST_F(SmallReportTest, FoldedStacksAreCutAtTheCapAndSaySo) {
   std::vector<void*> deep;
   for (int depth = 0; depth < 40; ++depth) deep.push_back(keep_at_depth(depth));
-  IgnoreScope quiet;
-  ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);
-  std::vector<void*> more;
+  {
+    IgnoreScope quiet;
+    ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);
+  }
+  std::vector<void*> more;  // the stacks that grew since, for /diff
   for (int depth = 0; depth < 40; ++depth) more.push_back(keep_at_depth(depth));
+  IgnoreScope quiet;
   for (const char* target : {"/debug/memory/top?format=folded", "/debug/memory/tracebacks?format=folded",
                              "/debug/memory/diff?format=folded", "/debug/memory/diff?format=folded2"}) {
     const Reply reply = get(port(), target);
