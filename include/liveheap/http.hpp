@@ -35,7 +35,9 @@
 // as {"error": "..."} in JSON. With Config::token set, every route except the dashboard's
 // files (which hold no data) requires "Authorization: Bearer <token>". What a browser could
 // be tricked into sending is refused with a 403 first: a POST from another origin (Origin,
-// Sec-Fetch-Site) and, without a token, a Host that is not this machine's (DNS rebinding).
+// Sec-Fetch-Site), any other request from another site (Sec-Fetch-Site cross-site or
+// same-site) but a top-level navigation or the dashboard's page and files, and, without a
+// token, a Host that is not this machine's (DNS rebinding).
 #pragma once
 
 #include <chrono>
@@ -127,7 +129,8 @@ std::vector<std::string> parse_allowed_hosts(std::string_view list);
 // never waits. Prefer handle_async; handle() suits thread-per-request servers and tests.
 class Handler {
  public:
-  // Throws std::invalid_argument for a prefix that is not "" or "/path" without a query.
+  // Throws std::invalid_argument for a prefix that is not "" or "/path" without a query, and
+  // for a token with whitespace at either end or a control character (it could never match).
   explicit Handler(Config config = {});
   ~Handler();  // joins the worker; responses still pending are dropped, never delivered
   Handler(const Handler&) = delete;
@@ -162,8 +165,10 @@ class Handler {
 
 // A Beast HTTP server on its own thread and port that serves only a Handler's routes.
 // Bounded requests (8 KiB of headers, 1 KiB of body), 5 s to send a request head, one async
-// session per connection: a slow or half-sent request never blocks another client. At 64
-// connections, a new one closes the one that has waited longest for a request.
+// session per connection: a slow or half-sent request never blocks another client; 10 s for
+// a client to take each answer. At 64 connections, a new one closes the one that has waited
+// longest for a request, else the one writing its answer longest. Without a token, a client
+// on this machine whose socket belongs to another user (root excepted) gets 403.
 // Thread-safety: construct and destroy on one thread; port() from any.
 class AdminServer {
  public:

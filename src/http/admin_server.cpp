@@ -28,6 +28,7 @@
 #include "blocked_signals.hpp"
 #include "fork_fds.hpp"
 #include "listen_address.hpp"
+#include "peer_owner.hpp"
 #include "reply.hpp"
 #include "serve.hpp"
 
@@ -46,10 +47,17 @@ constexpr std::uint64_t kMaxBodyBytes = 1024;  // the routes take no body
 constexpr std::size_t kMaxBufferBytes = 16 * 1024;
 // The whole request head must arrive within this (a keep-alive connection's idle wait too).
 constexpr auto kReadTimeout = std::chrono::seconds(5);
+// Each response must be taken by its client within this, else the connection closes.
 constexpr auto kWriteTimeout = std::chrono::seconds(10);
 // At this many, a new connection closes the oldest one waiting for a request (an idle
-// keep-alive): idle connections can never lock the operator out.
+// keep-alive), else the one that has been writing its answer longest (a client that does
+// not read): neither idle nor slow-reading connections can lock the operator out.
 constexpr std::size_t kMaxSessions = 64;
+// Answers this big or bigger held at once by connections still writing them: past this
+// many, the one that has been writing longest is closed. A report is up to
+// Config::max_report_bytes of the host's memory until its client has taken it.
+constexpr std::size_t kLargeAnswerBytes = 64 * 1024;
+constexpr std::size_t kMaxLargeWrites = 8;
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
 
 // Report a failure. A library must not write to its host's stderr for every client that
@@ -67,35 +75,107 @@ Response malformed_request(beast::error_code ec) {
   return make_error(ReplyTo{}, status, "malformed request: " + ec.message());
 }
 
+template <class Protocol>
+class Session;
+
+// The sessions of one listener, for choosing which to close when room is needed.
+// Thread-safety: used on the server's io_context thread only; it has one thread, so the
+// listener's handlers and every session's strand run one at a time.
+template <class Protocol>
+class SessionBook {
+ public:
+  using SessionPtr = std::shared_ptr<Session<Protocol>>;
+
+  void add(const SessionPtr& session) { sessions_.push_back(session); }
+
+  // True when a new session may start: below the cap, or once the session that has waited
+  // longest for a request is evicted, else the one writing its answer longest.
+  bool make_room() {
+    std::erase_if(sessions_, [](const auto& s) { return s.expired(); });
+    SessionPtr idle;
+    SessionPtr writer;
+    std::size_t live = 0;
+    for (const auto& weak : sessions_) {
+      const auto session = weak.lock();
+      if (!session || session->evicted()) continue;  // on its way out
+      ++live;
+      if (const auto since = session->waiting_since(); since && (!idle || *since < *idle->waiting_since()))
+        idle = session;
+      if (const auto since = session->writing_since(); since && (!writer || *since < *writer->writing_since()))
+        writer = session;
+    }
+    if (live < kMaxSessions) return true;
+    if (const SessionPtr oldest = idle ? idle : writer) {
+      oldest->evict();
+      return true;
+    }
+    return false;  // every session works on a request (the worker's queue bounds them)
+  }
+
+  // After a session began writing a large answer: past kMaxLargeWrites of them, the one
+  // writing longest is closed, and its answer's memory given back.
+  void trim_large_writes() {
+    SessionPtr oldest;
+    std::size_t large = 0;
+    for (const auto& weak : sessions_) {
+      const auto session = weak.lock();
+      if (!session || session->evicted() || !session->writing_large()) continue;
+      ++large;
+      if (!oldest || *session->writing_since() < *oldest->writing_since()) oldest = session;
+    }
+    if (large > kMaxLargeWrites) oldest->evict();
+  }
+
+ private:
+  std::vector<std::weak_ptr<Session<Protocol>>> sessions_;
+};
+
 // Handles one HTTP connection: read a request, answer it (on the Handler's worker), repeat.
 // Thread-safety: every step runs on the session's strand.
 template <class Protocol>
 class Session : public std::enable_shared_from_this<Session<Protocol>> {
  public:
-  Session(typename Protocol::socket&& socket, Handler& handler)
+  using Clock = std::chrono::steady_clock;
+
+  Session(typename Protocol::socket&& socket, Handler& handler,
+          std::shared_ptr<SessionBook<Protocol>> book)
       : stream_(std::move(socket)), buffer_(kMaxBufferBytes), handler_(handler),
-        fd_(stream_.socket().native_handle()) {
+        book_(std::move(book)), fd_(stream_.socket().native_handle()) {
     track_fork_fd(fd_);
   }
   ~Session() { untrack_fork_fd(fd_); }
 
   // Since when it waits for a request, or nullopt while it works on one (or was evicted).
-  std::optional<std::chrono::steady_clock::time_point> waiting_since() const {
-    const auto since = waiting_since_.load();
-    if (since == kBusy) return std::nullopt;
-    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
-  }
+  std::optional<Clock::time_point> waiting_since() const { return time_of(waiting_since_.load()); }
+  // Since when it writes an answer its client has not yet taken all of, or nullopt.
+  std::optional<Clock::time_point> writing_since() const { return time_of(writing_since_.load()); }
+  bool writing_large() const { return writing_large_ && writing_since_ != kBusy; }
 
   // Closes the connection, on its strand; the session ends when its read fails.
   bool evicted() const { return evicted_; }
   void evict() {
     evicted_ = true;
     waiting_since_ = kBusy;
+    writing_since_ = kBusy;
     net::post(stream_.get_executor(), [self = shared_from_this()] { self->stream_.close(); });
   }
 
   // Start on the strand: the session's steps never run concurrently.
   void run() {
+    // Without a token, a TCP client on this machine is served only when its socket is this
+    // process's user's or root's: another local user could otherwise read the heap. Its
+    // request is still read, for a 403 it can understand.
+    if constexpr (std::is_same_v<Protocol, tcp>) {
+      if (handler_.config().token.empty()) {
+        beast::error_code ec_local, ec_remote;
+        const auto server = stream_.socket().local_endpoint(ec_local);
+        const auto client = stream_.socket().remote_endpoint(ec_remote);
+        if (ec_local || ec_remote)
+          refusal_ = "the connection's addresses could not be read; without a token it is refused";
+        else
+          refusal_ = check_peer_owner(client, server);
+      }
+    }
     net::dispatch(stream_.get_executor(),
                   beast::bind_front_handler(&Session::do_read, shared_from_this()));
   }
@@ -123,6 +203,11 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     if (ec) return fail(ec, "read");
 
     Request req = parser_->release();
+    if (refusal_) {
+      Response refused = make_error(reply_to(req), Status::forbidden, *refusal_);
+      refused.keep_alive(false);
+      return send_response(std::move(refused));
+    }
     const auto send = [self = shared_from_this()](Response res) {
       self->send_response(std::move(res));
     };
@@ -162,13 +247,19 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     }
     const bool keep_alive = res.keep_alive() && parser_->is_done();
     res.keep_alive(keep_alive);
-    stream_.expires_after(kWriteTimeout);
+    stream_.expires_after(kWriteTimeout);  // for this answer, however it is written
+    if (!evicted_) {
+      writing_large_ = res.body().size() >= kLargeAnswerBytes;
+      writing_since_ = Clock::now().time_since_epoch().count();
+      if (writing_large_) book_->trim_large_writes();
+    }
     beast::async_write(stream_, bh::message_generator(std::move(res)),
                        beast::bind_front_handler(&Session::on_write, shared_from_this(),
                                                  keep_alive));
   }
 
   void on_write(bool keep_alive, beast::error_code ec, std::size_t) {
+    writing_since_ = kBusy;
     if (ec) return fail(ec, "write");
     if (!keep_alive) return do_close();
     do_read();
@@ -181,13 +272,22 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
 
   using std::enable_shared_from_this<Session>::shared_from_this;
 
+  static std::optional<Clock::time_point> time_of(std::int64_t ticks) {
+    if (ticks == kBusy) return std::nullopt;
+    return Clock::time_point(Clock::duration(ticks));
+  }
+
   beast::basic_stream<Protocol> stream_;
   beast::flat_buffer buffer_;
   std::optional<bh::request_parser<bh::string_body>> parser_;
   Handler& handler_;
+  std::shared_ptr<SessionBook<Protocol>> book_;
   int fd_;  // for fork_fds, also after an eviction closed the socket
   static constexpr std::int64_t kBusy = -1;
   std::atomic<std::int64_t> waiting_since_{kBusy};  // steady_clock ticks; read by the listener
+  std::atomic<std::int64_t> writing_since_{kBusy};  // the same, while an answer is written
+  std::atomic<bool> writing_large_{false};
+  std::optional<std::string> refusal_;  // the 403's reason for every request, when set
   std::atomic<bool> evicted_{false};
   net::cancellation_signal hangup_;  // emitted on the session's executor only
   bool watching_ = false;
@@ -246,39 +346,19 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
     }
     // Accepted sockets too (Asio's accept() takes no flags): not a child's to keep.
     ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-    if (make_room()) {
-      auto session = std::make_shared<Session<Protocol>>(std::move(socket), handler_);
-      sessions_.push_back(session);
+    if (book_->make_room()) {
+      auto session = std::make_shared<Session<Protocol>>(std::move(socket), handler_, book_);
+      book_->add(session);
       session->run();
     }  // else every session is busy with a request: the new socket closes here
     do_accept();
-  }
-
-  // True when a new session may start: below the cap, or once the session that has waited
-  // longest for a request is evicted.
-  bool make_room() {
-    std::erase_if(sessions_, [](const auto& s) { return s.expired(); });
-    std::shared_ptr<Session<Protocol>> oldest;
-    std::size_t live = 0;
-    for (const auto& weak : sessions_) {
-      const auto session = weak.lock();
-      if (!session) continue;
-      const auto since = session->waiting_since();
-      if (session->evicted()) continue;  // on its way out
-      ++live;
-      if (since && (!oldest || *since < *oldest->waiting_since())) oldest = session;
-    }
-    if (live < kMaxSessions) return true;
-    if (!oldest) return false;
-    oldest->evict();
-    return true;
   }
 
   net::io_context& ioc_;
   typename Protocol::acceptor acceptor_;
   net::steady_timer backoff_;
   Handler& handler_;
-  std::vector<std::weak_ptr<Session<Protocol>>> sessions_;
+  std::shared_ptr<SessionBook<Protocol>> book_ = std::make_shared<SessionBook<Protocol>>();
 };
 
 }  // namespace

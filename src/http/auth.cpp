@@ -1,6 +1,8 @@
 // Bearer-token authentication (RFC 6750), compared in constant time.
 #include "auth.hpp"
 
+#include <cstdio>
+
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
@@ -17,6 +19,23 @@ bool constant_time_equal(std::string_view presented, std::string_view expected) 
   // volatile: keeps the compiler from turning the loop back into an early-exit compare.
   volatile unsigned char result = difference;
   return result == 0;
+}
+
+std::optional<std::string> token_problem(std::string_view token) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  if (!token.empty() && (blank(token.front()) || blank(token.back())))
+    return std::string("has whitespace at its start or end, which HTTP trims from the "
+                       "Authorization header: it could never match; remove it");
+  for (std::size_t i = 0; i < token.size(); ++i) {
+    const auto c = static_cast<unsigned char>(token[i]);
+    if (c < 0x20 || c == 0x7F) {
+      char where[64];
+      std::snprintf(where, sizeof where, " (0x%02X at byte %zu)", c, i + 1);
+      return "holds a control character" + std::string(where) +
+             ", which no Authorization header can carry: it could never match";
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<Response> check_bearer(const Request& req, std::string_view token,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "reply.hpp"
@@ -13,6 +14,11 @@ namespace http {
 // True when the strings are equal. The time taken depends on the lengths only, never on
 // where they first differ, so a client cannot find the token a byte at a time.
 bool constant_time_equal(std::string_view presented, std::string_view expected) noexcept;
+
+// Why `token` could never be presented, or std::nullopt when it could: whitespace at either
+// end (HTTP trims header values, so it never matches) or a control character (no header
+// may carry it). The reason never repeats the token.
+std::optional<std::string> token_problem(std::string_view token);
 
 // std::nullopt when `req` carries "Authorization: Bearer <token>" (or `token` is empty);
 // else the 401 to send, with its WWW-Authenticate challenge.

@@ -13,6 +13,7 @@
 #include "blocked_signals.hpp"
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
+#include "auth.hpp"
 #include "reply.hpp"
 #include "routes.hpp"
 
@@ -21,19 +22,6 @@ namespace http {
 namespace {
 
 namespace net = boost::asio;
-
-// "" or "/a/b": no trailing slash, nothing a raw target could spell two ways.
-std::string checked_prefix(std::string prefix) {
-  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  if (!prefix.empty() && prefix.front() != '/')
-    throw std::invalid_argument("liveheap::http::Config::prefix '" + prefix +
-                                "' must start with '/'");
-  for (const char c : prefix)
-    if (c <= ' ' || c == '?' || c == '#' || c == '%' || c == 0x7F)
-      throw std::invalid_argument("liveheap::http::Config::prefix '" + prefix +
-                                  "' must be a plain path (no spaces, '?', '#' or '%')");
-  return prefix;
-}
 
 // Reports queued or running on the worker beyond which a new one gets 503 and Retry-After:
 // each holds a snapshot in the host's memory, and a long queue only delays every answer.
@@ -56,6 +44,18 @@ Response cancelled_response(const Request& req) {
 }
 
 }  // namespace
+
+// "" or "/a/b": no trailing slash, nothing a raw target could spell two ways.
+std::string checked_prefix(std::string prefix, std::string_view what) {
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  if (!prefix.empty() && prefix.front() != '/')
+    throw std::invalid_argument(std::string(what) + " '" + prefix + "' must start with '/'");
+  for (const char c : prefix)
+    if (c <= ' ' || c == '?' || c == '#' || c == '%' || c == 0x7F)
+      throw std::invalid_argument(std::string(what) + " '" + prefix +
+                                  "' must be a plain path (no spaces, '?', '#' or '%')");
+  return prefix;
+}
 
 // Thread-safety: state is shared by every request; the worker is started once (call_once)
 // and its io_context is thread-safe for post.
@@ -142,9 +142,12 @@ struct Handler::Impl {
 };
 
 Handler::Handler(Config config) {
-  config.prefix = checked_prefix(std::move(config.prefix));
-  config.pprof_prefix = checked_prefix(std::move(config.pprof_prefix));
-  config.metrics_path = checked_prefix(std::move(config.metrics_path));
+  config.prefix = checked_prefix(std::move(config.prefix), "liveheap::http::Config::prefix");
+  config.pprof_prefix = checked_prefix(std::move(config.pprof_prefix), "liveheap::http::Config::pprof_prefix");
+  config.metrics_path = checked_prefix(std::move(config.metrics_path), "liveheap::http::Config::metrics_path");
+  // A token no request can present would lock every client out, silently.
+  if (auto problem = token_problem(config.token))
+    throw std::invalid_argument("liveheap::http::Config::token " + *problem);
   impl_ = std::make_unique<Impl>(std::move(config));
 }
 

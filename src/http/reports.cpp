@@ -96,28 +96,66 @@ std::string size_and_count(std::int64_t size, std::int64_t count) {
          ", count=" + std::to_string(count);
 }
 
-// format=folded: every stack (filters apply, key and limit do not), "root;...;leaf size".
+// Folded lines appended up to a byte cap, then one comment line that says the rest was
+// left out. The cap is checked line by line, so the uncapped text is never built. The
+// note ends with a word: flamegraph.pl skips it (a stack line ends with its count).
+class FoldedLines {
+ public:
+  FoldedLines(std::size_t max_bytes, std::size_t wanted) : max_bytes_(max_bytes), wanted_(wanted) {}
+
+  // False once a line did not fit: the caller stops.
+  bool add(const std::string& line) {
+    if (text_.size() + line.size() + 1 > max_bytes_) {
+      text_ += "# truncated at " + format_size(static_cast<double>(max_bytes_), false) + ": " +
+               std::to_string(shown_) + " of " + std::to_string(wanted_) +
+               " stacks shown; narrow with include= or exclude=\n";
+      return false;
+    }
+    text_ += line;
+    text_ += '\n';
+    ++shown_;
+    return true;
+  }
+  std::string take() { return std::move(text_); }
+
+ private:
+  std::size_t max_bytes_;
+  std::size_t wanted_;
+  std::size_t shown_ = 0;
+  std::string text_;
+};
+
+// format=folded: every stack (filters apply, key and limit do not), "root;...;leaf size",
+// up to to.max_report_bytes.
 Response folded_report(const ReplyTo& to, const Snapshot& snapshot) {
-  std::string text;
-  for (const Statistic& s : snapshot.statistics(KeyType::traceback))
-    if (s.size > 0) text += folded_stack(s.traceback) + " " + std::to_string(s.size) + "\n";
-  return make_response(to, Status::ok, std::move(text), "text/plain; charset=utf-8");
+  const std::vector<Statistic> stats = snapshot.statistics(KeyType::traceback);
+  const auto wanted = static_cast<std::size_t>(
+      std::count_if(stats.begin(), stats.end(), [](const Statistic& s) { return s.size > 0; }));
+  FoldedLines out(to.max_report_bytes, wanted);
+  for (const Statistic& s : stats)
+    if (s.size > 0 && !out.add(folded_stack(s.traceback) + " " + std::to_string(s.size))) break;
+  return make_response(to, Status::ok, out.take(), "text/plain; charset=utf-8");
 }
 
 // /diff as folded stacks: folded = the stacks that grew, "stack size_diff" (what
 // flamegraph.pl draws: it takes no negative values); folded2 = every stack that changed,
 // "stack before after", as difffolded.pl writes (flamegraph.pl draws it as a differential).
+// Up to to.max_report_bytes.
 Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old) {
-  std::string text;
-  for (const StatisticDiff& d : now.compare_to(old, KeyType::traceback)) {
-    if (d.size_diff == 0) continue;
-    if (to.format == Format::folded2)
-      text += folded_stack(d.traceback) + " " + std::to_string(d.size - d.size_diff) + " " +
-              std::to_string(d.size) + "\n";
-    else if (d.size_diff > 0)
-      text += folded_stack(d.traceback) + " " + std::to_string(d.size_diff) + "\n";
+  const bool both = to.format == Format::folded2;
+  const std::vector<StatisticDiff> diffs = now.compare_to(old, KeyType::traceback);
+  const auto shown = [both](const StatisticDiff& d) { return both ? d.size_diff != 0 : d.size_diff > 0; };
+  FoldedLines out(to.max_report_bytes,
+                  static_cast<std::size_t>(std::count_if(diffs.begin(), diffs.end(), shown)));
+  for (const StatisticDiff& d : diffs) {
+    if (!shown(d)) continue;
+    const std::string line =
+        both ? folded_stack(d.traceback) + " " + std::to_string(d.size - d.size_diff) + " " +
+                   std::to_string(d.size)
+             : folded_stack(d.traceback) + " " + std::to_string(d.size_diff);
+    if (!out.add(line)) break;
   }
-  return make_response(to, Status::ok, std::move(text), "text/plain; charset=utf-8");
+  return make_response(to, Status::ok, out.take(), "text/plain; charset=utf-8");
 }
 
 // /top and /tracebacks: the same statistics; /tracebacks prints each stack whole.
@@ -249,6 +287,8 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
                         {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped}});
     }
     json stats = json::array();
+    std::size_t stats_bytes = 0;
+    bool truncated = false;
     for (std::size_t i = 0; i < shown; ++i) {
       const KeySeries& s = all[i];
       json stat = stat_json(Statistic{s.key, last(s.sizes), last(s.counts)}, query);
@@ -256,6 +296,13 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
       for (std::size_t p = 0; p < times.size(); ++p) series.push_back({times[p], s.sizes[p], s.counts[p]});
       stat["series"] = std::move(series);
       add_verdict_json(stat, classify(times, s.sizes, history.noise));
+      // Each series is a few KB: 10,000 keys (with their stacks) would be hundreds of MB.
+      const std::size_t stat_bytes = stat.dump().size() + 1;
+      if (stats_bytes + stat_bytes > to.max_report_bytes) {
+        truncated = true;
+        break;
+      }
+      stats_bytes += stat_bytes;
       stats.push_back(std::move(stat));
     }
     return make_json(to, Status::ok,
@@ -270,7 +317,8 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
                       {"exclude", query.exclude},
                       {"keys", all.size()},
                       {"points", std::move(points)},
-                      {"stats", std::move(stats)}});
+                      {"stats", std::move(stats)},
+                      {"truncated", truncated}});
   }
   const auto size = [](std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); };
   std::string text = "History: " + std::to_string(history.points.size()) + " points every " +
@@ -284,8 +332,15 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
           std::string(plural(query.key)) + " by size now:\n";
   for (std::size_t i = 0; i < shown; ++i) {
     const KeySeries& s = all[i];
-    text += format_statistic(Statistic{s.key, last(s.sizes), last(s.counts)}, query.key) +
-            verdict_text(classify(times, s.sizes, history.noise)) + "\n";
+    const std::string row = format_statistic(Statistic{s.key, last(s.sizes), last(s.counts)}, query.key) +
+                            verdict_text(classify(times, s.sizes, history.noise)) + "\n";
+    if (text.size() + row.size() > to.max_report_bytes) {  // as the reports' text says it
+      text += "(truncated at " + format_size(static_cast<double>(to.max_report_bytes), false) +
+              ": " + std::to_string(i) + " of " + std::to_string(shown) +
+              " rows shown; ask for a smaller limit= or narrow with include=)\n";
+      break;
+    }
+    text += row;
   }
   return make_text(to, Status::ok, std::move(text));
 }

@@ -356,7 +356,11 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
       throw RequestError(Status::not_found, "not under " + prefix);
     rest = std::string_view(target.path).substr(prefix.size());
   }
-  if (auto refused = check_request_policy(req, state.config, to)) return std::move(*refused);
+  // The dashboard's page and files hold no data: a link from elsewhere may open them.
+  const bool page_or_file = rest.empty() || rest == "/" || rest.starts_with("/static/") ||
+                            (rest.size() > 1 && web::find_asset(rest.substr(1)) != nullptr);
+  if (auto refused = check_request_policy(req, state.config, page_or_file, to))
+    return std::move(*refused);
   if (rest.empty()) {  // "/debug/memory": the dashboard's relative links need the slash
     Response res = make_error(to, Status::permanent_redirect, "see " + prefix + "/");
     res.set(bh::field::location, prefix + "/" + (target.query.empty() ? "" : "?") +

@@ -34,6 +34,11 @@ using Outcome = std::variant<Response, Window>;
 // {pprof_prefix}/heap, "/metrics" for metrics_path; "" for none.
 std::string_view alias_of(const Config& config, std::string_view path) noexcept;
 
+// "" or "/a/b" from a Config path (prefix, pprof_prefix, metrics_path), its trailing slashes
+// dropped. Throws std::invalid_argument, naming `what`, for one that does not start with '/'
+// or is not a plain path.
+std::string checked_prefix(std::string prefix, std::string_view what);
+
 // Whether the request is one of the cheap reads that never wait behind reports: GET of
 // /stats or of the dashboard's page and files, for this process (no pid=).
 bool is_cheap_request(const Config& config, const Request& req) noexcept;

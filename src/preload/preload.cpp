@@ -1,17 +1,22 @@
 // LD_PRELOAD entry point: configures tracking from LIVEHEAP_* variables before main
 // (sampled by default: cheap enough to leave on) and,
 // with LIVEHEAP_ADDR=[host:]port, starts the process's endpoint (endpoint.hpp): the port
-// when it is free, a socket in the private registry always. A bad value is
-// reported once on stderr and tracking stays off: the host program always runs on.
+// when it is free, a socket in the private registry always. Every variable is checked at
+// start: a bad value is reported once on stderr, naming the variable, and tracking (or, for
+// the endpoint's variables, the endpoint) stays off: the host program always runs on.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
 #include <string_view>
 
+#include "auth.hpp"
 #include "endpoint.hpp"
+#include "exports.hpp"
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
+#include "request_policy.hpp"
+#include "routes.hpp"
 
 namespace {
 
@@ -36,22 +41,38 @@ void start_tracking() {
   }
 }
 
+// The endpoint's variables, each checked now: a bad one is a configuration error that keeps
+// the endpoint off (the program runs on), rather than a failure on every request later.
+liveheap::http::Config endpoint_config() {
+  namespace http = liveheap::http;
+  http::Config config;
+  if (const char* token = std::getenv("LIVEHEAP_TOKEN")) {
+    if (*token == '\0') throw std::invalid_argument("LIVEHEAP_TOKEN is empty");
+    if (auto problem = http::token_problem(token))
+      throw std::invalid_argument("LIVEHEAP_TOKEN " + *problem);
+    config.token = token;
+  }
+  config.allow_open_without_token = allow_open();
+  if (const char* hosts = std::getenv("LIVEHEAP_ALLOWED_HOSTS")) {
+    config.allowed_hosts = http::parse_allowed_hosts(hosts);
+    for (const std::string& host : config.allowed_hosts)
+      if (auto problem = http::allowed_host_problem(host))
+        throw std::invalid_argument("LIVEHEAP_ALLOWED_HOSTS: " + *problem);
+  }
+  if (const char* prefix = std::getenv("LIVEHEAP_PREFIX"))
+    config.prefix = http::checked_prefix(prefix, "LIVEHEAP_PREFIX");
+  // Read once here: a scrape then never meets a bad value.
+  config.metrics_callsites = http::metrics_callsites(config);
+  return config;
+}
+
 void start_admin_server() {
   const char* addr = std::getenv("LIVEHEAP_ADDR");
   if (addr == nullptr) return;
   try {
     liveheap::IgnoreScope ignore;
     const auto address = liveheap::http::parse_listen_address(addr);
-    liveheap::http::Config config;
-    if (const char* token = std::getenv("LIVEHEAP_TOKEN")) {
-      if (*token == '\0') throw std::invalid_argument("LIVEHEAP_TOKEN is empty");
-      config.token = token;
-    }
-    config.allow_open_without_token = allow_open();
-    if (const char* hosts = std::getenv("LIVEHEAP_ALLOWED_HOSTS"))
-      config.allowed_hosts = liveheap::http::parse_allowed_hosts(hosts);
-    if (const char* prefix = std::getenv("LIVEHEAP_PREFIX")) config.prefix = prefix;
-    liveheap::http::start_process_endpoint(config, address.host, address.port);
+    liveheap::http::start_process_endpoint(endpoint_config(), address.host, address.port);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "liveheap: admin server not started: %s\n", e.what());
   }

@@ -1,6 +1,11 @@
 // Bad input of every kind gets a 4xx (never a 5xx, never a crash), slow clients never block
 // others, and looking at the heap does not make it grow.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -134,6 +139,78 @@ TEST_F(RobustnessTest, SlowClientsNeverBlockOthers) {
   // The slow ones finish their requests and are answered too.
   slow[0]->write("st: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_of(slow[0]->read_all(5000)), 200);
+}
+
+// A block kept `depth` calls deep: each depth is a stack of its own.
+[[gnu::noinline]] void* keep_at_depth(int depth) {
+  if (depth > 0) {
+    void* block = keep_at_depth(depth - 1);
+    asm volatile("" ::: "memory");  // not a tail call: each level stays a frame
+    return block;
+  }
+  return std::malloc(64);
+}
+
+// A client that sends `request` and never reads: its receive buffer is small, so the
+// server's answer stalls in the socket at once.
+int ask_and_never_read(std::uint16_t port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0)
+    (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+class SlowReaderTest : public ServerTest {
+  Config config() const override {
+    Config config;
+    config.max_report_bytes = 1 << 20;  // big enough to stall, quick to make 66 times
+    return config;
+  }
+};
+
+// 66 clients ask for a big report and never read it: each answer stalls in its socket for
+// the write deadline, and every one of the 64 sessions was taken, renewably. The operator
+// must still get /stats at once.
+TEST_F(SlowReaderTest, ClientsThatNeverReadCannotLockTheOperatorOut) {
+  std::vector<void*> deep;
+  for (int depth = 0; depth < 200; ++depth) deep.push_back(keep_at_depth(depth));
+  IgnoreScope quiet;
+  const Reply sample = get(port(), "/debug/memory/tracebacks?limit=10000");
+  ASSERT_GE(sample.body.size(), 64u * 1024) << "a report too small to stall";
+  // Asked again and again on the connection (pipelined): the answers stall once its buffers
+  // are full, whatever their size.
+  std::string request;
+  for (int i = 0; i < 16; ++i)
+    request += "GET /debug/memory/tracebacks?limit=10000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  // The worker makes one report at a time and queues 8 (more get a quick 503): ask in
+  // batches, each made -- a request behind them on the worker answered -- before the next.
+  const auto barrier = [&] {
+    try {
+      get(port(), "/debug/memory/baseline");
+    } catch (const std::exception&) {  // no room for it: what the test is about
+    }
+  };
+  std::vector<int> slow;
+  for (int i = 0; i < 66; ++i) {
+    slow.push_back(ask_and_never_read(port(), request));
+    if (i % 6 == 5) barrier();
+  }
+  barrier();
+  const auto started = std::chrono::steady_clock::now();
+  Reply stats;
+  EXPECT_NO_THROW(stats = get(port(), "/debug/memory/stats"));
+  EXPECT_EQ(stats.status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  EXPECT_NO_THROW(stats = get(port(), "/debug/memory/"));
+  EXPECT_EQ(stats.status, 200);
+  for (const int fd : slow) ::close(fd);
+  for (void* block : deep) std::free(block);
 }
 
 TEST_F(RobustnessTest, AHalfSentRequestTimesOut) {

@@ -1,9 +1,18 @@
 // Issue 12's attacks, each replayed against a real admin server: a cross-site form POST
 // (CSRF), a rebound DNS name (Host), and what must still work (scripts, the dashboard).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <cstdlib>
 #include <thread>
 #include <vector>
 
+#include "auth.hpp"
+#include "peer_owner.hpp"
 #include "request_policy.hpp"
 #include "server_fixture.hpp"
 
@@ -220,6 +229,200 @@ TEST_F(SmallReportTest, ABigReportIsCutAtTheCapAndSaysSo) {
   ASSERT_NE(note, std::string::npos) << text;
   EXPECT_TRUE(text.ends_with(" rows shown; ask for a smaller limit= or narrow with include=)\n")) << text;
   for (void* block : deep) std::free(block);
+}
+
+// Folded stacks are built in the host's memory as every report is: cut at the cap, with a
+// last comment line (flamegraph.pl skips it: a stack line ends with its count).
+TEST_F(SmallReportTest, FoldedStacksAreCutAtTheCapAndSaySo) {
+  std::vector<void*> deep;
+  for (int depth = 0; depth < 40; ++depth) deep.push_back(keep_at_depth(depth));
+  {
+    IgnoreScope quiet;
+    ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);
+  }
+  std::vector<void*> more;  // the stacks that grew since, for /diff
+  for (int depth = 0; depth < 40; ++depth) more.push_back(keep_at_depth(depth));
+  IgnoreScope quiet;
+  for (const char* target : {"/debug/memory/top?format=folded", "/debug/memory/tracebacks?format=folded",
+                             "/debug/memory/diff?format=folded", "/debug/memory/diff?format=folded2"}) {
+    const Reply reply = get(port(), target);
+    ASSERT_EQ(reply.status, 200) << target << ": " << reply.body;
+    EXPECT_LE(reply.body.size(), 4096u) << target;
+    const auto last_line = reply.body.rfind('\n', reply.body.size() - 2);
+    ASSERT_NE(last_line, std::string::npos) << target << ": " << reply.body;
+    const std::string note = reply.body.substr(last_line + 1);
+    EXPECT_TRUE(note.starts_with("# truncated at 4096 B: ")) << target << ": " << note;
+    EXPECT_TRUE(note.ends_with(" stacks shown; narrow with include= or exclude=\n")) << target << ": " << note;
+    // Every other line is a whole stack with its count(s).
+    std::size_t at = 0;
+    for (std::size_t end; (end = reply.body.find('\n', at)) < last_line + 1; at = end + 1)
+      EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(reply.body[end - 1])))
+          << target << ": " << reply.body.substr(at, end - at);
+  }
+  for (void* block : deep) std::free(block);
+  for (void* block : more) std::free(block);
+}
+
+// What a page on another site can make a browser send without CORS: an <img>, a <script>,
+// fetch(url, {mode: "no-cors"}). It cannot read the answer, but each would build a report
+// in the host's memory: refused, except the dashboard's page and files.
+TEST_F(BrowserTest, ACrossSiteReadIsRefused) {
+  const std::string no_cors = "Sec-Fetch-Mode: no-cors\r\nSec-Fetch-Dest: image\r\n";
+  for (const char* site : {"cross-site", "same-site"}) {
+    for (const char* target :
+         {"/debug/memory/stats", "/debug/memory/top?format=folded", "/debug/memory/tracebacks",
+          "/debug/memory/diff", "/debug/memory/history", "/debug/memory/pprof/heap",
+          "/debug/pprof/allocs", "/debug/memory/metrics", "/metrics", "/debug/memory/processes",
+          "/debug/memory/top?seconds=5"}) {
+      const Reply reply = get(port(), target, no_cors + "Sec-Fetch-Site: " + site + "\r\n");
+      EXPECT_EQ(reply.status, 403) << site << " " << target;
+      EXPECT_EQ(reply.body, "a " + std::string(site) +
+                                " request may not make liveheap build an answer (Sec-Fetch-Site): "
+                                "a page elsewhere could not read it; open the dashboard, or use "
+                                "curl or a script\n")
+          << target;
+    }
+    // A frame is not a page the user sees (and frame-ancestors forbids showing it).
+    EXPECT_EQ(get(port(), "/debug/memory/top", std::string("Sec-Fetch-Site: ") + site +
+                                                   "\r\nSec-Fetch-Mode: navigate\r\nSec-Fetch-Dest: iframe\r\n")
+                  .status,
+              403);
+    // The dashboard's page and files hold no data: a link from a wiki still opens it.
+    for (const char* target : {"/debug/memory/", "/debug/memory/static/app.js", "/debug/memory/app.js"})
+      EXPECT_EQ(get(port(), target, no_cors + "Sec-Fetch-Site: " + site + "\r\n").status, 200) << target;
+    // A link the user follows to a report: a top-level navigation, shown to the user only.
+    EXPECT_EQ(get(port(), "/debug/memory/top", std::string("Sec-Fetch-Site: ") + site +
+                                                   "\r\nSec-Fetch-Mode: navigate\r\nSec-Fetch-Dest: document\r\n")
+                  .status,
+              200);
+  }
+  // The dashboard's own requests, a typed URL, curl.
+  for (const char* served : {"Sec-Fetch-Site: same-origin\r\nSec-Fetch-Mode: cors\r\n",
+                             "Sec-Fetch-Site: none\r\nSec-Fetch-Mode: navigate\r\n", ""})
+    EXPECT_EQ(get(port(), "/debug/memory/top?limit=1", served).status, 200) << served;
+}
+
+TEST(RequestPolicy, TokensThatCouldNeverMatchAreRefused) {
+  for (const char* bad : {" abc", "abc ", " abc ", "\tabc", "a\nb", "abc\r", "a\x01" "b", "a\x7f"})
+    EXPECT_THROW(Handler(Config{.token = bad}), std::invalid_argument) << bad;
+  EXPECT_NO_THROW(Handler(Config{.token = "t0ken-with.all~kinds+of/chars="}));
+  EXPECT_NO_THROW(Handler(Config{.token = "inner space is kept"}));
+  // The reason never repeats the token.
+  EXPECT_EQ(token_problem("a\nsecret"),
+            "holds a control character (0x0A at byte 2), which no Authorization header can "
+            "carry: it could never match");
+}
+
+TEST(RequestPolicy, AllowedHostsMustBeHostNames) {
+  for (const char* good : {"heap.internal", "box:6060", "[fd00::1]", "[::1]:6060", "a-b_c.example"})
+    EXPECT_EQ(allowed_host_problem(good), std::nullopt) << good;
+  for (const char* bad : {"http://heap.internal", "heap.internal/", "a b", "box:", "box:70000",
+                          "box:x", "[fd00::1", "[nope]", "user@box", "box:6060:1"})
+    EXPECT_NE(allowed_host_problem(bad), std::nullopt) << bad;
+}
+
+// The kernel's socket tables as identd reads them: the client's row is the one whose local
+// address is our peer's; a socket in TIME_WAIT or without an inode names no owner.
+TEST(PeerOwner, TheClientsRowNamesItsOwner) {
+  using boost::asio::ip::make_address;
+  using Endpoint = boost::asio::ip::tcp::endpoint;
+  const Endpoint client(make_address("127.0.0.1"), 0xD431);
+  const Endpoint server(make_address("127.0.0.1"), 0x1F90);
+  const std::string header =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+  const auto row = [](const char* local, const char* remote, const char* state, const char* uid,
+                      const char* inode) {
+    return std::string("   1: ") + local + " " + remote + " " + state +
+           " 00000000:00000000 00:00000000 00000000 " + uid + "        0 " + inode +
+           " 1 0000000000000000 20 4 30 10 -1\n";
+  };
+  const std::string table = header + row("0100007F:1F90", "00000000:0000", "0A", "1000", "111") +
+                            row("0100007F:1F90", "0100007F:D431", "01", "1000", "222") +
+                            row("0100007F:D431", "0100007F:1F90", "01", "65534", "333");
+  EXPECT_EQ(find_socket_owner(table, client, server), 65534u);
+  EXPECT_EQ(find_socket_owner(table, server, client), 1000u);  // the server's own row
+  EXPECT_EQ(find_socket_owner(header + row("0100007F:D431", "0100007F:1F90", "06", "0", "0"), client, server),
+            std::nullopt);
+  EXPECT_EQ(find_socket_owner(header + row("0100007F:D431", "0100007F:1F90", "05", "0", "0"), client, server),
+            std::nullopt);
+  // An IPv4 client of an IPv6 socket is ::ffff:127.0.0.1 in /proc/net/tcp6.
+  const std::string v6 = header + row("0000000000000000FFFF00000100007F:D431",
+                                      "0000000000000000FFFF00000100007F:1F90", "01", "42", "444");
+  EXPECT_EQ(find_socket_owner(v6, client, server), 42u);
+  const Endpoint mapped(make_address("::ffff:127.0.0.1"), 0xD431);
+  const Endpoint mapped_server(make_address("::ffff:127.0.0.1"), 0x1F90);
+  EXPECT_EQ(find_socket_owner(v6, mapped, mapped_server), 42u);
+  EXPECT_EQ(find_socket_owner(table, mapped, mapped_server), 65534u);
+  const std::string v6_loopback = header + row("00000000000000000000000001000000:D431",
+                                               "00000000000000000000000001000000:1F90", "01", "7", "555");
+  EXPECT_EQ(find_socket_owner(v6_loopback, Endpoint(make_address("::1"), 0xD431),
+                              Endpoint(make_address("::1"), 0x1F90)),
+            7u);
+}
+
+// GET /stats from a process that runs as `uid`, on a fresh connection: the raw answer.
+// After fork only async-signal-safe calls: the parent's threads may hold any lock.
+std::string get_stats_as(uid_t uid, std::uint16_t port, const std::string& headers = "") {
+  const std::string request = "GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Connection: close\r\n" + headers + "\r\n";
+  int out[2];
+  if (::pipe(out) != 0) return "pipe failed";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(out[0]);
+    if (::setgid(uid) != 0 || ::setuid(uid) != 0) {
+      (void)!::write(out[1], "setuid failed", 13);
+      ::_exit(1);
+    }
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) ::_exit(2);
+    for (std::size_t sent = 0; sent < request.size();) {
+      const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) ::_exit(3);
+      sent += static_cast<std::size_t>(n);
+    }
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) (void)!::write(out[1], buffer, static_cast<std::size_t>(n));
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string raw;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) raw.append(buffer, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return raw;
+}
+
+constexpr uid_t kNobody = 65534;
+
+class PeerOwnerTest : public ServerTest {};
+
+TEST_F(PeerOwnerTest, AnotherUsersClientIsRefusedWithoutAToken) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run a client as nobody";
+  const std::string other = get_stats_as(kNobody, port());
+  ASSERT_EQ(status_of(other), 403) << other;
+  EXPECT_TRUE(other.ends_with("\r\n\r\nwithout a token this server answers only its own user (uid 0) "
+                              "and root; this connection's socket belongs to uid 65534: set "
+                              "LIVEHEAP_TOKEN (Config::token) to let other users in\n"))
+      << other;
+  EXPECT_EQ(status_of(get_stats_as(0, port())), 200);  // this process's own user (and root)
+  EXPECT_EQ(get(port(), "/debug/memory/stats").status, 200);
+}
+
+class PeerOwnerTokenTest : public ServerTest {
+  Config config() const override { return {.token = "t0ken"}; }
+};
+
+TEST_F(PeerOwnerTokenTest, WithATokenAnyUserWhoHoldsItIsServed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run a client as nobody";
+  EXPECT_EQ(status_of(get_stats_as(kNobody, port(), "Authorization: Bearer t0ken\r\n")), 200);
+  EXPECT_EQ(status_of(get_stats_as(kNobody, port())), 401);
 }
 
 // Issue 12: 70 idle connections made a new client get "Connection reset by peer".

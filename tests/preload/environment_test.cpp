@@ -54,7 +54,20 @@ TEST(PreloadEnvironment, BadValuesAreReportedOnceAndTheProgramRunsOn) {
                        "LIVEHEAP_PLUMBING=function:[oops", "LIVEHEAP_PLUMBING=a,,b",
                        "LIVEHEAP_PLUMBING=", "LIVEHEAP_PLUMBING=function:",
                        "LIVEHEAP_MAX_TRACKER_MEMORY=256M", "LIVEHEAP_MAX_TRACKER_MEMORY=0",
-                       "LIVEHEAP_MAX_TRACKER_MEMORY=", "LIVEHEAP_MAX_TRACKER_MEMORY=2TiB"};
+                       "LIVEHEAP_MAX_TRACKER_MEMORY=", "LIVEHEAP_MAX_TRACKER_MEMORY=2TiB",
+                       "LIVEHEAP_HISTORY_INTERVAL=abc", "LIVEHEAP_HISTORY_INTERVAL=-1",
+                       // The endpoint's variables, checked when the endpoint starts: each
+                       // keeps it off, instead of failing every request (or never matching).
+                       "LIVEHEAP_TOKEN=' abc ' LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_TOKEN='abc ' LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_TOKEN=\"$(printf 'ab\\001c')\" LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_METRICS_CALLSITES=abc LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_METRICS_CALLSITES=1001 LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_PREFIX=debug LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_PREFIX='/a b' LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_ALLOWED_HOSTS=http://heap.internal LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_ALLOWED_HOSTS='heap.internal:99999' LIVEHEAP_ADDR=127.0.0.1:0",
+                       "LIVEHEAP_ALLOW_OPEN=yes LIVEHEAP_ADDR=127.0.0.1:0"};
   for (const char* env : bad) {
     const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
     EXPECT_EQ(run.status, 0) << env;
@@ -90,7 +103,17 @@ TEST(PreloadEnvironment, TheAdminServerIsNeverOpenByAccident) {
     EXPECT_EQ(run.status, 0) << env;
     EXPECT_EQ(run.err, message) << env;
   }
-  for (const char* env : {"LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_ALLOW_OPEN=1",
+  // A token no request could present is a configuration error, as an empty one is; the
+  // message never repeats the token.
+  EXPECT_EQ(run_preloaded("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_TOKEN=' s3cret '", LIVEHEAP_EXACT_TRUTH_PATH).err,
+            "liveheap: admin server not started: LIVEHEAP_TOKEN has whitespace at its start or "
+            "end, which HTTP trims from the Authorization header: it could never match; remove it\n");
+  EXPECT_EQ(run_preloaded("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_METRICS_CALLSITES=abc", LIVEHEAP_EXACT_TRUTH_PATH).err,
+            "liveheap: admin server not started: LIVEHEAP_METRICS_CALLSITES must be 0..1000, got 'abc'\n");
+  for (const char* env : {"LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_METRICS_CALLSITES=5 LIVEHEAP_PREFIX=/mem/ "
+                          "LIVEHEAP_ALLOWED_HOSTS='heap.internal, box:6060,[fd00::1]' "
+                          "LIVEHEAP_TOKEN='inner space'",
+                          "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_ALLOW_OPEN=1",
                           "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_TOKEN=t0ken", "LIVEHEAP_ADDR=[::1]:0",
                           "LIVEHEAP_ADDR=localhost:0"}) {
     const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
