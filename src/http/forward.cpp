@@ -29,8 +29,7 @@ namespace bh = boost::beast::http;
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kForwardTimeout{15000};  // plus the window of a ?seconds= request
-constexpr milliseconds kStatsTimeout{1000};     // one process's /stats for /processes
+constexpr milliseconds kStatsTimeout{1000};  // one process's /stats for /processes
 
 // A query parameter's name, percent-decoded, as the strict parser will read it.
 std::string param_name(std::string_view pair) {
@@ -87,20 +86,60 @@ std::vector<pid_t> group_pids() {
   return pids;
 }
 
-// `req` re-targeted, answered by process `pid` (this one through the routes directly: its
-// own worker is busy with this very request).
-Response ask(RouteState& state, pid_t pid, const Request& req, const std::string& target,
-             milliseconds timeout) {
-  Request peer = req;
-  peer.target(target);
-  if (pid == ::getpid()) {
-    Outcome outcome = answer(state, peer);
-    if (auto* res = std::get_if<Response>(&outcome)) return std::move(*res);
-    throw std::runtime_error("a window cannot be merged");  // refused before: cannot happen
-  }
+// `req` re-targeted, answered by this process through the routes directly (its own
+// worker is busy with this very request).
+Response own_answer(RouteState& state, const Request& req, const std::string& target) {
+  Request own = req;
+  own.target(target);
+  Outcome outcome = answer(state, own);
+  if (auto* res = std::get_if<Response>(&outcome)) return std::move(*res);
+  throw std::runtime_error("a window cannot be merged");  // refused before: cannot happen
+}
+
+// `req` re-targeted, to be sent to process `pid` on its socket in the registry.
+PeerAsk peer_ask(pid_t pid, const Request& req, const std::string& target, milliseconds answer_within) {
   const auto dir = process_registry();
   if (!dir) throw std::runtime_error("this process has no registry");
-  return exchange_local(socket_path(*dir, pid), std::move(peer), timeout);
+  PeerAsk ask{pid, socket_path(*dir, pid), req, answer_within};
+  ask.request.target(target);
+  return ask;
+}
+
+// Every process of the group asked `target`: this one at once, here; the others by a
+// Forward whose finish hands `merge` every answer, in pid order.
+using Merge = std::function<Response(const std::vector<PeerAnswer>&)>;
+Forward ask_all(RouteState& state, const Request& req, const std::string& target, milliseconds answer_within,
+                Merge merge) {
+  auto known = std::make_shared<std::vector<PeerAnswer>>();  // this one's, and asks that could not go
+  std::vector<PeerAsk> asks;
+  for (const pid_t pid : group_pids()) {
+    try {
+      if (pid == ::getpid()) known->push_back({pid, own_answer(state, req, target), {}});
+      else asks.push_back(peer_ask(pid, req, target, answer_within));
+    } catch (const std::exception& e) {
+      known->push_back({pid, std::nullopt, e.what()});
+    }
+  }
+  return Forward{std::move(asks), [known, merge = std::move(merge)](std::vector<PeerAnswer> answers) {
+                   answers.insert(answers.end(), known->begin(), known->end());
+                   std::sort(answers.begin(), answers.end(),
+                             [](const PeerAnswer& a, const PeerAnswer& b) { return a.pid < b.pid; });
+                   return merge(answers);
+                 }};
+}
+
+// What a Forward's finish returns when making its answer failed: it never throws.
+template <typename Make>
+Response never_throwing(const ReplyTo& to, Make make) {
+  try {
+    return make();
+  } catch (const RequestError& e) {
+    return make_error(to, e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(to, Status::service_unavailable, "out of memory");
+  } catch (const std::exception& e) {
+    return make_error(to, Status::internal_server_error, std::string("internal error: ") + e.what());
+  }
 }
 
 std::string body_reason(const Response& res) {
@@ -125,16 +164,20 @@ std::string merge_key(const ReportLine& line, KeyType key) {
 
 // Sums the reports of every process, key by key: the first answer's fields with every
 // process's totals and lines summed, sorted as one process sorts.
-Report merge_reports(RouteState& state, const Request& req, const Query& query, bool diff) {
+Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query, bool diff) {
   std::optional<Report> merged;
   std::vector<long> pids;
   std::vector<ReportFailure> failed;
   std::map<std::string, std::size_t> index;
-  const std::string target = peer_target(req.target(), Ask::every_key);
-  for (const pid_t pid : group_pids()) {
+  for (const PeerAnswer& answer : answers) {
+    const pid_t pid = answer.pid;
+    if (!answer.response) {
+      failed.push_back({pid, 502, answer.error});
+      continue;
+    }
     Report report;
     try {
-      const Response res = ask(state, pid, req, target, kForwardTimeout);
+      const Response& res = *answer.response;
       if (res.result() != Status::ok) {
         failed.push_back({pid, static_cast<int>(res.result_int()), body_reason(res)});
         continue;
@@ -150,6 +193,7 @@ Report merge_reports(RouteState& state, const Request& req, const Query& query, 
       merged->total = {};
       merged->lines.clear();
     } else {
+      merged->truncated = merged->truncated || report.truncated;  // a process left lines out
       // Each process has its own cap: reached by any, its folds and drops summed.
       TrackerMemoryCap& cap = merged->cap;
       cap.reached = cap.reached || report.cap.reached;
@@ -202,22 +246,31 @@ Report merge_reports(RouteState& state, const Request& req, const Query& query, 
   return std::move(*merged);
 }
 
-Response merged_report(RouteState& state, const Request& req, const ReplyTo& to,
-                       const Query& query, bool diff) {
-  const Report merged = merge_reports(state, req, query, diff);
-  if (to.format == Format::json) return make_response(to, Status::ok, to_json(merged) + "\n", "application/json");
-  return make_text(to, Status::ok, to_text(merged));
+// GET /diff or /top with pid=all. The merged answer is held to the cap of one process's
+// (Config::max_report_bytes): its lines stop there and it says so.
+Forward merged_report(RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff) {
+  return ask_all(state, req, peer_target(req.target(), Ask::every_key), kPeerAnswerTimeout,
+                 [to, query, diff](const std::vector<PeerAnswer>& answers) {
+                   return never_throwing(to, [&] {
+                     const Report merged = merge_reports(answers, query, diff);
+                     if (to.format == Format::json)
+                       return make_response(to, Status::ok, to_json(merged, to.max_report_bytes) + "\n",
+                                            "application/json");
+                     return make_text(to, Status::ok, to_text(merged, {.max_bytes = to.max_report_bytes}));
+                   });
+                 });
 }
 
-// POST /baseline?pid=all: every process remembers its heap now.
-Response baseline_all(RouteState& state, const Request& req, const ReplyTo& to) {
+// Each process's answer to POST /baseline, one entry (or line) each.
+Response baselines_report(const ReplyTo& to, const std::vector<PeerAnswer>& answers) {
   json list = json::array();
   std::string text;
-  const std::string target = peer_target(req.target(), Ask::json);
-  for (const pid_t pid : group_pids()) {
+  for (const PeerAnswer& answer : answers) {
+    const pid_t pid = answer.pid;
     json entry = {{"pid", pid}};
     try {
-      const Response res = ask(state, pid, req, target, kForwardTimeout);
+      if (!answer.response) throw std::runtime_error(answer.error);
+      const Response& res = *answer.response;
       entry["status"] = res.result_int();
       if (res.result() == Status::ok) entry["baseline"] = json::parse(res.body());
       else entry["error"] = body_reason(res);
@@ -235,6 +288,14 @@ Response baseline_all(RouteState& state, const Request& req, const ReplyTo& to) 
   }
   if (to.format == Format::json) return make_json(to, Status::ok, {{"processes", list}});
   return make_text(to, Status::ok, std::move(text));
+}
+
+// POST /baseline?pid=all: every process remembers its heap now.
+Forward baseline_all(RouteState& state, const Request& req, const ReplyTo& to) {
+  return ask_all(state, req, peer_target(req.target(), Ask::json), kPeerAnswerTimeout,
+                 [to](const std::vector<PeerAnswer>& answers) {
+                   return never_throwing(to, [&] { return baselines_report(to, answers); });
+                 });
 }
 
 // /proc/<pid>: parent, command line, start time (ms since the epoch).
@@ -274,16 +335,13 @@ ProcInfo proc_info(pid_t pid) {
   return info;
 }
 
-json process_entry(RouteState& state, pid_t pid) {
-  const ProcInfo info = proc_info(pid);
-  json entry = {{"pid", pid}, {"ppid", info.ppid}, {"cmdline", info.cmdline}};
+// One process's entry in /processes, from its answer to GET /stats.
+json process_entry(const PeerAnswer& answer) {
+  const ProcInfo info = proc_info(answer.pid);
+  json entry = {{"pid", answer.pid}, {"ppid", info.ppid}, {"cmdline", info.cmdline}};
   try {
-    Request req{bh::verb::get, state.config.prefix + "/stats?format=json", 11};
-    if (!state.config.token.empty()) req.set(bh::field::authorization, "Bearer " + state.config.token);
-    const Response res = pid == ::getpid()
-                             ? stats_report(ReplyTo{11, false, Format::json}, state.windows.load())
-                             : ask(state, pid, req, std::string(req.target()), kStatsTimeout);
-    const json stats = json::parse(res.body());
+    if (!answer.response) throw std::runtime_error(answer.error);
+    const json stats = json::parse(answer.response->body());
     entry["mode"] = stats.at("mode");
     entry["traced"] = stats.at("traced").at("current");
     entry["rss"] = stats.at("rss");
@@ -294,6 +352,25 @@ json process_entry(RouteState& state, pid_t pid) {
   }
   entry["started_ms"] = info.started_ms;
   return entry;
+}
+
+Response processes_list(const ReplyTo& to, const std::vector<PeerAnswer>& answers) {
+  json list = json::array();
+  for (const PeerAnswer& answer : answers) list.push_back(process_entry(answer));
+  if (to.format == Format::json)  // this_pid: who answers a request without pid= (the dashboard's default)
+    return make_json(to, Status::ok, {{"processes", list}, {"this_pid", ::getpid()}});
+  std::string text = std::to_string(list.size()) + " process" + (list.size() == 1 ? "" : "es") +
+                     " (this one: pid " + std::to_string(::getpid()) + ")\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "%8s %8s %-11s %11s %11s  %s\n", "PID", "PPID", "MODE", "TRACED", "RSS", "CMDLINE");
+  text += line;
+  for (const json& p : list) {
+    const auto size = [](const json& v) { return v.is_null() ? std::string("-") : format_size(v.get<double>(), false); };
+    std::snprintf(line, sizeof line, "%8ld %8ld %-11s %11s %11s  ", p["pid"].get<long>(), p["ppid"].get<long>(),
+                  p["mode"].get<std::string>().c_str(), size(p["traced"]).c_str(), size(p["rss"]).c_str());
+    text += line + p["cmdline"].get<std::string>() + "\n";
+  }
+  return make_text(to, Status::ok, std::move(text));
 }
 
 }  // namespace
@@ -342,34 +419,41 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
   if (std::find(pids.begin(), pids.end(), *query.pid) == pids.end())
     throw RequestError(Status::not_found, "no liveheap process with pid " + std::to_string(*query.pid) +
                                               " in this group; GET " + state.config.prefix + "/processes lists them");
+  // A window forwarded holds a window place here too: each costs a connection and a wait.
+  std::shared_ptr<WindowSlot> slot = query.seconds != 0 ? std::make_shared<WindowSlot>(state) : nullptr;
+  const pid_t pid = static_cast<pid_t>(*query.pid);
+  const auto failed = [pid](const std::string& why) {
+    return RequestError(Status::bad_gateway, "process " + std::to_string(pid) + " did not answer: " + why);
+  };
+  std::vector<PeerAsk> asks;
   try {
-    Response res = ask(state, static_cast<pid_t>(*query.pid), req, peer_target(req.target(), Ask::as_is),
-                       kForwardTimeout + std::chrono::seconds(query.seconds));
-    res.version(to.version);
-    res.keep_alive(to.keep_alive);
-    return res;
+    asks.push_back(peer_ask(pid, req, peer_target(req.target(), Ask::as_is),
+                            kPeerAnswerTimeout + std::chrono::seconds(query.seconds)));
   } catch (const std::exception& e) {
-    throw RequestError(Status::bad_gateway, "process " + std::to_string(*query.pid) + " did not answer: " + e.what());
+    throw failed(e.what());
   }
+  return Forward{std::move(asks),
+                 [to, slot, failed](std::vector<PeerAnswer> answers) mutable {
+                   slot.reset();  // before the answer leaves, as a window here gives its place back
+                   return never_throwing(to, [&] {
+                     PeerAnswer& answer = answers.at(0);
+                     if (!answer.response) throw failed(answer.error);
+                     Response res = std::move(*answer.response);
+                     res.version(to.version);
+                     res.keep_alive(to.keep_alive);
+                     return res;
+                   });
+                 },
+                 query.seconds != 0};
 }
 
-Response processes_report(RouteState& state, const ReplyTo& to) {
-  json list = json::array();
-  for (const pid_t pid : group_pids()) list.push_back(process_entry(state, pid));
-  if (to.format == Format::json)  // this_pid: who answers a request without pid= (the dashboard's default)
-    return make_json(to, Status::ok, {{"processes", list}, {"this_pid", ::getpid()}});
-  std::string text = std::to_string(list.size()) + " process" + (list.size() == 1 ? "" : "es") +
-                     " (this one: pid " + std::to_string(::getpid()) + ")\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "%8s %8s %-11s %11s %11s  %s\n", "PID", "PPID", "MODE", "TRACED", "RSS", "CMDLINE");
-  text += line;
-  for (const json& p : list) {
-    const auto size = [](const json& v) { return v.is_null() ? std::string("-") : format_size(v.get<double>(), false); };
-    std::snprintf(line, sizeof line, "%8ld %8ld %-11s %11s %11s  ", p["pid"].get<long>(), p["ppid"].get<long>(),
-                  p["mode"].get<std::string>().c_str(), size(p["traced"]).c_str(), size(p["rss"]).c_str());
-    text += line + p["cmdline"].get<std::string>() + "\n";
-  }
-  return make_text(to, Status::ok, std::move(text));
+Forward processes_report(RouteState& state, const ReplyTo& to) {
+  Request req{bh::verb::get, state.config.prefix + "/stats?format=json", 11};
+  req.set(bh::field::host, "localhost");  // this process's own request policy reads it too
+  if (!state.config.token.empty()) req.set(bh::field::authorization, "Bearer " + state.config.token);
+  return ask_all(state, req, std::string(req.target()), kStatsTimeout, [to](const std::vector<PeerAnswer>& answers) {
+    return never_throwing(to, [&] { return processes_list(to, answers); });
+  });
 }
 
 }  // namespace http

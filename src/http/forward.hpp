@@ -1,8 +1,11 @@
 // ?pid= and GET /processes: the process holding the port answers for every process of its
 // registry group (registry.hpp). pid=N forwards the request over N's Unix socket and
 // returns N's response as it is; pid=all on GET /diff, GET /top and POST /baseline asks
-// every process and merges their statistics by key (sums). Forwarding is synchronous on
-// the Handler's worker, each exchange bounded by a timeout.
+// every process and merges their statistics by key (sums), held to Config::max_report_bytes
+// as one process's report is. The exchanges are a Forward (routes.hpp): the Handler runs
+// them asynchronously, all of one request's at once, each with short timeouts
+// (local_client.hpp), so a stopped process is named unreachable within seconds; a
+// forwarded ?seconds= window holds one of this process's window places.
 // Thread-safety: pure functions of their arguments, the registry and the peers' sockets.
 #pragma once
 
@@ -33,7 +36,7 @@ void merge_verdict(Verdict& into, const Verdict& other);
 void merge_verdict(nlohmann::json& into, const nlohmann::json& other);
 
 // GET /processes: every live process of the group, this one included.
-Response processes_report(RouteState& state, const ReplyTo& to);
+Forward processes_report(RouteState& state, const ReplyTo& to);
 
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

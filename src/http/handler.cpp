@@ -1,5 +1,6 @@
 // liveheap::http::Handler: prefix matching, and answering on the caller's thread (handle)
-// or on liveheap's worker thread (handle_async), where ?seconds=N windows wait on timers.
+// or on liveheap's worker thread (handle_async), where ?seconds=N windows wait on timers
+// and requests forwarded to other processes wait on their sockets, asynchronously.
 #include <atomic>
 #include <optional>
 #include <stdexcept>
@@ -35,6 +36,7 @@ struct Job {
   std::function<void(Response)> done;
   std::atomic<bool> cancelled{false};         // set from the caller's thread
   std::optional<net::steady_timer> window;    // the worker thread's: a window's wait
+  std::weak_ptr<PeerExchanges> forward;       // the worker thread's: a forwarded window's
 };
 
 // What a cancelled window gets: its client is gone (or half-closed: then it reads this).
@@ -99,6 +101,7 @@ struct Handler::Impl {
     // A report is made even when its client has signalled that it left: an end of stream
     // may be a client that half-closed and still reads, and a report is bounded work.
     Outcome outcome = answer(state, job->req);
+    if (auto* forward = std::get_if<Forward>(&outcome)) return run_forward(job, std::move(*forward));
     pending.fetch_sub(1);  // a window's wait holds no snapshot work: it does not count
     if (auto* res = std::get_if<Response>(&outcome)) return deliver(job, std::move(*res));
     Window window = std::get<Window>(std::move(outcome));
@@ -115,11 +118,34 @@ struct Handler::Impl {
     });
   }
 
+  // The other processes' exchanges run on this worker's io_context, asynchronously: the
+  // worker goes on with other reports while they wait (a forwarded window, a stopped
+  // process), and finish -- a merge is report work -- runs here, one at a time, as every
+  // report does. No thread of its own: the waits cost sockets and timers, and short
+  // timeouts (local_client.hpp) bound them. A forward that is not a window keeps its
+  // report place until answered; a forwarded window, like a window here, holds a window
+  // place instead and is cancelled when its client leaves.
+  void run_forward(const std::shared_ptr<Job>& job, Forward forward) {
+    if (forward.window) pending.fetch_sub(1);
+    const bool counted = !forward.window;
+    if (forward.window && job->cancelled) return deliver(job, cancelled_response(job->req));
+    auto finish = std::make_shared<std::function<Response(std::vector<PeerAnswer>)>>(std::move(forward.finish));
+    const auto exchanges = PeerExchanges::start(
+        worker_io, std::move(forward.asks), [this, job, finish, counted](std::vector<PeerAnswer> answers) {
+          Response res = counted || !job->cancelled ? (*finish)(std::move(answers)) : cancelled_response(job->req);
+          *finish = nullptr;  // a window's place goes back before its answer leaves
+          if (counted) pending.fetch_sub(1);
+          deliver(job, std::move(res));
+        });
+    if (forward.window) job->forward = exchanges;  // the rest is answered as a report is
+  }
+
   // On the caller's thread, when its cancellation slot is emitted.
   void on_cancel(const std::shared_ptr<Job>& job) {
     job->cancelled = true;
     net::post(worker_io, [job] {
       if (job->window) job->window->cancel();
+      if (const auto forward = job->forward.lock()) forward->cancel();
     });
   }
 
@@ -172,10 +198,12 @@ std::optional<Response> Handler::handle(const Request& req) {
   IgnoreScope ignore;
   Outcome outcome = answer(impl_->state, req);
   // A window would sleep on the host's own thread for up to a minute: refused here.
-  if (std::holds_alternative<Window>(outcome))
+  const auto* forward = std::get_if<Forward>(&outcome);
+  if (std::holds_alternative<Window>(outcome) || (forward != nullptr && forward->window))
     return make_error(reply_to(req), Status::bad_request,
                       "seconds= windows are not served by Handler::handle (it would sleep on "
                       "this thread); mount liveheap with handle_async, or use the admin server");
+  if (forward != nullptr) return forward->finish(exchange_now(std::move(std::get<Forward>(outcome).asks)));
   return std::get<Response>(std::move(outcome));
 }
 

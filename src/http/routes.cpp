@@ -91,25 +91,6 @@ Response failure_response(const ReplyTo& to) {
   }
 }
 
-// Holds one of Config::max_windows places while a window waits.
-class WindowSlot {
- public:
-  explicit WindowSlot(RouteState& state) : count_(state.windows) {
-    if (count_.fetch_add(1) >= state.config.max_windows) {
-      count_.fetch_sub(1);
-      throw RequestError(Status::too_many_requests,
-                         std::to_string(state.config.max_windows) +
-                             " ?seconds= windows are already waiting; try again when one ends");
-    }
-  }
-  ~WindowSlot() { count_.fetch_sub(1); }
-  WindowSlot(const WindowSlot&) = delete;
-  WindowSlot& operator=(const WindowSlot&) = delete;
-
- private:
-  std::atomic<unsigned>& count_;
-};
-
 // ?seconds=N, as Go's pprof: the heap now, and after N seconds what changed.
 Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
   auto slot = std::make_shared<WindowSlot>(state);
@@ -389,6 +370,15 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
 }
 
 }  // namespace
+
+WindowSlot::WindowSlot(RouteState& state) : count_(state.windows) {
+  if (count_.fetch_add(1) >= state.config.max_windows) {
+    count_.fetch_sub(1);
+    throw RequestError(Status::too_many_requests,
+                       std::to_string(state.config.max_windows) +
+                           " ?seconds= windows are already waiting; try again when one ends");
+  }
+}
 
 std::string_view alias_of(const Config& config, std::string_view path) noexcept {
   if (!config.pprof_prefix.empty() && path.starts_with(config.pprof_prefix)) {

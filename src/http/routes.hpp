@@ -10,6 +10,7 @@
 
 #include "baseline.hpp"
 #include "liveheap/http.hpp"
+#include "local_client.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
@@ -22,13 +23,39 @@ struct RouteState {
   std::atomic<unsigned> windows{0};  // ?seconds=N requests waiting now
 };
 
+// Holds one of Config::max_windows places while a window waits (here, or forwarded to
+// another process: each costs a connection and a wait all the same). Throws RequestError
+// (429) when every place is taken.
+class WindowSlot {
+ public:
+  explicit WindowSlot(RouteState& state);
+  ~WindowSlot() { count_.fetch_sub(1); }
+  WindowSlot(const WindowSlot&) = delete;
+  WindowSlot& operator=(const WindowSlot&) = delete;
+
+ private:
+  std::atomic<unsigned>& count_;
+};
+
 // A report that needs the heap again later (?seconds=N): wait `wait`, then `finish()`,
 // which never throws.
 struct Window {
   std::chrono::seconds wait;
   std::function<Response()> finish;
 };
-using Outcome = std::variant<Response, Window>;
+
+// A request other processes answer (forward.hpp): every ask goes out at once, and
+// `finish` makes the answer of theirs (it never throws). None of it waits on a thread:
+// the Handler runs the exchanges asynchronously on its worker's io_context.
+struct Forward {
+  std::vector<PeerAsk> asks;
+  std::function<Response(std::vector<PeerAnswer>)> finish;
+  // A forwarded ?seconds= window: it holds a window place (in `finish`), is cancelled when
+  // its client leaves, and Handler::handle refuses it as it refuses a Window.
+  bool window = false;
+};
+
+using Outcome = std::variant<Response, Window, Forward>;
 
 // The route below the prefix that `path` (outside it) stands for: "/pprof/heap" for
 // {pprof_prefix}/heap, "/metrics" for metrics_path; "" for none.

@@ -42,8 +42,9 @@ std::string truncation_note(std::size_t max_bytes, std::size_t shown, std::size_
          " rows shown; ask for a smaller limit= or narrow with include=)\n";
 }
 
-// pid=all: the processes summed, those that did not answer, then the lines.
-std::string merged_text(const Report& report) {
+// pid=all: the processes summed, those that did not answer, then the lines (as far as
+// style.max_bytes, as one process's report).
+std::string merged_text(const Report& report, const TextStyle& style) {
   nlohmann::json pids = *report.pids;
   std::string text = "Top " + std::to_string(report.lines.size()) + " of " +
                      std::to_string(report.keys) + " " + plural(report.request.key) +
@@ -52,7 +53,15 @@ std::string merged_text(const Report& report) {
                      " (mode=" + std::string(to_string(report.mode)) + ", pids " + pids.dump() + ")\n";
   for (const ReportFailure& f : report.failed)
     text += "pid " + std::to_string(f.pid) + " did not answer: " + f.error + "\n";
-  for (const ReportLine& line : report.lines) text += to_text(line, report.diff.has_value()) + "\n";
+  const std::size_t wanted = report.lines.size();
+  for (std::size_t i = 0; i < wanted; ++i) {
+    const std::string row = to_text(report.lines[i], report.diff.has_value()) + "\n";
+    if (text.size() + row.size() > style.max_bytes) {
+      text += truncation_note(style.max_bytes, i, wanted);
+      break;
+    }
+    text += row;
+  }
   return text;
 }
 
@@ -64,7 +73,7 @@ std::string to_text(const ReportLine& line, bool diff) {
 }
 
 std::string to_text(const Report& report, const TextStyle& style) {
-  if (report.pids) return merged_text(report);
+  if (report.pids) return merged_text(report, style);
   std::string text = "Top " + std::to_string(report.lines.size()) + " of " +
                      std::to_string(report.keys) + " " + plural(report.request.key) +
                      (report.diff ? " against " + report.diff->against : "") + ": " +

@@ -3,15 +3,18 @@
 // the program, the registry's permissions, stale sockets, a child outliving its parent.
 // Each test has its own registry (XDG_RUNTIME_DIR in a fresh private directory).
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -32,6 +35,8 @@ namespace http_test {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
 
 // A fresh private XDG_RUNTIME_DIR (mkdtemp's mode 0700), removed at the end.
 struct RuntimeDir {
@@ -92,6 +97,54 @@ struct Reaper {
   std::vector<pid_t> pids;
 };
 
+
+// GET `target` from one process on its own socket in the registry, not through the
+// holder: what that process itself says (a body, or "" when it did not answer in time).
+std::string get_direct(const std::string& socket, const std::string& target) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot connect to " + socket);
+  }
+  const std::string request = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string raw;
+  const auto deadline = Clock::now() + 15s;
+  char buffer[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    pollfd pfd{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    raw.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  const auto body = raw.find("\r\n\r\n");
+  return body == std::string::npos ? "" : raw.substr(body + 4);
+}
+
+// The ?seconds= windows a process counts open, by its own /stats.
+unsigned windows_of(const std::string& socket) {
+  return nlohmann::json::parse(get_direct(socket, "/debug/memory/stats?format=json")).at("windows").get<unsigned>();
+}
+
+// A request on a connection the test keeps open (its client "waits"; closing it hangs up).
+std::unique_ptr<Connection> ask_and_wait(std::uint16_t port, const std::string& target) {
+  auto connection = std::make_unique<Connection>(port);
+  connection->write("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  return connection;
+}
+
+// Resumes a process the test stopped, however the test ends.
+struct Resume {
+  ~Resume() { ::kill(pid, SIGCONT); }
+  pid_t pid;
+};
+
 class Prefork : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -120,6 +173,11 @@ class Prefork : public ::testing::Test {
       kept[std::stol(line.at(1))] = {line.at(2), std::stol(line.at(3))};
     }
     return kept;
+  }
+
+  std::string socket_of(long pid) const { return dir_.group(port_) + "/" + std::to_string(pid) + ".sock"; }
+  unsigned holder_windows() const {
+    return get(port_, "/debug/memory/stats?format=json").json().at("windows").get<unsigned>();
   }
 
   RuntimeDir dir_;
@@ -272,6 +330,108 @@ TEST_F(Prefork, AChildOutlivesItsParentAndTakesThePort) {
   for (const auto& p : list) pids.insert(p["pid"].get<long>());
   EXPECT_EQ(pids, (std::set<long>{workers_[0], workers_[1]}));
   EXPECT_EQ(sockets_in(dir_.group(port_)), 2u);  // the master's socket is gone
+}
+
+// A worker stopped under a debugger costs pid=all a short, bounded time (not a timeout per
+// report that blocks the holder), and the answer names it as unreachable.
+TEST_F(Prefork, AStoppedProcessIsNamedUnreachableWithinABoundedTime) {
+  ASSERT_EQ(get(port_, "/debug/memory/top?format=json&pid=all").status, 200);  // every one warm
+  ASSERT_EQ(::kill(workers_[0], SIGSTOP), 0);
+  const Resume resume{static_cast<pid_t>(workers_[0])};
+  const auto started = Clock::now();
+  const auto pending = ask_and_wait(port_, "/debug/memory/top?format=json&pid=all");
+  // Meanwhile the holder's own reports answer at once: nothing waits on its report worker.
+  EXPECT_EQ(get(port_, "/debug/memory/top?format=json").status, 200);
+  EXPECT_LT(Clock::now() - started, 2s);
+  const std::string raw = pending->read_response(kPatienceMs);
+  const auto took = Clock::now() - started;
+  ASSERT_EQ(status_of(raw), 200) << raw;
+  EXPECT_LT(took, 5s);
+  const nlohmann::json all = nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4));
+  EXPECT_EQ(all["pids"], (nlohmann::json{master_pid_, workers_[1]})) << all.dump();
+  ASSERT_EQ(all["failed"].size(), 1u) << all.dump();
+  EXPECT_EQ(all["failed"][0]["pid"], workers_[0]);
+  EXPECT_NE(std::string(all["failed"][0]["error"]).find("unreachable"), std::string::npos) << all.dump();
+  const Reply text = get(port_, "/debug/memory/top?pid=all");
+  EXPECT_NE(text.body.find("pid " + std::to_string(workers_[0]) + " did not answer: unreachable"),
+            std::string::npos) << text.body;
+  // /processes too lists it, as unreachable, within its shorter bound.
+  const auto listed = Clock::now();
+  const Reply processes = get(port_, "/debug/memory/processes?format=json");
+  EXPECT_LT(Clock::now() - listed, 3s);
+  for (const auto& p : processes.json()["processes"])
+    EXPECT_EQ(p["mode"] == "unreachable", p["pid"] == workers_[0]) << p.dump();
+}
+
+// A forwarded ?seconds= window waits off the holder's report worker: the holder's own /top
+// answers while it waits.
+TEST_F(Prefork, TheHoldersReportsDoNotWaitBehindAForwardedWindow) {
+  const auto window = ask_and_wait(port_, "/debug/memory/diff?seconds=60&format=json&pid=" +
+                                              std::to_string(workers_[1]));
+  ASSERT_TRUE(wait_until(kPatience, [&] { return windows_of(socket_of(workers_[1])) == 1; }))
+      << "the worker never opened the forwarded window";
+  for (int i = 0; i < 2; ++i) {
+    const auto started = Clock::now();
+    const Reply top = get(port_, "/debug/memory/top?format=json");
+    EXPECT_EQ(top.status, 200) << top.body;
+    EXPECT_LT(Clock::now() - started, 5s);
+  }
+}
+
+// Forwarded windows hold the holder's window places (Config::max_windows, as its own do),
+// and a client that hangs up on one gives its place back at once, on the holder and on the
+// process it was forwarded to.
+TEST_F(Prefork, AClientThatHangsUpOnAForwardedWindowGivesItsPlaceBack) {
+  const std::string worker = std::to_string(workers_[0]);
+  std::vector<std::unique_ptr<Connection>> windows;
+  for (int i = 0; i < 4; ++i)
+    windows.push_back(ask_and_wait(port_, "/debug/memory/top?seconds=60&format=json&pid=" + worker));
+  ASSERT_TRUE(wait_until(kPatience, [&] { return holder_windows() == 4; }))
+      << "the forwarded windows do not count against the holder's places";
+  ASSERT_TRUE(wait_until(kPatience, [&] { return windows_of(socket_of(workers_[0])) == 4; }));
+  EXPECT_EQ(get(port_, "/debug/memory/top?seconds=1&format=json").status, 429);
+  windows.front().reset();  // hangs up
+  EXPECT_TRUE(wait_until(kPatience, [&] { return holder_windows() == 3; }));
+  EXPECT_TRUE(wait_until(kPatience, [&] { return windows_of(socket_of(workers_[0])) == 3; }));
+  const auto started = Clock::now();
+  const Reply next = get(port_, "/debug/memory/top?seconds=1&format=json&pid=" + worker);
+  EXPECT_EQ(next.status, 200) << next.body;
+  EXPECT_LT(Clock::now() - started, 5s);
+}
+
+// A merged answer is held to the cap of one process's (Config::max_report_bytes, 8 MiB):
+// processes with many stacks each cannot make the holder build and send more.
+TEST(Processes, AMergedAnswerIsTruncatedAtTheReportCap) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  std::vector<std::unique_ptr<ChildProcess>> programs;
+  for (const char* seed : {"1", "2"}) {
+    programs.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{LIVEHEAP_MANY_STACKS, "--phases", "--allocs", "20000", "--keep", "9",
+                                 "--seed", seed},
+        preload_env(dir, port)));
+    ASSERT_EQ(programs.back()->read_line(20000).value_or("EOF"), "READY");
+  }
+  ASSERT_EQ(wait_for_processes(port, 2).size(), 2u);
+  for (auto& program : programs) {
+    program->write_line("go");
+    ASSERT_TRUE(program->read_line(60000).value_or("EOF").starts_with("ALLOCATED"));
+  }
+  // Each process's answer is under the cap by itself; the two, merged, would not be.
+  const std::string target = "/debug/memory/top?key=traceback&limit=10000&format=json&pid=";
+  for (auto& program : programs) {
+    const Reply one = get(port, target + std::to_string(program->pid()));
+    ASSERT_EQ(one.status, 200) << one.body.substr(0, 200);
+    EXPECT_GT(one.body.size(), std::size_t{5} << 20);
+  }
+  const Reply all = get(port, target + "all");
+  ASSERT_EQ(all.status, 200) << all.body.substr(0, 200);
+  EXPECT_LE(all.body.size(), (std::size_t{8} << 20) + 4096);
+  const nlohmann::json merged = all.json();
+  EXPECT_EQ(merged["truncated"], true);
+  EXPECT_EQ(merged["pids"].size(), 2u);
+  EXPECT_GT(merged["stats"].size(), 1000u);
+  EXPECT_GT(merged["keys"].get<std::size_t>(), merged["stats"].size());
 }
 
 TEST(Processes, AWrapperThatForksReachesTheProgramByPid) {

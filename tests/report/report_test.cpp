@@ -208,6 +208,13 @@ TEST(ReportText, MergedProcesses) {
             "pid 103 did not answer: no baseline to diff against\n"
             "/src/app.cpp:12: size=40.0 KiB (+39.1 KiB), count=10 (+8), average=4100 B\n"
             "/src/cache.cpp:40: size=4096 B (+0 B), count=1 (+0), average=4096 B\n");
+  // Held to the cap as one process's report is.
+  EXPECT_EQ(to_text(merged_report(), {.max_bytes = 300}),
+            "Top 2 of 2 lines against the baselines of 2 processes: size=44.0 KiB (+39.1 KiB), "
+            "count=11 (+8) (mode=exact, pids [101,102])\n"
+            "pid 103 did not answer: no baseline to diff against\n"
+            "/src/app.cpp:12: size=40.0 KiB (+39.1 KiB), count=10 (+8), average=4100 B\n"
+            "(truncated at 300 B: 1 of 2 rows shown; ask for a smaller limit= or narrow with include=)\n");
   const json j = to_json_value(merged_report());
   EXPECT_EQ(j["pids"], json::array({101, 102}));
   EXPECT_EQ(j["failed"], json::array({{{"pid", 103}, {"status", 409}, {"error", "no baseline to diff against"}}}));
