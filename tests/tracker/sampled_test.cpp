@@ -186,6 +186,13 @@ TEST(Sampled, ASampledBlockReportsTheUsableSizeOfTheAllocatorUnderneath) {
     for (int i = 0; i < 10; ++i) ASSERT_EQ(q[i], 0x3c);
     std::free(q);
   }
+  // Grown past its usable size: the bytes past its request that the program wrote move too.
+  auto* p = static_cast<unsigned char*>(sampled_block(100));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 0x5e, malloc_usable_size(p));
+  auto* grown = static_cast<unsigned char*>(std::realloc(p, 100000));
+  for (int i = 0; i < 104; ++i) ASSERT_EQ(grown[i], 0x5e) << i;
+  std::free(grown);
 }
 
 TEST(Sampled, BlocksFreedOnOtherThreadsAreUncounted) {
