@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include "live_table.hpp"
+#include "next_usable.hpp"
 #include "own_code.hpp"
 #include "pages.hpp"
 #include "sampler.hpp"
@@ -413,11 +414,12 @@ void restore(void* p, const Forgotten& f) noexcept {
   }
 }
 
-LIVEHEAP_OWN_CODE
-void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
-                      const WalkStart& start) noexcept {
+namespace {
+
+// The countdown crossed zero at an allocation of `size` in `session`: the next sample point
+// is drawn. False when the crossing does not count (the countdown was of another session).
+bool pass_sample_point(std::size_t size, std::uint32_t session) noexcept {
   ThreadState& t = t_thread;
-  const std::uint32_t session = g_session.load(std::memory_order_acquire);
   if (t.sampler_epoch != session) {
     // First crossing in this session: this thread's countdown was drawn for another (or
     // never): draw one now, from its seed, and count this allocation against it.
@@ -426,14 +428,30 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
                         g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
     t.bytes_until_sample =
         next_sample_countdown(&t.rng, g_settings.sample_interval) - static_cast<std::int64_t>(size);
-    if (t.bytes_until_sample > 0) return nullptr;
+    if (t.bytes_until_sample > 0) return false;
   }
   // The next point is Exp(R) bytes past this block (the process is memoryless).
   t.bytes_until_sample = next_sample_countdown(&t.rng, g_settings.sample_interval);
+  return true;
+}
+
+}  // namespace
+
+void skip_sample_point(std::size_t size) noexcept {
+  pass_sample_point(size, g_session.load(std::memory_order_acquire));
+}
+
+LIVEHEAP_OWN_CODE
+void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
+                      const WalkStart& start) noexcept {
+  ThreadState& t = t_thread;
+  const std::uint32_t session = g_session.load(std::memory_order_acquire);
+  if (!pass_sample_point(size, session)) return nullptr;
   if (size == 0 || t.in_hook || t.ignore_depth > 0) return nullptr;
   HookGuard guard;
-  void* p = region_allocate(size, alignment, zero);
-  const SampleWeight w = sample_weight(size, g_settings.sample_interval);
+  void* p = region_allocate(size, alignment, zero, next_usable_size(size));
+  const double inverse = inverse_probability(size, g_settings.sample_interval);
+  const SampleWeight w = sample_weight(size, inverse);
   if (p == nullptr) {
     count_dropped(w.bytes);
     return nullptr;
@@ -447,8 +465,7 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
   }
   if (folded) count_folded(w.bytes);
   h->stack = stack;
-  h->weighted_bytes = w.bytes;
-  h->weighted_count = w.count;
+  h->inverse = inverse;
   SampleCounting counting;
   // A clear runs, or began since this sample was drawn: not counted (h->session stays 0).
   if (g_sample_clearing.load(std::memory_order_seq_cst) ||
@@ -467,12 +484,55 @@ void sample_free(void* p) noexcept {
     // While a clear runs, its zero takes the sample off (it is of the session that ends).
     if (!g_sample_clearing.load(std::memory_order_seq_cst) &&
         h->session == g_session.load(std::memory_order_seq_cst)) {
-      add_to_totals<Side::freed>(h->stack, h->weighted_bytes, h->weighted_count);
+      const SampleWeight w = sample_weight(h->size, h->inverse);
+      add_to_totals<Side::freed>(h->stack, w.bytes, w.count);
       g_live_samples.fetch_sub(1, std::memory_order_relaxed);
     }
   }
   // Kept for reuse while sampling; after a stop nothing will reuse it soon.
   region_release(p, mode() == Mode::sampled);
+}
+
+LIVEHEAP_OWN_CODE void* sample_resize(void* p, std::size_t size, const WalkStart& start) noexcept {
+  SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
+  const std::uint64_t old_size = h->size, old_usable = h->usable;
+  const std::size_t usable = next_usable_size(size);
+  void* q = p;
+  if (!region_resize(p, size, usable)) {
+    // Fewer pages now (or, rarely, more): a run of its size, the bytes copied over.
+    q = region_allocate(size, 0, false, usable);
+    if (q == nullptr) return nullptr;  // p is left as it was, as a failed realloc leaves it
+    __builtin_memcpy(q, p, old_usable < usable ? old_usable : usable);  // all it may have written
+    SampleHeader* moved = region_header(q);
+    moved->stack = h->stack;
+    moved->inverse = h->inverse;
+    moved->session = h->session;
+    h = moved;
+  }
+  if (h->session != 0) {
+    // The realloc's own stack from now on, as in exact mode (the draw, made whatever the
+    // stack, keeps each stack's estimate unbiased too); its first when it cannot be had.
+    StackId stack = h->stack;
+    if (!t_thread.in_hook && t_thread.ignore_depth == 0) {
+      HookGuard guard;
+      bool folded = false;
+      const StackId now = capture_and_intern(&folded, start);
+      if (now != kNoStack) stack = now;
+      if (folded) count_folded(sample_weight(size, h->inverse).bytes);
+    }
+    SampleCounting counting;
+    // As in sample_free: while a clear runs, its zero takes the sample off.
+    if (!g_sample_clearing.load(std::memory_order_seq_cst) &&
+        h->session == g_session.load(std::memory_order_seq_cst)) {
+      const SampleWeight was = sample_weight(old_size, h->inverse);
+      const SampleWeight is = sample_weight(size, h->inverse);
+      add_to_totals<Side::freed>(h->stack, was.bytes, was.count);
+      add_to_totals<Side::alloc>(stack, is.bytes, is.count);
+      h->stack = stack;
+    }
+  }
+  if (q != p) region_release(p, mode() == Mode::sampled);
+  return q;
 }
 
 Totals traced() noexcept {

@@ -78,9 +78,17 @@ inline bool sample_point_crossed(std::size_t size) noexcept {
 // `start` as for on_alloc().
 void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
                       const WalkStart& start = {}) noexcept;
+// A crossing that is not sampled whatever happens (a realloc that keeps an unsampled
+// block's draw): the next sample point is drawn, as sample_allocate() draws it.
+void skip_sample_point(std::size_t size) noexcept;
 // Frees a block of the sample region, whatever the mode (samples outlive sessions); a
 // double free or a pointer that is no sampled block aborts with a message, as glibc does.
 void sample_free(void* p) noexcept;
+// realloc of a block of the sample region to `size`, no more than its usable size: it stays
+// sampled with the weight of its draw (sampler.hpp says why that is unbiased), its bytes now
+// `size`, counted at the realloc's stack. In place when its run fits, else moved within the
+// region. nullptr when the region has no room (p is unchanged). Checked as sample_free.
+void* sample_resize(void* p, std::size_t size, const WalkStart& start = {}) noexcept;
 
 struct Totals {
   std::int64_t current = 0;

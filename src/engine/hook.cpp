@@ -47,29 +47,40 @@ inline void* allocate(std::size_t size, std::size_t alignment, Next&& next, bool
   return p;
 }
 
-// realloc of a sampled block: a new block through the mode, the bytes copied over.
+// realloc of a sampled block. Within its usable size (what the allocator underneath would
+// have given it, what the program was told) it stays sampled with the weight of its draw;
+// past it, it is a new block drawn through the mode like any other, the bytes copied over.
+// An unsampled block is treated alike (realloc_maybe_sampled), so the draw a block keeps
+// never depends on whether it was sampled: the estimate stays unbiased (sampler.hpp).
 LIVEHEAP_OWN_CODE void* realloc_sampled(void* p, std::size_t size) noexcept {
   if (size == 0) {  // glibc's realloc(p, 0): frees p, returns null
     engine::sample_free(p);
     return nullptr;
   }
+  if (size <= engine::region_live_header(p)->usable)  // else (no room left in the region) moved out
+    if (void* q = engine::sample_resize(p, size, engine::here())) return q;
   void* q = allocate(size, 0, [&] { return g_next.malloc(size); });
   if (q == nullptr) return nullptr;
-  const std::size_t old_size = engine::region_header(p)->size;
+  // All the program was told it may use: it may have written past its request.
+  const std::size_t old_size = engine::region_header(p)->usable;
   std::memcpy(q, p, old_size < size ? old_size : size);
   engine::sample_free(p);
   return q;
 }
 
 // realloc of the allocator's block in sampled mode: it moves into the region when sampled
-// (only when the allocator can say how many bytes to copy).
+// (only when the allocator can say how many bytes to copy). Within its usable size it keeps
+// its draw, unsampled, as a sampled block keeps its own (realloc_sampled).
 LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
-  if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size)) || size == 0 ||
-      g_next.malloc_usable_size == nullptr)
+  if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return g_next.realloc(p, size);
+  const std::size_t old_size =
+      size == 0 || g_next.malloc_usable_size == nullptr ? size : g_next.malloc_usable_size(p);
+  if (size <= old_size) {
+    engine::skip_sample_point(size);  // else the next allocation would be sampled for sure
     return g_next.realloc(p, size);
+  }
   void* q = engine::sample_allocate(size, 0, false, engine::here());
   if (q == nullptr) return g_next.realloc(p, size);
-  const std::size_t old_size = g_next.malloc_usable_size(p);
   std::memcpy(q, p, old_size < size ? old_size : size);
   g_next.free(p);
   return q;

@@ -274,16 +274,17 @@ bool reserve_sample_region() noexcept {
   return false;
 }
 
-void* region_allocate(std::size_t size, std::size_t alignment, bool zero) noexcept {
+void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::size_t usable) noexcept {
   if (alignment < 16) alignment = 16;
-  if (g_region_span == 0 || size > (g_region_span >> 1) || alignment > (g_region_span >> 4))
+  if (usable < size) usable = size;
+  if (g_region_span == 0 || usable > (g_region_span >> 1) || alignment > (g_region_span >> 4))
     return nullptr;
   // The block starts past a 64-byte header, aligned; the header sits at the start of the
   // page just before the block's first byte, so it is found from the block alone.
   const std::size_t lead = alignment <= kHeaderBytes ? kHeaderBytes
                           : alignment <= kPage     ? alignment
                                                    : alignment + kPage;
-  const std::uint64_t pages = (lead + size + kPage - 1) / kPage;
+  const std::uint64_t pages = (lead + usable + kPage - 1) / kPage;
   Taken taken;
   {
     SpinGuard guard(g_lock);
@@ -295,12 +296,12 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero) noexce
   if (zero && taken.dirty > 0) {
     // Only what an earlier block may have written: a reused run costs a memset of its
     // dirty part, a fresh or given-back one nothing.
-    const std::uint64_t needed = block + size - taken.run;
+    const std::uint64_t needed = block + usable - taken.run;
     __builtin_memset(reinterpret_cast<void*>(taken.run), 0, taken.dirty < needed ? taken.dirty : needed);
   }
   const std::uintptr_t at = (block - 1) & ~(kPage - 1);
   *reinterpret_cast<SampleHeader*>(at) = SampleHeader{
-      kMagic ^ at, taken.run, static_cast<std::uint32_t>(pages), kLive, size, taken.dirty, 0, 0, 0, 0};
+      kMagic ^ at, taken.run, static_cast<std::uint32_t>(pages), kLive, size, usable, taken.dirty, 0, 0, 0};
   g_overhead.fetch_add(static_cast<std::int64_t>(pages * kPage - size), std::memory_order_relaxed);
   return reinterpret_cast<void*>(block);
 }
@@ -319,15 +320,27 @@ SampleHeader* region_live_header(const void* p) noexcept {
   if (h->state == kFreed) die("double free of sampled block ", p);
   const std::uintptr_t run_end = h->run + std::uint64_t{h->run_pages} * kPage;
   if (h->state != kLive || h->run % kPage != 0 || h->run < g_region_base || h->run > at ||
-      run_end > used_end || block + h->size > run_end)
+      run_end > used_end || h->size > h->usable || block + h->usable > run_end)
     die("invalid pointer ", p);
   return h;
 }
 
-std::size_t region_usable_size(const void* p) noexcept {
-  SampleHeader* h = region_header(p);
-  h->dirty = std::uint64_t{h->run_pages} * kPage;  // the caller may write all of it
-  return h->run + h->dirty - reinterpret_cast<std::uintptr_t>(p);
+std::size_t region_usable_size(const void* p) noexcept { return region_header(p)->usable; }
+
+bool region_resize(void* p, std::size_t size, std::size_t usable) noexcept {
+  SampleHeader* h = region_live_header(p);
+  if (usable < size) usable = size;
+  const auto block = reinterpret_cast<std::uintptr_t>(p);
+  const std::uint64_t pages = (block - h->run + usable + kPage - 1) / kPage;
+  if (pages != h->run_pages) return false;
+  // What the program may have written up to the old usable size stays dirty.
+  const std::uint64_t written = block + h->usable - h->run;
+  if (written > h->dirty) h->dirty = written;
+  g_overhead.fetch_add(static_cast<std::int64_t>(h->size) - static_cast<std::int64_t>(size),
+                       std::memory_order_relaxed);
+  h->size = size;
+  h->usable = usable;
+  return true;
 }
 
 void region_release(void* p, bool keep) noexcept {
@@ -335,7 +348,7 @@ void region_release(void* p, bool keep) noexcept {
   const std::uintptr_t run = h->run;
   const std::uint64_t pages = h->run_pages;
   const std::uint64_t bytes = pages * kPage;
-  const std::uint64_t used = reinterpret_cast<std::uintptr_t>(p) + h->size - run;
+  const std::uint64_t used = reinterpret_cast<std::uintptr_t>(p) + h->usable - run;
   const std::uint64_t dirty = h->dirty > used ? h->dirty : used;
   g_overhead.fetch_sub(static_cast<std::int64_t>(bytes - h->size), std::memory_order_relaxed);
   Victim victims[kBatch];

@@ -19,9 +19,12 @@ struct SampleHeader {
   std::uint32_t run_pages;
   std::uint32_t state;      // live or freed: a second free of the block is caught
   std::uint64_t size;       // requested bytes
+  // What malloc_usable_size reports: the usable size the allocator underneath would have
+  // given `size` (next_usable.hpp), so that the program sees the same room sampled or not.
+  // The run holds that many bytes from the block; the program may write all of them.
+  std::uint64_t usable;
   std::uint64_t dirty;      // bytes from `run` that may be non-zero apart from the block's own
-  std::int64_t weighted_bytes;
-  std::int64_t weighted_count;  // in 1/kCountUnit blocks
+  double inverse;           // 1/p of the size the sample was drawn at (sampler.hpp)
   std::uint32_t stack;
   std::uint32_t session;    // the tracing session that counted it (0: not counted)
 };
@@ -40,17 +43,23 @@ bool is_sampled_block(const void* p) noexcept;
 // Reserves the range (64 GiB of address space, no memory; smaller when refused). Idempotent.
 bool reserve_sample_region() noexcept;
 
-// A block of `size` bytes aligned to `alignment` (0 or a power of two) with a filled-in
-// header (stack, weight and session zero); nullptr when the region is full (the caller
-// falls back to glibc, unsampled). Its bytes read as zero when `zero` (calloc); otherwise
-// they may hold what a freed block left there, as glibc's malloc does.
-void* region_allocate(std::size_t size, std::size_t alignment, bool zero = true) noexcept;
+// A block of `size` bytes with room for `usable` (its usable size; at least `size`), aligned
+// to `alignment` (0 or a power of two), with a filled-in header (stack, weight and session
+// zero); nullptr when the region is full (the caller falls back to glibc, unsampled). Its
+// bytes read as zero when `zero` (calloc); otherwise they may hold what a freed block left
+// there, as glibc's malloc does.
+void* region_allocate(std::size_t size, std::size_t alignment, bool zero = true,
+                      std::size_t usable = 0) noexcept;
+// Makes the live block p one of `size` bytes with room for `usable` where it is, when its
+// run holds that and a new run for it would take as many pages; false otherwise (p is
+// unchanged: the caller moves the block).
+bool region_resize(void* p, std::size_t size, std::size_t usable) noexcept;
 SampleHeader* region_header(const void* p) noexcept;
 // The header of a live block of the region, or a one-line message on stderr and abort()
 // when p is not one: its header is out of the region or not a header (an invalid pointer),
 // or its block was freed already (a double free), as glibc's free does.
 SampleHeader* region_live_header(const void* p) noexcept;
-// Bytes from p to the end of its run: what malloc_usable_size reports.
+// What malloc_usable_size reports for the live block p: its header's usable size.
 std::size_t region_usable_size(const void* p) noexcept;
 // Returns the block's run to the free lists (checked as region_live_header does). `keep`:
 // its pages stay resident for reuse within the budget; otherwise they go back now.

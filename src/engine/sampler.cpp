@@ -6,12 +6,15 @@
 
 namespace liveheap::engine {
 
-SampleWeight sample_weight(std::uint64_t size, std::uint64_t interval) noexcept {
+double inverse_probability(std::uint64_t size, std::uint64_t interval) noexcept {
   // -expm1(-x) is 1 - exp(-x) without losing precision for tiny x.
   const double p = -std::expm1(-static_cast<double>(size) / static_cast<double>(interval));
-  if (!(p > 0)) return {0, 0};
-  return {std::llround(static_cast<double>(size) / p),
-          std::llround(static_cast<double>(kCountUnit) / p)};
+  return p > 0 ? 1.0 / p : 0.0;
+}
+
+SampleWeight sample_weight(std::uint64_t size, double inverse) noexcept {
+  return {std::llround(static_cast<double>(size) * inverse),
+          std::llround(static_cast<double>(kCountUnit) * inverse)};
 }
 
 std::int64_t next_sample_countdown(std::uint64_t* rng, std::uint64_t mean) noexcept {

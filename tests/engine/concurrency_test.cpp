@@ -13,6 +13,7 @@
 
 #include "engine.hpp"
 #include "sample_region.hpp"
+#include "sampler.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -202,7 +203,8 @@ TEST(EngineConcurrency, ClearsWhileTheOwnerAllocatesAndFreesLoseNoAddOfEither) {
   EXPECT_EQ(traced().current, 0);
 }
 
-// Sampled mode: clears while a thread takes and frees samples. Once it stops, the traced
+// Sampled mode: clears while a thread takes, shrinks (realloc within the usable size) and
+// frees samples. Once it stops, the traced
 // bytes, the live samples and the stacks' totals are exactly those of its samples counted
 // in the last session (a sample raced by a clear used to be added after the clear's zero,
 // or taken back after it: off by its weight for good; a sample taken while a clear runs is
@@ -221,6 +223,12 @@ TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSampl
       if (void* p = take_sample(64 + static_cast<std::size_t>(i % 61) * 16)) {
         live.push_back(p);
         if (clearing_done.load()) taken_after.fetch_add(1);
+      }
+      if (i % 3 == 0 && !live.empty()) {  // shrunk: recounted at its new size, or not at all
+        void*& shrunk = live[static_cast<std::size_t>(i) % live.size()];
+        const std::size_t size = region_header(shrunk)->size;
+        if (size >= 32)
+          if (void* q = sample_resize(shrunk, size / 2)) shrunk = q;
       }
 
       if (live.size() > 48) {
@@ -246,7 +254,7 @@ TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSampl
   std::uint64_t count = 0;
   for (void* p : kept) {
     if (region_header(p)->session != session) continue;
-    bytes += region_header(p)->weighted_bytes;
+    bytes += sample_weight(region_header(p)->size, region_header(p)->inverse).bytes;
     ++count;
   }
   EXPECT_GT(count, 0u);

@@ -53,14 +53,38 @@ TEST_F(Region, ZeroedBlocksReadZeroAfterDirtyRunsAreSplitAndReused) {
     region_release(z);
   }
   // Bytes written past the request up to malloc_usable_size are zeroed on reuse too.
-  auto* small = static_cast<unsigned char*>(region_allocate(100, 0, false));
+  auto* small = static_cast<unsigned char*>(region_allocate(100, 0, false, 104));
   const std::size_t usable = region_usable_size(small);
-  EXPECT_EQ(usable, 4096u - 64u);
+  EXPECT_EQ(usable, 104u);  // what it was given: the allocator underneath's usable size
   std::memset(small, 0x5a, usable);
   region_release(small);
   auto* again = static_cast<unsigned char*>(region_allocate(4000, 0, true));
   for (std::size_t b = 0; b < 4000; ++b) ASSERT_EQ(again[b], 0) << b;
   region_release(again);
+}
+
+TEST_F(Region, AResizedBlockStaysInItsRunWhileItTakesAsManyPages) {
+  auto* p = static_cast<unsigned char*>(region_allocate(100, 0, false, 104));
+  const std::int64_t overhead = region_overhead_bytes();
+  std::memset(p, 0x5a, 104);
+  ASSERT_TRUE(region_resize(p, 40, 40));
+  EXPECT_EQ(region_header(p)->size, 40u);
+  EXPECT_EQ(region_usable_size(p), 40u);
+  EXPECT_EQ(region_overhead_bytes(), overhead + 60);  // its bytes are fewer, its run the same
+  EXPECT_TRUE(region_resize(p, 4096 - 64, 4096 - 64));  // the whole page
+  EXPECT_FALSE(region_resize(p, 4096, 4096));  // a second page
+  EXPECT_FALSE(region_resize(p, 4096 - 64, 4096 - 63));
+  ASSERT_TRUE(region_resize(p, 40, 40));
+  region_release(p);
+  // What it held before it shrank is zeroed on reuse too.
+  auto* again = static_cast<unsigned char*>(region_allocate(200, 0, true));
+  ASSERT_EQ(again, p);
+  for (std::size_t b = 0; b < 200; ++b) ASSERT_EQ(again[b], 0) << b;
+  region_release(again);
+  auto* big = static_cast<unsigned char*>(region_allocate(kMiB, 0, false));
+  EXPECT_FALSE(region_resize(big, 16, 24));  // one page would do: it moves
+  EXPECT_TRUE(region_resize(big, kMiB - 16, kMiB - 16));  // still 257 pages with its header
+  region_release(big);
 }
 
 TEST_F(Region, KeptBytesStayWithinTheBudgetAndTrimGivesThemAllBack) {
