@@ -335,7 +335,9 @@ TEST(Processes, ATakenRegistryFallsBackToTheNextPrivateOne) {
   const std::string taken = dir.path + "/liveheap";
   fs::create_directory(taken);
   const bool root = ::geteuid() == 0;
-  if (root) ASSERT_EQ(::chown(taken.c_str(), 65534, 65534), 0);  // nobody's
+  if (root) {
+    ASSERT_EQ(::chown(taken.c_str(), 65534, 65534), 0);  // nobody's
+  }
   ::chmod(taken.c_str(), root ? 0700 : 0777);
   const std::uint16_t port = free_port();
   ChildProcess first({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
