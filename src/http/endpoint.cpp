@@ -115,11 +115,20 @@ bool adopt_bound_socket(State& s) {
 void register_socket(State& s) {
   IgnoreScope ignore;
   if (adopt_bound_socket(s)) return;
-  // A second try when the group directory vanished between creating it and binding in it:
-  // the last process of the group removes it as it exits (unregister_at_exit).
+  // A forked child registers where its parent did: the program may have changed its
+  // environment since (nginx keeps only TZ), and with it where open_registry looks.
+  std::string inherited;
+  {
+    std::lock_guard lock(s.mutex);
+    inherited = s.dir;
+  }
+  // A second try when the group directory vanished between creating it and binding in it
+  // (the last process of the group removes it as it exits, unregister_at_exit), or when
+  // the inherited one is not ours to bind in: in the registry open_registry finds.
   for (int attempt = 1;; ++attempt) {
+    const bool in_inherited = attempt == 1 && !inherited.empty();
     try {
-      const std::string dir = open_registry(s.address);
+      const std::string dir = in_inherited ? inherited : open_registry(s.address);
       const std::string path = socket_path(dir, ::getpid());
       std::lock_guard lock(s.mutex);
       if (s.exiting) return;  // too late: nothing would remove it
@@ -131,7 +140,8 @@ void register_socket(State& s) {
       return;
     } catch (const std::exception& e) {
       const auto* bind = dynamic_cast<const boost::system::system_error*>(&e);
-      if (attempt == 1 && bind != nullptr && bind->code() == boost::system::errc::no_such_file_or_directory)
+      if (attempt == 1 && bind != nullptr &&
+          (bind->code() == boost::system::errc::no_such_file_or_directory || in_inherited))
         continue;
       say(std::string("this process is not reachable through the registry: ") + e.what());
       return;
