@@ -315,6 +315,11 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
     acceptor_.bind(endpoint);
     acceptor_.listen(net::socket_base::max_listen_connections);
   }
+  // Accepts on `fd`, a socket already bound and listening, and tracked for fork.
+  Listener(net::io_context& ioc, int fd, Handler& handler)
+      : ioc_(ioc), acceptor_(ioc), backoff_(ioc), handler_(handler) {
+    acceptor_.assign(typename Protocol::endpoint().protocol(), fd);
+  }
   ~Listener() { untrack_fork_fd(acceptor_.native_handle()); }
 
   std::uint16_t port() const
@@ -425,6 +430,18 @@ void Server::listen_local(const std::string& path) {
   auto listener = std::make_shared<Listener<local>>(impl_->ioc, local::endpoint(path),
                                                     impl_->handler);
   listener->run();
+}
+
+void Server::adopt_local(int fd) {
+  try {
+    auto listener = std::make_shared<Listener<local>>(impl_->ioc, fd, impl_->handler);
+    listener->run();
+  } catch (...) {
+    // Not assigned: the socket is still ours to close.
+    untrack_fork_fd(fd);
+    ::close(fd);
+    throw;
+  }
 }
 
 struct AdminServer::Impl {

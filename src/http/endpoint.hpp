@@ -4,7 +4,8 @@
 // through the holder with ?pid=, and tries the port again every second so that one of
 // the group takes over when the holder exits. After fork() without exec the child does
 // the same for itself: it closes its parent's sockets (fork_fds.hpp) and, unless it execs
-// within a moment, registers its own endpoint.
+// within a moment, registers its own endpoint (in its parent's group directory, also when
+// it drops privileges first: bind_before_uid_change).
 // Thread-safety: start_process_endpoint once, from the preload constructor; the rest from
 // any thread.
 #pragma once
@@ -25,6 +26,14 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
 // The registry directory of this process's group, once it registered; std::nullopt for
 // a process without one (a program that mounts a Handler itself).
 std::optional<std::string> process_registry();
+
+// Just before this process changes its user ids (uid_change_hook.cpp). A forked child
+// that has not registered yet binds its socket now, in the group directory it inherited,
+// while it still may: after setuid(nobody) it could not enter its root parent's private
+// directory, and would register under nobody's, where the group's holder never looks. Its
+// server serves that socket once it starts. Once per process; keeps errno; a no-op
+// without an endpoint.
+void bind_before_uid_change() noexcept;
 
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

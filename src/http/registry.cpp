@@ -23,6 +23,8 @@ namespace {
 // A socket that refuses connections is stale only once it is older than this: between
 // bind and listen a starting process refuses too.
 constexpr std::time_t kRefusingGraceSeconds = 5;
+// How many alternatives to a registry directory another user took (registry_root).
+constexpr int kFallbacks = 8;
 
 std::string octal(mode_t mode) {
   char text[8];
@@ -48,7 +50,8 @@ void make_private_dir(const std::string& dir) {
                              ": others could reach this process's heap; chmod 700 it");
 }
 
-std::string registry_root() {
+// Where the user's registry would be without anyone in the way.
+std::string registry_base() {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
   if (runtime != nullptr && runtime[0] == '/') {
     struct stat st {};
@@ -57,6 +60,26 @@ std::string registry_root() {
       return std::string(runtime) + "/liveheap";
   }
   return "/tmp/liveheap-" + std::to_string(::geteuid());
+}
+
+// The registry: the base, or where another user took it (in /tmp anyone may create any
+// name first), the first of "<base>.1" ... "<base>.<kFallbacks>" that is or can be made
+// ours and private. Every process of the user walks the same list in the same order, so
+// they still meet. A foreign or open directory is skipped, never "fixed".
+std::string registry_root() {
+  const std::string base = registry_base();
+  std::string first_reason;
+  for (int k = 0; k <= kFallbacks; ++k) {
+    const std::string dir = k == 0 ? base : base + "." + std::to_string(k);
+    try {
+      make_private_dir(dir);
+      return dir;
+    } catch (const std::runtime_error& e) {
+      if (k == 0) first_reason = e.what();
+    }
+  }
+  throw std::runtime_error(first_reason + " (and " + base + ".1 to ." +
+                           std::to_string(kFallbacks) + " are taken too)");
 }
 
 // "127.0.0.1:8080" -> "127.0.0.1-8080": a file name whatever the host is spelled with.
@@ -95,7 +118,6 @@ bool old_enough(const std::string& path) {
 
 std::string open_registry(std::string_view address) {
   const std::string root = registry_root();
-  make_private_dir(root);
   const std::string dir = root + "/" + group_name(address);
   make_private_dir(dir);
   return dir;

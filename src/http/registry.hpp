@@ -1,7 +1,8 @@
 // The private registry through which the processes of one program find each other: a
 // directory only the user can open ($XDG_RUNTIME_DIR/liveheap, else /tmp/liveheap-$UID,
-// 0700, owned by the user) with one sub-directory per LIVEHEAP_ADDR, holding one
-// Unix-domain socket per process, "<pid>.sock".
+// 0700, owned by the user; where another user took that name, the first of "<it>.1" to
+// "<it>.8" that is or can be made so) with one sub-directory per LIVEHEAP_ADDR, holding
+// one Unix-domain socket per process, "<pid>.sock".
 // Thread-safety: pure functions over the file system.
 #pragma once
 
@@ -17,8 +18,9 @@ LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 
 // The directory for the group `address` ("host:port"), created 0700 where missing. Throws
-// std::runtime_error with a one-line reason when it, or the registry above it, is not a
-// directory owned by this user without group or other permissions (it is never "fixed").
+// std::runtime_error with a one-line reason when it, or every candidate for the registry
+// above it, is not a directory owned by this user without group or other permissions
+// (none is ever "fixed").
 std::string open_registry(std::string_view address);
 
 // "<dir>/<pid>.sock". Throws std::runtime_error when the path is too long for a socket.

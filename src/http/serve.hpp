@@ -38,6 +38,10 @@ class Server {
   // Accept on a Unix-domain socket at `path` (an old file there is replaced).
   // Throws boost::system::system_error.
   void listen_local(const std::string& path);
+  // Accept on `fd`, a Unix-domain socket already bound and listening (and tracked in
+  // fork_fds.hpp); the server owns it from here, also when this throws
+  // boost::system::system_error.
+  void adopt_local(int fd);
 
  private:
   struct Impl;

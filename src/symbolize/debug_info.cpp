@@ -9,6 +9,8 @@
 #include <backtrace.h>
 #include <boost/core/demangle.hpp>
 
+#include "main_program.hpp"
+
 namespace liveheap::symbolize {
 namespace {
 
@@ -132,13 +134,11 @@ std::vector<Frame> DebugInfo::resolve(std::uintptr_t address) {
   // A return address points after the call; the call's own line is one byte before.
   const std::uintptr_t pc = address - 1;
   Dl_info info{};
-  const bool found = dladdr(reinterpret_cast<void*>(pc), &info) != 0;
+  f.module = object_file(reinterpret_cast<void*>(pc), info);
+  const bool found = info.dli_fbase != nullptr;
   std::uintptr_t offset = address;
-  if (found) {
-    f.module = info.dli_fname == nullptr ? "" : info.dli_fname;
-    offset = address - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
-  }
-  backtrace_state* state = state_for(pc, f.module.c_str());
+  if (found) offset = address - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+  backtrace_state* state = state_for(pc, info.dli_fname == nullptr ? "" : info.dli_fname);
   // Code the state never read, in an object loaded since: read the objects again (boundedly).
   if (state == nullptr && found && (state_ == nullptr || state_counts_ != counts_) &&
       states_made_ < kMaxStates) {

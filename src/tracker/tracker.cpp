@@ -19,6 +19,7 @@
 #include "engine.hpp"
 #include "history.hpp"
 #include "loaded_code.hpp"
+#include "main_program.hpp"
 #include "peak.hpp"
 #include "stack_capture.hpp"
 #include "symbolizer.hpp"
@@ -182,11 +183,12 @@ std::int64_t tracker_memory() noexcept { return engine::own_memory(); }
 std::string allocator_file() {
   // Asked once: which object defines malloc first does not change while the process runs.
   static const bool installed = engine::hooks_installed();
-  if (installed) return engine::next_allocator_file();
+  // An allocator linked into the executable is named by it, not by its process title.
+  if (installed) return symbolize::main_program_named(engine::next_allocator_file());
   Dl_info info{};
   void* in_effect = dlsym(RTLD_DEFAULT, "malloc");
-  if (in_effect == nullptr || dladdr(in_effect, &info) == 0 || info.dli_fname == nullptr) return "";
-  return info.dli_fname;
+  if (in_effect == nullptr) return "";
+  return symbolize::object_file(in_effect, info);
 }
 
 std::int64_t trim_tracker_memory() noexcept { return engine::region_trim(); }

@@ -485,10 +485,45 @@ TEST(Processes, TheRegistryIsPrivate) {
     }
     EXPECT_EQ(sockets_in(dir.group(port)), 1u);
   }
-  // A registry others can open is refused, never "fixed", and nothing registers in it.
+}
+
+// Another user's directory where the registry goes (in /tmp anyone may create any name
+// first): the group meets in the next private one instead, and the taken one is left as
+// it was, with nothing registered in it.
+TEST(Processes, ATakenRegistryFallsBackToTheNextPrivateOne) {
+  RuntimeDir dir;
+  const std::string taken = dir.path + "/liveheap";
+  fs::create_directory(taken);
+  const bool root = ::geteuid() == 0;
+  if (root) {
+    ASSERT_EQ(::chown(taken.c_str(), 65534, 65534), 0);  // nobody's
+  }
+  ::chmod(taken.c_str(), root ? 0700 : 0777);
+  const std::uint16_t port = free_port();
+  ChildProcess first({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ChildProcess second({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ASSERT_EQ(first.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_EQ(second.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  EXPECT_EQ(wait_for_processes(port, 2).size(), 2u);
+  const std::string fallback = dir.path + "/liveheap.1/127.0.0.1-" + std::to_string(port);
+  EXPECT_EQ(sockets_in(fallback), 2u);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path + "/liveheap.1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat(taken.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, root ? 0700u : 0777u);
+  EXPECT_EQ(st.st_uid, root ? 65534u : ::geteuid());
+  EXPECT_FALSE(fs::exists(dir.group(port)));
+}
+
+// Only when every candidate is taken is the registry off: one line says so, nothing is
+// "fixed", and the port still answers for its holder alone.
+TEST(Processes, WhenEveryRegistryIsTakenTheProcessSaysSoOnce) {
   RuntimeDir open_dir;
-  fs::create_directory(open_dir.path + "/liveheap");
-  ::chmod((open_dir.path + "/liveheap").c_str(), 0777);
+  for (const std::string suffix : {"", ".1", ".2", ".3", ".4", ".5", ".6", ".7", ".8"}) {
+    fs::create_directory(open_dir.path + "/liveheap" + suffix);
+    ::chmod((open_dir.path + "/liveheap" + suffix).c_str(), 0777);
+  }
   const std::uint16_t port2 = free_port();
   ChildProcess program({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_EXACT_TRUTH + " --phases 2>&1"},
                        {"XDG_RUNTIME_DIR=" + open_dir.path, "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port2),
@@ -501,10 +536,12 @@ TEST(Processes, TheRegistryIsPrivate) {
   }
   EXPECT_NE(said.find("liveheap: this process is not reachable through the registry: the registry directory " +
                       open_dir.path + "/liveheap has mode 0777"), std::string::npos) << said;
+  EXPECT_NE(said.find(open_dir.path + "/liveheap.1 to .8 are taken too)\n"), std::string::npos) << said;
   struct stat st {};
   ASSERT_EQ(::stat((open_dir.path + "/liveheap").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0777u);
   EXPECT_FALSE(fs::exists(open_dir.group(port2)));
+  EXPECT_FALSE(fs::exists(open_dir.path + "/liveheap.8/127.0.0.1-" + std::to_string(port2)));
   // The port still answers, for this process alone.
   EXPECT_EQ(get(port2, "/debug/memory/processes?format=json").json()["processes"].size(), 1u);
 }
