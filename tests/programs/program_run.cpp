@@ -192,12 +192,17 @@ void for_each_configuration(
   }
 }
 
-nlohmann::json get_json(std::uint16_t port, const std::string& target) {
-  const http_test::Reply reply = http_test::get(port, target);
-  if (reply.status != 200)
-    throw std::runtime_error("GET " + target + ": " + std::to_string(reply.status) + " " +
-                             reply.body.substr(0, 300));
-  return reply.json();
+nlohmann::json get_json(std::uint16_t port, const std::string& target, int timeout_ms) {
+  const std::string raw = http_test::send_raw(
+      port, "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+      false, timeout_ms);
+  const int status = http_test::status_of(raw);
+  const auto body = raw.find("\r\n\r\n");
+  if (status != 200 || body == std::string::npos)
+    throw std::runtime_error("GET " + target + ": " +
+                             (status == 0 ? "no answer within " + std::to_string(timeout_ms) + " ms"
+                                          : raw.substr(0, 300)));
+  return nlohmann::json::parse(raw.substr(body + 4));
 }
 
 std::int64_t traced_bytes(const nlohmann::json& stats) {

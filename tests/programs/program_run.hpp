@@ -85,7 +85,8 @@ void for_each_configuration(
                              std::uint16_t port)>& body);
 
 // GET `target` on 127.0.0.1:port; its JSON body, or throws (status and body in the message).
-nlohmann::json get_json(std::uint16_t port, const std::string& target);
+// A report over many processes symbolizes each of them: seconds on a loaded machine.
+nlohmann::json get_json(std::uint16_t port, const std::string& target, int timeout_ms = 15000);
 
 // The current traced bytes a /stats answer reports.
 std::int64_t traced_bytes(const nlohmann::json& stats);
