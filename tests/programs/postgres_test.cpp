@@ -39,7 +39,7 @@ void collect_modules(const nlohmann::json& j, std::vector<std::string>& modules)
 }
 
 // postgres refuses to run as root: as root, every command runs as `postgres` (or `nobody`).
-class Cluster : public ::testing::Test {
+class Postgres : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(installed(kBin + "postgres", "postgresql-15"));
@@ -81,7 +81,7 @@ class Cluster : public ::testing::Test {
   std::unique_ptr<http_test::ChildProcess> postmaster_;
 };
 
-TEST_F(Cluster, APreloadedPostmasterServesPgbenchAndNamesItsExecutable) {
+TEST_F(Postgres, APreloadedPostmasterServesPgbenchAndNamesItsExecutable) {
   const ProgramRun init = run(as_user({kBin + "initdb", "-D", dir_ / "data", "-U", "postgres", "-A",
                                 "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"}),
                        {}, kInitTimeout, dir_.path());
