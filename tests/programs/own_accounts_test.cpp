@@ -81,7 +81,7 @@ step("grew", tracemalloc.get_traced_memory()[0] - before)
   const std::int64_t growth = std::stoll(grew.substr(5));
   // Large objects only: pymalloc carves small ones out of arenas it maps itself, which no
   // malloc tracker sees.
-  EXPECT_TRUE(near(python.traced() - before, growth, 0.05));
+  EXPECT_TRUE(near(python.traced() - before, growth, 0.01));
   python.next();
   EXPECT_EQ(python.wait(), 0);
 }
@@ -109,7 +109,7 @@ const lines = require('readline').createInterface({input: process.stdin})[Symbol
   ASSERT_TRUE(grew.starts_with("grew ")) << grew;
   const std::int64_t growth = std::stoll(grew.substr(5)) - std::stoll(ready.substr(6));
   ASSERT_GE(growth, 64 << 20);
-  EXPECT_TRUE(near(node.traced() - before, growth, 0.03));
+  EXPECT_TRUE(near(node.traced() - before, growth, 0.01));
   node.next();
   EXPECT_EQ(node.wait(), 0);
 }
@@ -133,7 +133,7 @@ TEST(OwnAccounts, Sqlite3sMemoryUsedIsWhatLiveheapTraces) {
   }
   ASSERT_GT(memory_used, 20 << 20) << "sqlite3's .stats printed no Memory Used line";
   // The shell's own few allocations (stdio, its line buffer) besides sqlite's.
-  EXPECT_TRUE(near(sqlite.traced(), memory_used, 0.03));
+  EXPECT_TRUE(near(sqlite.traced(), memory_used, 0.01));
   sqlite.send(".quit");
   EXPECT_EQ(sqlite.wait(), 0);
 }
