@@ -1,6 +1,6 @@
 // Debian's everyday programs under the preload library behave exactly as bare: bash
 // pipelines, git, sqlite3, python3 and node print the same, exit the same, write nothing
-// to stderr but liveheap's one line, and finish within a bound, in exact and sampled mode,
+// to stderr but liveheap's announcements, and finish within a bound, in exact and sampled mode,
 // holding LIVEHEAP_ADDR's port or reached through another process that holds it.
 #include <sys/stat.h>
 
