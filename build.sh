@@ -14,10 +14,12 @@ JOBS=${LIVEHEAP_JOBS:-$(nproc)}
 # Debian packages each job needs (Boost 1.81: 1.74 lacks Beast's message_generator).
 BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
                 nlohmann-json3-dev libunwind-dev zlib1g-dev curl)
-# The allocators, unmodified programs and ecosystem tools liveheap is tested with.
+# The allocators, unmodified programs and ecosystem tools liveheap is tested with (the
+# servers among them run as the tests start them, on free ports, not as installed services).
 TEST_PACKAGES=(libgtest-dev chromium valgrind libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
                python3 perl sqlite3 git golang-go golang-github-google-pprof-dev prometheus
-               python3-flask gunicorn python3-matplotlib python3-torch clang libclang-rt-14-dev)
+               python3-flask gunicorn python3-matplotlib python3-torch clang libclang-rt-14-dev
+               redis-server redis-tools nginx postgresql-15 nodejs)
 # The fuzzers: clang's libFuzzer and sanitizer runtimes (docs/fuzzing.md).
 FUZZ_PACKAGES=(libgtest-dev clang libclang-rt-14-dev)
 # python3-matplotlib and python3-torch (~136 MB of archives): the real workloads of issue 11.
