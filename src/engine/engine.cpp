@@ -315,9 +315,18 @@ void empty_tables(Mode was) noexcept {
   g_peak.store(current_bytes(), std::memory_order_relaxed);
 }
 
+// A fork from a signal handler that interrupted this very thread inside the engine: the
+// lock it holds would never be released while we wait for it (a single-threaded program,
+// whose bare fork takes no allocator lock, would hang where it ran bare). No lock is taken;
+// the child traces nothing (another thread may have been mid-update there) and the
+// interrupted call, resumed in both processes once the handler returns, releases its own.
+bool g_fork_interrupted = false;  // written only by the forking thread, between its handlers
+
 // fork(): take every engine lock so the child never inherits one held mid-update by a
 // thread that does not exist there.
 void before_fork() noexcept {
+  g_fork_interrupted = t_thread.locks_held > 0;
+  if (g_fork_interrupted) return;
   g_stacks.lock_for_fork();
   g_live.lock_for_fork();
   g_own.lock_for_fork();
@@ -325,6 +334,10 @@ void before_fork() noexcept {
   frame_rules_lock_for_fork();
 }
 void after_fork() noexcept {
+  if (g_fork_interrupted) {
+    g_fork_interrupted = false;
+    return;
+  }
   frame_rules_unlock_after_fork();
   region_unlock_after_fork();
   g_own.unlock_after_fork();
@@ -336,6 +349,11 @@ void after_fork() noexcept {
 // registered later (the admin server's, which allocate in the child) need these locks free.
 // The child has only the forking thread: no sample counting or clear is in flight there.
 void after_fork_in_child() noexcept {
+  if (g_fork_interrupted) {
+    g_mode.store(Mode::off, std::memory_order_seq_cst);
+    g_fork_interrupted = false;
+    return;
+  }
   g_sample_counting.store(0, std::memory_order_relaxed);
   g_sample_clearing.store(false, std::memory_order_relaxed);
   after_fork();

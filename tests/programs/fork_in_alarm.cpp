@@ -1,6 +1,8 @@
-// A program that forks from a SIGALRM handler while its main thread allocates: what an
+// A program that forks from a SIGALRM handler while its main thread works: what an
 // old-style supervisor or a timer-driven spawner does. It prints "forked N" and exits 0; a
 // lock held across the signal (the allocator's, or a tracker's fork handlers') hangs it.
+// `fork_in_alarm allocate` works by allocating and freeing, so that signals land inside
+// malloc and free; `fork_in_alarm compute` by arithmetic alone.
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -8,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 namespace {
 
@@ -23,7 +26,8 @@ void on_alarm(int) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char* argv[]) {
+  const bool allocate = argc < 2 || std::string_view(argv[1]) != "compute";
   struct sigaction action = {};
   action.sa_handler = on_alarm;
   action.sa_flags = SA_RESTART;
@@ -32,7 +36,12 @@ int main() {
   ::setitimer(ITIMER_REAL, &every_5ms, nullptr);
   // Allocate and free all the time, so that signals land inside malloc and free.
   void* kept[64] = {};
+  volatile unsigned sum = 0;
   for (unsigned i = 0; forks < kForks; ++i) {
+    if (!allocate) {
+      sum = sum + i * 7919;
+      continue;
+    }
     void*& slot = kept[i % 64];
     std::free(slot);
     slot = std::malloc(16 + (i * 7919) % 4096);
