@@ -28,7 +28,7 @@ struct Range {
 
 inline constexpr Range kFrames{1, 128};                           // max_frames, LIVEHEAP_FRAMES, frames=
 inline constexpr Range kSampleInterval{1, std::uint64_t{1} << 40};  // bytes between samples
-// Below 4096, sampling costs a page per small block (issue 12: 20,000 malloc(16) grew RSS
+// Below 4096, sampling costs a page per small block (20,000 malloc(16) grew RSS
 // by 79 MiB at 1 B): HTTP refuses it; LIVEHEAP_SAMPLE_INTERVAL and Options may go lower, for tests.
 inline constexpr Range kHttpSampleInterval{4096, kSampleInterval.max};
 inline constexpr Range kHistoryInterval{0, 86400};  // seconds between history points; 0: off

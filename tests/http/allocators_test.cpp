@@ -135,7 +135,7 @@ TEST_P(AllocatorStack, ServesTheBytesAndLiveheapSeesThemAtTheirLines) {
     EXPECT_GT(stats_after["tracker_memory"].get<long>(), 0);
   }
 
-  // The history's points carry the same figures (issue 14): a point taken after the blocks
+  // The history's points carry the same figures: a point taken after the blocks
   // were kept sees them, in the allocator's own names.
   nlohmann::json history;
   EXPECT_TRUE(wait_until(std::chrono::seconds(10), [&] {

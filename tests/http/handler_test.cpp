@@ -114,7 +114,7 @@ TEST(Handler, PendingAnswersAreDroppedWhenTheHandlerGoes) {
   EXPECT_FALSE(called);
 }
 
-// Issue 12: a window whose client has gone stops when the caller says so (Asio's
+// A window whose client has gone stops when the caller says so (Asio's
 // per-operation cancellation): `done` comes at once with 503, not after 30 s.
 TEST(Handler, ACancelledWindowStopsWaitingAndAnswersOnce) {
   if (!is_tracing()) start();
@@ -143,7 +143,7 @@ TEST(Handler, ACancelledWindowStopsWaitingAndAnswersOnce) {
   EXPECT_EQ(answers.size(), 1u);
 }
 
-// Issue 12: 20 concurrent big reports made /stats wait 390 ms. The queue holds 8 reports;
+// 20 concurrent big reports once made /stats wait 390 ms. The queue holds 8 reports;
 // more get 503 with Retry-After at once, and /stats never waits behind them.
 TEST(Handler, ABoundedReportQueueAndStatsBypassIt) {
   if (!is_tracing()) start();

@@ -1,4 +1,4 @@
-// Every process reachable through one port (issue 10), with real processes under
+// Every process reachable through one port, with real processes under
 // LD_PRELOAD: a prefork master whose forked workers keep known bytes, a wrapper that forks
 // the program, the registry's permissions, stale sockets, a child outliving its parent.
 // Each test has its own registry (XDG_RUNTIME_DIR in a fresh private directory).

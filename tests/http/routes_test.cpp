@@ -400,7 +400,7 @@ TEST_F(WindowLimitTest, TooManyWindowsAre429) {
   EXPECT_EQ(get(port(), "/debug/memory/top?seconds=1").status, 200);
 }
 
-// Issue 12: a window whose client hung up held its place (and the first snapshot) for its
+// A window whose client hung up once held its place (and the first snapshot) for its
 // whole length: with max_windows = 1, nobody could open another for up to a minute.
 TEST_F(WindowLimitTest, AWindowWhoseClientHungUpGivesItsPlaceBack) {
   {

@@ -1,4 +1,4 @@
-// Issue 12's attacks, each replayed against a real admin server: a cross-site form POST
+// Attacks found by a security pass, each replayed against a real admin server: a cross-site form POST
 // (CSRF), a rebound DNS name (Host), and what must still work (scripts, the dashboard).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -181,7 +181,7 @@ TEST(BoundedWork, HandleRefusesAWindowInsteadOfSleepingOnTheHostsThread) {
                          "this thread); mount liveheap with handle_async, or use the admin server\n");
 }
 
-// Issue 12: a report is built in the host's memory; 10,000 stacks with tracebacks would be
+// A report is built in the host's memory; 10,000 stacks with tracebacks would be
 // ~0.5 GB. Past Config::max_report_bytes it stops, says so, and stays valid JSON.
 class SmallReportTest : public ServerTest {
   Config config() const override {
@@ -425,7 +425,7 @@ TEST_F(PeerOwnerTokenTest, WithATokenAnyUserWhoHoldsItIsServed) {
   EXPECT_EQ(status_of(get_stats_as(kNobody, port())), 401);
 }
 
-// Issue 12: 70 idle connections made a new client get "Connection reset by peer".
+// 70 idle connections once made a new client get "Connection reset by peer".
 TEST_F(BoundedWorkTest, IdleConnectionsCannotLockTheOperatorOut) {
   constexpr int kCap = 64;  // admin_server.cpp's kMaxSessions
   std::vector<std::unique_ptr<Connection>> idle;

@@ -1,4 +1,4 @@
-// The tracker-memory cap end to end (issue 11): samples/many_stacks, an unmodified program
+// The tracker-memory cap end to end: samples/many_stacks, an unmodified program
 // whose random branching recursion gives nearly every allocation a stack of its own, under
 // LD_PRELOAD with LIVEHEAP_MAX_TRACKER_MEMORY far below what its stacks would cost
 // (~640 B each). The tracker must stay under the cap by its own count and by RSS, the

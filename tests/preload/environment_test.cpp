@@ -79,7 +79,7 @@ TEST(PreloadEnvironment, BadValuesAreReportedOnceAndTheProgramRunsOn) {
   }
 }
 
-// Issue 12: an empty token is a mistake, not "no authentication"; a port open to the
+// An empty token is a mistake, not "no authentication"; a port open to the
 // network without a token needs an explicit opt-in; IPv6 addresses in brackets work.
 TEST(PreloadEnvironment, TheAdminServerIsNeverOpenByAccident) {
   const std::string refused =

@@ -1,4 +1,4 @@
-// The tracker-memory cap (issue 11): LIVEHEAP_MAX_TRACKER_MEMORY and Options, and what the
+// The tracker-memory cap: LIVEHEAP_MAX_TRACKER_MEMORY and Options, and what the
 // engine does past it, in process: new stacks fold into one stack whose bytes are exact,
 // and blocks the live table has no room for are dropped and counted.
 #include <cstdlib>
