@@ -15,6 +15,10 @@
 LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
+// A callsite that rose and holds its level is bounded (plateaued) once, while its size held,
+// it allocated (and so freed) more than this fraction of what it gained: an LRU at capacity.
+constexpr double kVerdictChurnFraction = 0.1;
+
 // Least-squares slope of ys over xs, in y units per x unit (0 when every x is equal).
 double fitted_slope(const double* xs, const std::int64_t* ys, std::size_t n) {
   double mean_x = 0, mean_y = 0;
@@ -69,15 +73,21 @@ void add_reasons(Verdict& v, const std::vector<std::int64_t>& t_ms, const std::v
 struct Worked {
   std::vector<double> x;        // working milliseconds since the first point
   std::vector<std::int64_t> y;  // sizes
+  std::vector<double> own;      // the series' cumulative allocated bytes (0s when not recorded)
+  std::vector<double> process;  // the process's cumulative work (one unit an interval when not recorded)
 };
 
 Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
                std::uint64_t noise) {
   const double idle_bytes = std::max(static_cast<double>(noise), kVerdictIdleBytes);
+  const auto own = [&](std::size_t i) { return allocated.empty() ? 0.0 : static_cast<double>(allocated[i]); };
+  const auto process = [&](std::size_t i) { return work.empty() ? static_cast<double>(i) : static_cast<double>(work[i]); };
   Worked w;
   w.x.push_back(0);
   w.y.push_back(sizes[0]);
+  w.own.push_back(own(0));
+  w.process.push_back(process(0));
   double clock = 0;
   for (std::size_t i = 1; i < sizes.size(); ++i) {
     const bool worked = work.empty() || static_cast<double>(work[i] - work[i - 1]) > idle_bytes ||
@@ -86,8 +96,12 @@ Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int
     clock += static_cast<double>(t_ms[i] - t_ms[i - 1]);
     w.x.push_back(clock);
     w.y.push_back(sizes[i]);
+    w.own.push_back(own(i));
+    w.process.push_back(process(i));
   }
   w.y.back() = sizes.back();
+  w.own.back() = own(sizes.size() - 1);
+  w.process.back() = process(sizes.size() - 1);
   return w;
 }
 
@@ -104,6 +118,42 @@ bool still_stepping(const Worked& w, double tolerance) {
   double longest = 0;
   for (std::size_t k = 1; k < steps.size(); ++k) longest = std::max(longest, w.x[steps[k]] - w.x[steps[k - 1]]);
   return w.x.back() - w.x[steps.back()] <= kVerdictStepGapFactor * longest;
+}
+
+// A rise that ended at the series' high: from `from` (the last point at its low) to `to` (the
+// first point from which it held within tolerance of its last size).
+struct Rise {
+  std::size_t from = 0, to = 0;
+  double gained = 0;
+};
+
+std::optional<Rise> rise_to_the_end(const Worked& w, double tolerance) {
+  const std::size_t m = w.y.size();
+  const double last = static_cast<double>(w.y.back());
+  const double high = static_cast<double>(*std::max_element(w.y.begin(), w.y.end()));
+  const double low = static_cast<double>(*std::min_element(w.y.begin(), w.y.end()));
+  if (last - low <= 2 * tolerance || high - last > tolerance) return std::nullopt;
+  Rise r;
+  r.to = m - 1;
+  while (r.to > 0 && std::fabs(static_cast<double>(w.y[r.to - 1]) - last) <= tolerance) --r.to;
+  r.from = r.to;  // the low lies before r.to: every point from r.to on is near `last`
+  while (r.from > 0 && static_cast<double>(w.y[r.from]) > low + tolerance) --r.from;
+  r.gained = last - low;
+  return r;
+}
+
+// Evidence that a callsite that rose and stopped is bounded: since it reached its level it
+// turned part of its memory over (allocated, and so freed, at least kVerdictChurnFraction of
+// what it gained while its size held: an LRU at capacity), or the program did at least as
+// much work again as it did during the rise (a cache that holds all its keys).
+bool bounded(const Worked& w, const Rise& r, double tolerance) {
+  const std::size_t m = w.y.size();
+  if (r.to + 1 >= m) return false;  // no work seen since it reached its level
+  const double churned = w.own[m - 1] - w.own[r.to];
+  if (churned > std::max(tolerance, kVerdictChurnFraction * r.gained)) return true;
+  const double during = w.process[r.to] - w.process[r.from];
+  const double after = w.process[m - 1] - w.process[r.to];
+  return after > 0 && after >= during;
 }
 
 }  // namespace
@@ -137,8 +187,8 @@ Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::i
   const Worked w = on_work(t_ms, sizes, allocated, work, noise);
   const std::size_t m = w.y.size();
   v.work_points = m - 1;
-  if (m < kVerdictMinPoints) return v;  // not enough work seen: unknown
-  const std::size_t window = std::clamp(m / 3, kVerdictMinWindow, kVerdictMaxWindow);
+  if (m < 2) return v;  // no work seen at all: unknown
+  const std::size_t window = std::min(m, std::clamp(m / 3, kVerdictMinWindow, kVerdictMaxWindow));
   const std::size_t first = m - window;
   const double slope = fitted_slope(&w.x[first], &w.y[first], window);  // bytes per working ms
   const double change = slope * (w.x[m - 1] - w.x[first]);
@@ -146,14 +196,28 @@ Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::i
   v.tolerance = tolerance_of(sizes, noise);
   v.growth_per_min = slope * 60000.0;
   v.since_last_growth_s = since_last_high_s(t_ms, sizes);
-  if (change > v.tolerance) return v.trend = Trend::growing, v;
-  if (change < -v.tolerance) return v.trend = Trend::shrinking, v;
+  const bool enough = m >= kVerdictMinPoints;
+  if (enough && change > v.tolerance) return v.trend = Trend::growing, v;
+  if (enough && change < -v.tolerance) return v.trend = Trend::shrinking, v;
   if (still_stepping(w, v.tolerance)) return v.trend = Trend::growing, v;
+  // It rose and holds its high: a cache only with evidence of a bound; without it, a leak
+  // candidate however long the program then idled (however few points of work it took).
+  if (const std::optional<Rise> rise = rise_to_the_end(w, v.tolerance)) {
+    v.trend = bounded(w, *rise, v.tolerance) ? Trend::plateaued : Trend::growing;
+    if (v.trend == Trend::growing && v.growth_per_min <= 0 && w.x[rise->to] > w.x[rise->from])
+      v.growth_per_min = rise->gained / (w.x[rise->to] - w.x[rise->from]) * 60000.0;
+    return v;
+  }
+  if (!enough) {  // not enough work seen to call it anything else
+    v.trend = Trend::unknown;
+    return v;
+  }
   const auto window_begin = w.y.begin() + static_cast<std::ptrdiff_t>(first);
   const double mean = std::accumulate(window_begin, w.y.end(), 0.0) / static_cast<double>(window);
   const bool flat = std::all_of(window_begin, w.y.end(), [&](std::int64_t s) {
     return std::fabs(static_cast<double>(s) - mean) <= v.tolerance;
   });
+  // Held flat below an earlier high: it gave memory back, a bound of its own.
   const bool rose =
       first > 0 && static_cast<double>(w.y[first] - *std::min_element(w.y.begin(), window_begin)) > 2 * v.tolerance;
   v.trend = flat && rose ? Trend::plateaued : Trend::stable;

@@ -53,9 +53,11 @@ class Series {
   std::int64_t work_ = 0;
 };
 
-TEST(Verdict, TooFewPointsIsUnknown) {
-  const Verdict v = classify(times(4), {1000, 2000, 3000, 4000});
+TEST(Verdict, TooFewPointsIsUnknownUnlessTheyRose) {
+  const Verdict v = classify(times(4), {4000, 4000, 4000, 4000});
   EXPECT_EQ(v.trend, Trend::unknown);
+  // A rise with all the work seen and no sign of a bound is a leak candidate already.
+  EXPECT_EQ(classify(times(4), {1000, 2000, 3000, 4000}).trend, Trend::growing);
   nlohmann::json j;
   add_verdict_json(j, v);
   EXPECT_EQ(j["verdict"], "unknown");
@@ -217,16 +219,67 @@ TEST(VerdictOnWork, MemoryMadeAtStartupIsStable) {
   EXPECT_FALSE(v.idle_s.has_value());
 }
 
-TEST(VerdictOnWork, UnknownUntilEnoughWorkIsSeen) {
-  // 60 points, work in only 3 intervals: the clock saw plenty, the program did not.
+TEST(VerdictOnWork, ALeakSeenInOnlyThreePointsOfWorkIsGrowingThroughTheIdleAfter) {
+  // 60 points, work in only 3 intervals (a short burst of traffic, then nothing): the leak
+  // rose with all the work seen and nothing says it is bounded.
   Series s;
   for (int i = 0; i < 4; ++i) s.add(1000 * i, 1000 * i, 1 << 20);
   for (int i = 0; i < 56; ++i) s.add(3000, 3000, 1000);  // noise: under kVerdictIdleBytes
   const Verdict v = s.verdict();
-  EXPECT_EQ(v.trend, Trend::unknown);
+  EXPECT_EQ(v.trend, Trend::growing);
   EXPECT_EQ(v.work_points, 3u);
-  EXPECT_DOUBLE_EQ(*v.retention, 1.0);  // the reasons are known all the same
+  EXPECT_DOUBLE_EQ(*v.retention, 1.0);
   EXPECT_DOUBLE_EQ(*v.idle_s, 56.0);
+}
+
+TEST(VerdictOnWork, AFlatCallsiteIsUnknownUntilEnoughWorkIsSeen) {
+  Series s;
+  for (int i = 0; i < 4; ++i) s.add(3000, 3000, 1 << 20);
+  for (int i = 0; i < 56; ++i) s.add(3000, 3000, 1000);
+  EXPECT_EQ(s.verdict().trend, Trend::unknown);
+  s.add(3000, 3000, 1 << 20);
+  s.add(3000, 3000, 1 << 20);
+  EXPECT_EQ(s.verdict().trend, Trend::stable);
+  EXPECT_EQ(Series().verdict().trend, Trend::unknown);
+}
+
+TEST(VerdictOnWork, ALeakWhoseRouteWentQuietWhileLessWorkFollowedStaysGrowing) {
+  // The sample's walkthrough: a leak rises with 90 MiB of work on its route, the program then
+  // does 30 MiB of work elsewhere while the leak holds, then idles two minutes.
+  Series s;
+  s.add(0, 0, 1 << 20);
+  for (int i = 1; i <= 3; ++i) s.add(20000000 * i, 20000000 * i, 30 << 20);
+  for (int i = 0; i < 2; ++i) s.add(60000000, 60000000, 15 << 20);
+  for (int i = 0; i < 120; ++i) s.add(60000000, 60000000, 0);
+  Verdict v = s.verdict();
+  EXPECT_EQ(v.trend, Trend::growing);
+  EXPECT_GT(v.growth_per_min, 0);
+  // Once the program has worked as much again with the leak flat, it reads as bounded: the
+  // rule's stated limit (a leak one route reaches, with traffic gone elsewhere).
+  for (int i = 0; i < 10; ++i) s.add(60000000, 60000000, 15 << 20);
+  v = s.verdict();
+  EXPECT_EQ(v.trend, Trend::plateaued);
+  EXPECT_DOUBLE_EQ(*v.retention, 1.0);  // which retention tells
+}
+
+TEST(VerdictOnWork, AnLruSeenFillingThenTurningOverInFewPointsIsPlateauedAfterIdle) {
+  // The sample's LRU: 32 entries of 64 KiB fill it across two points, the next point's 12
+  // inserts evict as many, then the program idles two minutes.
+  constexpr std::int64_t kEntry = 65536;
+  Series s;
+  s.add(0, 0, 1 << 20);
+  s.add(20 * kEntry, 20 * kEntry, 20 << 20);
+  s.add(32 * kEntry, 32 * kEntry, 12 << 20);
+  s.add(32 * kEntry, 44 * kEntry, 12 << 20);
+  for (int i = 0; i < 120; ++i) s.add(32 * kEntry, 44 * kEntry, 0);
+  Verdict v = s.verdict();
+  EXPECT_EQ(v.trend, Trend::plateaued);
+  // One insert past capacity is no evidence yet (under a tenth of what it gained).
+  Series one;
+  one.add(0, 0, 1 << 20);
+  one.add(32 * kEntry, 32 * kEntry, 32 << 20);
+  one.add(32 * kEntry, 33 * kEntry, 1 << 20);
+  EXPECT_EQ(one.verdict().trend, Trend::growing);
 }
 
 TEST(VerdictOnWork, SampledEstimatesFollowTheSameRuleWithTheirNoise) {
