@@ -99,7 +99,8 @@ std::optional<Trend> parse_trend(std::string_view text) noexcept;
 // The verdict on a series and the numbers behind it.
 struct Verdict {
   Trend trend = Trend::unknown;
-  double growth_per_min = 0;        // fitted over the recent window, bytes per minute of work
+  double growth_per_min = 0;        // fitted over the recent window (or its rise, for a rise
+                                    // that stopped), bytes per minute of work
   double since_last_growth_s = 0;   // from the last new high to the last point (wall time)
   std::size_t window = 0;           // points in the recent window (points with work)
   double tolerance = 0;             // bytes below which a change is noise
@@ -135,15 +136,24 @@ inline constexpr double kVerdictStepGapFactor = 2;
 //   - an interval is work when the process allocated more than max(noise, kVerdictIdleBytes)
 //     in it or the series itself allocated; idle intervals are taken out (the clock stops:
 //     what changed while idle counts at the last point with work);
-//   - fewer than kVerdictMinPoints points with work: unknown;
-//   - the recent window is the last W = clamp(m / 3, 4, 20) of the m points with work; its
-//     change is the least-squares slope over the window (by working time) times its span;
+//   - no interval with work: unknown;
+//   - the recent window is the last W = clamp(m / 3, 4, 20) of the m points with work (at
+//     most m); its change is the least-squares slope over the window (by working time) times
+//     its span;
 //   - tolerance = max(noise, 1% of the largest |size|, 64 bytes);
-//   - growing: change > tolerance, or the size rose in steps (3 or more, each over the last
-//     by more than tolerance) and has been flat for at most kVerdictStepGapFactor x the
-//     longest working time between steps; shrinking: change < -tolerance;
-//   - plateaued: every window point within tolerance of the window's mean, and the size at
-//     the window's start exceeds the lowest earlier size by more than 2 x tolerance;
+//   - with kVerdictMinPoints points of work or more: growing when change > tolerance,
+//     shrinking when change < -tolerance;
+//   - growing: the size rose in steps (3 or more, each over the last by more than tolerance)
+//     and has been flat for at most kVerdictStepGapFactor x the longest working time between
+//     steps;
+//   - a series that rose (its last size more than 2 x tolerance above its lowest) and holds
+//     its high is plateaued only with evidence of a bound: since it reached its level it
+//     allocated more than max(tolerance, 10% of its gain) while its size held (churn), or
+//     the process worked at least as much after it reached its level as from its low to it;
+//     without that evidence it is growing, however long it then idled;
+//   - otherwise, with fewer than kVerdictMinPoints points of work: unknown;
+//   - plateaued: every window point within tolerance of the window's mean, below an earlier
+//     high and more than 2 x tolerance above the lowest size before the window;
 //   - stable: anything else.
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
