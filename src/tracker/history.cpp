@@ -98,8 +98,12 @@ void run(unsigned interval_s) {
   engine::begin_ignore();  // this thread's allocations are the tracker's own
   Recorder& r = recorder();
   std::unique_lock lock(r.mutex);
+  // A point at once: what the program does in its first interval is a change from here, not
+  // the history's starting level (a burst of traffic soon after start stays visible).
+  bool first = true;
   while (!r.stopping) {
-    if (r.wake->wait_for(lock, std::chrono::seconds(interval_s), [&] { return r.stopping; })) break;
+    if (!first && r.wake->wait_for(lock, std::chrono::seconds(interval_s), [&] { return r.stopping; })) break;
+    first = false;
     lock.unlock();
     history_tick();
     lock.lock();

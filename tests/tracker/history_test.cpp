@@ -179,6 +179,17 @@ TEST(History, ThreadTicksEveryIntervalAndStopsAtOnce) {
   EXPECT_LT(spacing, 2000);
 }
 
+TEST(History, TheFirstPointIsRecordedAtStartNotAnIntervalLater) {
+  // Traffic in the first interval must show as a change from the history's first point.
+  liveheap::Options o;
+  o.history_interval_s = 60;
+  TracingSession tracing(o);
+  const auto started = std::chrono::steady_clock::now();
+  liveheap::tracker::RawHistory raw;
+  ASSERT_TRUE(wait_for_points(1, &raw));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+}
+
 TEST(History, ForkedChildRecordsWithAThreadOfItsOwn) {
   liveheap::Options o;
   o.history_interval_s = 1;
