@@ -5,7 +5,9 @@
 //   leaky_server [--host 127.0.0.1] [--port 8080] [--mode exact|sampled] [--compare-every N]
 //
 // --port 0 picks a free port. Tracking: --mode, else LIVEHEAP_MODE (and LIVEHEAP_FRAMES,
-// LIVEHEAP_SAMPLE_INTERVAL), else exact, so that the numbers are exact. LIVEHEAP_TOKEN, when
+// LIVEHEAP_SAMPLE_INTERVAL), else exact, so that the numbers are exact. The history records a
+// point a second unless LIVEHEAP_HISTORY_INTERVAL says otherwise: the walkthrough's traffic
+// lasts seconds, and its verdicts need the points of work in it. LIVEHEAP_TOKEN, when
 // set, guards the /debug/memory routes. On start it prints the dashboard URL and a curl
 // walkthrough; the first line is "leaky_server: listening on http://HOST:PORT/".
 #include <charconv>
@@ -218,6 +220,7 @@ bool start_tracking(const ServerOptions& options) {
       tracking->mode = *options.mode;
     }
     if (!tracking || tracking->mode == liveheap::Mode::off) return false;
+    if (std::getenv("LIVEHEAP_HISTORY_INTERVAL") == nullptr) tracking->history_interval_s = 1;
     liveheap::start(*tracking);
     return true;
   } catch (const std::exception& e) {

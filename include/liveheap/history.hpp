@@ -29,14 +29,23 @@ struct HistoryPoint {
   // The allocator's own figures at this tick, in its names (as /stats "allocator"):
   // e.g. jemalloc's "allocated", "active", "resident", "retained", "mapped".
   std::vector<std::pair<std::string, std::int64_t>> allocator;
+  // The program's work: bytes and blocks the process allocated since it started (every
+  // stack's cumulative totals, the figures behind /pprof/allocs; estimates in sampled mode).
+  // The verdict's axis: an interval in which the process allocated no more than noise is idle.
+  std::int64_t allocated = 0;
+  std::int64_t allocations = 0;
 };
 
 // One stack's live bytes and blocks at each point (index = point index; 0 where the stack
-// was not among the biggest at that tick).
+// was not among the biggest at that tick), and the bytes and blocks it allocated since the
+// process started (cumulative; where the stack was not recorded, the last value recorded
+// before, or before its first record, that record less the blocks then live).
 struct StackHistory {
   Traceback traceback;
   std::vector<std::int64_t> sizes;
   std::vector<std::int64_t> counts;
+  std::vector<std::int64_t> allocated;    // empty: not recorded (read as no allocation seen)
+  std::vector<std::int64_t> allocations;
 };
 
 struct History {
@@ -54,6 +63,8 @@ struct KeySeries {
   Traceback key;  // as Statistic::traceback
   std::vector<std::int64_t> sizes;
   std::vector<std::int64_t> counts;
+  std::vector<std::int64_t> allocated;    // cumulative bytes the group's stacks allocated
+  std::vector<std::int64_t> allocations;  // and blocks
 };
 
 // Groups `history.stacks` that pass `filters` under `key` (with `cumulative`, every frame
@@ -88,10 +99,20 @@ std::optional<Trend> parse_trend(std::string_view text) noexcept;
 // The verdict on a series and the numbers behind it.
 struct Verdict {
   Trend trend = Trend::unknown;
-  double growth_per_min = 0;        // fitted over the recent window, bytes per minute
-  double since_last_growth_s = 0;   // from the last new high to the last point
-  std::size_t window = 0;           // points in the recent window
+  double growth_per_min = 0;        // fitted over the recent window (or its rise, for a rise
+                                    // that stopped), bytes per minute of work
+  double since_last_growth_s = 0;   // from the last new high to the last point (wall time)
+  std::size_t window = 0;           // points in the recent window (points with work)
   double tolerance = 0;             // bytes below which a change is noise
+  // Why: of the bytes the series allocated over the history window, the fraction still live
+  // (~1 a leak's signature, ~0 a callsite that frees what it allocates); nullopt where it
+  // allocated nothing in the window.
+  std::optional<double> retention;
+  // Seconds from the last point at which the series had allocated more to the last point;
+  // nullopt when the history never saw it allocate.
+  std::optional<double> idle_s;
+  double allocated = 0;             // bytes it allocated over the window (merges weigh retention)
+  std::size_t work_points = 0;      // points whose interval had work (the rule's axis)
 };
 
 // Constants of the rule (the only implementation: the dashboard and liveheap-watch show the
@@ -101,24 +122,64 @@ inline constexpr std::size_t kVerdictMinWindow = 4;
 inline constexpr std::size_t kVerdictMaxWindow = 20;
 inline constexpr double kVerdictRelTolerance = 0.01;
 inline constexpr double kVerdictMinTolerance = 64;
+// An interval in which the whole process allocated no more than this (or the sampling
+// interval, if larger) is idle: background noise, not work.
+inline constexpr double kVerdictIdleBytes = 4096;
+// A callsite that rose in steps is still growing until it has been flat for more than this
+// many times the longest working time between its steps.
+inline constexpr double kVerdictStepGapFactor = 2;
 
-// The rule, on sizes at times t_ms (same length, oldest first; `noise`: bytes one sample can
-// be off by). See docs/history.md:
-//   - fewer than kVerdictMinPoints points: unknown;
-//   - the recent window is the last W = clamp(n / 3, 4, 20) points; its change is the
-//     least-squares slope over the window times its span (by time);
+// The rule on the program's work (docs/history.md). `t_ms`, `sizes`: the series (same length,
+// oldest first). `allocated`: the series' cumulative allocated bytes, `work`: the process's
+// (both the same length, or empty: every interval then counts as work). `noise`: bytes one
+// sample can be off by (sampled mode), else 0.
+//   - an interval is work when the process allocated more than max(noise, kVerdictIdleBytes)
+//     in it or the series itself allocated; idle intervals are taken out (the clock stops:
+//     what changed while idle counts at the last point with work);
+//   - no interval with work: unknown;
+//   - the recent window is the last W = clamp(m / 3, 4, 20) of the m points with work (at
+//     most m); its change is the least-squares slope over the window (by working time) times
+//     its span;
 //   - tolerance = max(noise, 1% of the largest |size|, 64 bytes);
-//   - growing: change > tolerance; shrinking: change < -tolerance;
-//   - plateaued: every window point within tolerance of the window's mean, and the size at
-//     the window's start exceeds the lowest earlier size by more than 2 x tolerance;
+//   - with kVerdictMinPoints points of work or more: growing when change > tolerance,
+//     shrinking when change < -tolerance;
+//   - growing: the size rose in steps (3 or more, each over the last by more than tolerance)
+//     and has been flat for at most kVerdictStepGapFactor x the longest working time between
+//     steps;
+//   - a series that rose (its last size more than 2 x tolerance above its lowest) and holds
+//     its high is plateaued only with evidence of a bound: since it reached its level it
+//     allocated more than max(tolerance, 10% of its gain) while its size held (churn), or
+//     the process worked at least as much after it reached its level as from its low to it;
+//     without that evidence it is growing, however long it then idled;
+//   - otherwise, with fewer than kVerdictMinPoints points of work: unknown;
+//   - plateaued: every window point within tolerance of the window's mean, below an earlier
+//     high and more than 2 x tolerance above the lowest size before the window;
 //   - stable: anything else.
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
+                 const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
+                 std::uint64_t noise);
+// The same without the program's work: every interval counts as work.
+Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  std::uint64_t noise = 0);
+// A key's series of `history` (from its HistoryIndex), judged on the history's work.
+Verdict classify(const History& history, const KeySeries& series);
 
-// " [growing, +1.2 KiB/min, last grew 0 s ago]": appended to a text line with verdicts=1.
+// pid=all: `into`, a statistic summed so far, takes the verdict of `other`, the same key's
+// verdict in another process. Each process judged its own history: when they agree the
+// verdict stands (growth per minute summed, the most recent growth kept, retention weighed
+// by what each allocated, the least idle kept); when they differ it is unknown.
+void merge_verdicts(Verdict& into, const Verdict& other);
+
+// " [growing, retains 100%, idle 620 s]" (" [unknown]" while unknown): appended to a text line
+// with verdicts=1.
 std::string verdict_text(const Verdict& verdict);
 
 // The times of a history's points, for classify().
 std::vector<std::int64_t> point_times(const History& history);
+// The process's cumulative allocated bytes at each point, for classify().
+std::vector<std::int64_t> point_work(const History& history);
+// Whether the interval ending at each point was idle (the process allocated no more than
+// noise in it); the first point is never idle. The dashboard draws idle stretches folded.
+std::vector<bool> idle_points(const History& history);
 
 LIVEHEAP_API_END

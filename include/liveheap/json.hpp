@@ -27,7 +27,11 @@ nlohmann::json to_json(const TrackerMemoryCap& cap);
 nlohmann::json to_json_value(const Report& report);
 Report report_from_json(const nlohmann::json& document);
 
-// {"verdict", "growth_per_min", "since_last_growth_s"} (numbers null while unknown).
+// {"verdict", "growth_per_min", "since_last_growth_s"} (numbers null while unknown) and
+// the reasons: "retention", "idle_s" (null where unknown) and "allocated_in_window".
 void add_verdict_json(nlohmann::json& stat, const Verdict& verdict);
+// The verdict a JSON statistic carries, leniently (a field missing or of another type reads
+// as unknown): what pid=all merges with merge_verdicts.
+Verdict verdict_from_json(const nlohmann::json& stat);
 
 LIVEHEAP_API_END

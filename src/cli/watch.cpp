@@ -168,8 +168,13 @@ int watch(const WatchOptions& options, std::ostream& out, std::ostream& err) {
           continue;
         const Verdict* verdict = &*site.verdict;
         const std::string& name = site.key;  // the server's own name for the row
+        // The server's reasons after the rate: ", retains 100%, idle 3 s" of the verdict's text
+        // " [growing, retains 100%, idle 3 s]".
+        const std::string text = verdict_text(*verdict);
+        const std::size_t from = text.find(',');
+        const std::string reasons = from == std::string::npos ? "" : text.substr(from, text.size() - 1 - from);
         err << "liveheap-watch: " << name << " is growing (+"
-            << format_size(verdict->growth_per_min, false) << "/min): "
+            << format_size(verdict->growth_per_min, false) << "/min" << reasons << "): "
             << format_size(static_cast<double>(site.size_diff), true) << " since the baseline, size="
             << format_size(static_cast<double>(site.size), false) << ", at round " << round
             << ", over --fail-on-growing "

@@ -70,18 +70,15 @@ Response report_response(const ReplyTo& to, const Report& report, const Query& q
 class Verdicts {
  public:
   explicit Verdicts(const Query& query)
-      : history_(liveheap::history()),
-        index_(history_, query.key, query.cumulative, query.filters),
-        times_(point_times(history_)) {}
+      : history_(liveheap::history()), index_(history_, query.key, query.cumulative, query.filters) {}
   Verdict of(const Traceback& key) {
     const KeySeries* series = index_.find(key);
-    return series == nullptr ? Verdict{} : classify(times_, series->sizes, history_.noise);
+    return series == nullptr ? Verdict{} : classify(history_, *series);
   }
 
  private:
   History history_;
   HistoryIndex index_;
-  std::vector<std::int64_t> times_;
 };
 
 // The lines' verdicts where the answer shows them (JSON always, text with verdicts=1).
@@ -274,17 +271,21 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {
   HistoryIndex index(history, query.key, query.cumulative, query.filters);
   const std::vector<std::int64_t> times = point_times(history);
+  const std::vector<bool> idle = idle_points(history);
   const std::vector<KeySeries>& all = index.all();
   const std::size_t shown = std::min(all.size(), query.limit);
   const auto last = [](const std::vector<std::int64_t>& v) { return v.empty() ? 0 : v.back(); };
   if (to.format == Format::json) {
     json points = json::array();
-    for (const HistoryPoint& p : history.points) {
+    for (std::size_t i = 0; i < history.points.size(); ++i) {
+      const HistoryPoint& p = history.points[i];
       json allocator = json::object();
       for (const auto& [name, bytes] : p.allocator) allocator[name] = bytes;
       points.push_back({{"t_ms", p.t_ms}, {"traced", p.traced}, {"peak", p.peak}, {"rss", p.rss},
                         {"allocator", std::move(allocator)},
-                        {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped}});
+                        {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped},
+                        {"allocated", p.allocated}, {"allocations", p.allocations},
+                        {"idle", static_cast<bool>(idle[i])}});
     }
     json stats = json::array();
     std::size_t stats_bytes = 0;
@@ -293,9 +294,14 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
       const KeySeries& s = all[i];
       json stat = stat_json(Statistic{s.key, last(s.sizes), last(s.counts)}, query);
       json series = json::array();
-      for (std::size_t p = 0; p < times.size(); ++p) series.push_back({times[p], s.sizes[p], s.counts[p]});
+      json allocated = json::array();
+      for (std::size_t p = 0; p < times.size(); ++p) {
+        series.push_back({times[p], s.sizes[p], s.counts[p]});
+        allocated.push_back({times[p], s.allocated[p], s.allocations[p]});
+      }
       stat["series"] = std::move(series);
-      add_verdict_json(stat, classify(times, s.sizes, history.noise));
+      stat["allocated_series"] = std::move(allocated);
+      add_verdict_json(stat, classify(history, s));
       // Each series is a few KB: 10,000 keys (with their stacks) would be hundreds of MB.
       const std::size_t stat_bytes = stat.dump().size() + 1;
       if (stats_bytes + stat_bytes > to.max_report_bytes) {
@@ -333,7 +339,7 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
   for (std::size_t i = 0; i < shown; ++i) {
     const KeySeries& s = all[i];
     const std::string row = format_statistic(Statistic{s.key, last(s.sizes), last(s.counts)}, query.key) +
-                            verdict_text(classify(times, s.sizes, history.noise)) + "\n";
+                            verdict_text(classify(history, s)) + "\n";
     if (text.size() + row.size() > to.max_report_bytes) {  // as the reports' text says it
       text += "(truncated at " + format_size(static_cast<double>(to.max_report_bytes), false) +
               ": " + std::to_string(i) + " of " + std::to_string(shown) +

@@ -84,6 +84,8 @@ std::vector<Totals> GroupIndex::sum(const std::vector<Trace>& traces) {
     if (group >= totals.size()) totals.resize(keys_.size());
     totals[group].size += trace.size;
     totals[group].count += trace.count;
+    totals[group].alloc_size += trace.alloc_size;
+    totals[group].alloc_count += trace.alloc_count;
   };
   for (const Trace& trace : traces) {
     const Traceback& tb = trace.traceback;

@@ -15,6 +15,8 @@ namespace liveheap::report {
 struct Totals {
   std::int64_t size = 0;
   std::int64_t count = 0;
+  std::int64_t alloc_size = 0;   // Trace::alloc_size summed (the history's work per key)
+  std::int64_t alloc_count = 0;
 };
 
 // Numbers the groups of one or more snapshots under one key. Groups are told apart by a

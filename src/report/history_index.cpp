@@ -29,6 +29,8 @@ HistoryIndex::HistoryIndex(const History& history, KeyType key, bool cumulative,
       const StackHistory& s = history.stacks[kept_stacks[k]];
       kept_traces[k].size = s.sizes[p];
       kept_traces[k].count = s.counts[p];
+      kept_traces[k].alloc_size = p < s.allocated.size() ? s.allocated[p] : 0;
+      kept_traces[k].alloc_count = p < s.allocations.size() ? s.allocations[p] : 0;
     }
     per_point[p] = groups_->index.sum(kept_traces);
   }
@@ -52,6 +54,8 @@ HistoryIndex::HistoryIndex(const History& history, KeyType key, bool cumulative,
     for (std::size_t p = 0; p < n; ++p) {
       series_[i].sizes.push_back(size_at(g, p).size);
       series_[i].counts.push_back(size_at(g, p).count);
+      series_[i].allocated.push_back(size_at(g, p).alloc_size);
+      series_[i].allocations.push_back(size_at(g, p).alloc_count);
     }
   }
 }

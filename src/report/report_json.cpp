@@ -211,6 +211,16 @@ std::optional<Verdict> verdict_from(const json& j, const std::string& path) {
     verdict.growth_per_min = number(j, path, "growth_per_min");
     verdict.since_last_growth_s = number(j, path, "since_last_growth_s");
   }
+  // The reasons: absent from an older server's report, null where unknown.
+  const auto optional_number = [&](const char* name) -> std::optional<double> {
+    const auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return std::nullopt;
+    expect(it->is_number(), *it, join(path, name), "a number or null");
+    return it->get<double>();
+  };
+  verdict.retention = optional_number("retention");
+  verdict.idle_s = optional_number("idle_s");
+  verdict.allocated = optional_number("allocated_in_window").value_or(0);
   return verdict;
 }
 

@@ -99,8 +99,12 @@ void run(unsigned interval_s) {
   engine::begin_ignore();  // this thread's allocations are the tracker's own
   Recorder& r = recorder();
   std::unique_lock lock(r.mutex);
+  // A point at once: what the program does in its first interval is a change from here, not
+  // the history's starting level (a burst of traffic soon after start stays visible).
+  bool first = true;
   while (!r.stopping) {
-    if (r.wake->wait_for(lock, std::chrono::seconds(interval_s), [&] { return r.stopping; })) break;
+    if (!first && r.wake->wait_for(lock, std::chrono::seconds(interval_s), [&] { return r.stopping; })) break;
+    first = false;
     lock.unlock();
     history_tick();
     lock.lock();
@@ -196,12 +200,22 @@ void history_tick() {
   // sums that arena (microseconds), as a GET /stats does.
   p.point.allocator = read_allocator().figures;
   r.scratch.clear();
+  // Every stack that ever allocated, so that the process's work sums them all; only those
+  // with live blocks are candidates for the point.
+  struct Visit {
+    std::vector<HistoryEntry>* entries;
+    HistoryPoint* point;
+  } visit{&r.scratch, &p.point};
   engine::visit_stack_ids(
       [](void* ctx, std::uint32_t id, const engine::StackSums& s) {
+        auto* v = static_cast<Visit*>(ctx);
+        v->point->allocated += s.alloc_bytes;
+        v->point->allocations += s.alloc_count;
+        if (s.count <= 0 && s.bytes <= 0) return;
         const auto count = static_cast<std::uint32_t>(std::clamp<std::int64_t>(s.count, 0, UINT32_MAX));
-        static_cast<std::vector<HistoryEntry>*>(ctx)->push_back({id, count, s.bytes});
+        v->entries->push_back({id, count, s.bytes, s.alloc_bytes, s.alloc_count});
       },
-      &r.scratch);
+      &visit, true);
   auto bigger = [](const HistoryEntry& a, const HistoryEntry& b) { return a.size > b.size; };
   auto kept_end = r.scratch.end();
   if (r.scratch.size() > kHistoryStacksPerPoint) {

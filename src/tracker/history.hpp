@@ -11,18 +11,22 @@
 
 namespace liveheap::tracker {
 
-// The bounds: an hour at the default 10 s, the biggest 512 stacks per point, 16 bytes each
-// (~2.9 MiB of points at most), and the stacks a report symbolizes.
+// The bounds: an hour at the default 10 s, the biggest 512 stacks per point, 32 bytes each
+// (~5.9 MiB of points at most), and the stacks a report symbolizes.
 inline constexpr std::size_t kHistoryPoints = 360;
 inline constexpr std::size_t kHistoryStacksPerPoint = 512;
 inline constexpr std::size_t kHistoryReportStacks = 2048;
 
-// One stack's totals at one point.
+// One stack's totals at one point: live now, and allocated since the process started (the
+// work the verdict weighs the live size against).
 struct HistoryEntry {
   std::uint32_t id = 0;
   std::uint32_t count = 0;  // live blocks, capped at 2^32 - 1
   std::int64_t size = 0;
+  std::int64_t alloc_size = 0;
+  std::int64_t alloc_count = 0;
 };
+static_assert(sizeof(HistoryEntry) == 32);
 
 // What the recorder holds, unsymbolized.
 struct RawHistory {

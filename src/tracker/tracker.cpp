@@ -286,6 +286,25 @@ std::vector<std::uint32_t> reported_ids(const tracker::RawHistory& raw) {
   return ids;
 }
 
+// A stack's cumulative allocations where the tick did not record it (-1): the last value
+// recorded before; before its first record, that record less the blocks then live (a stack
+// absent for holding nothing allocated those blocks since). Never decreasing.
+void fill_unrecorded(StackHistory& s) {
+  const std::size_t n = s.sizes.size();
+  std::size_t first = 0;
+  while (first < n && s.allocated[first] < 0) ++first;
+  if (first == n) {
+    std::fill(s.allocated.begin(), s.allocated.end(), 0);
+    std::fill(s.allocations.begin(), s.allocations.end(), 0);
+    return;
+  }
+  const std::int64_t bytes_before = first == 0 ? 0 : std::max<std::int64_t>(0, s.allocated[first] - s.sizes[first]);
+  const std::int64_t blocks_before = first == 0 ? 0 : std::max<std::int64_t>(0, s.allocations[first] - s.counts[first]);
+  for (std::size_t p = 0; p < first; ++p) s.allocated[p] = bytes_before, s.allocations[p] = blocks_before;
+  for (std::size_t p = first + 1; p < n; ++p)
+    if (s.allocated[p] < 0) s.allocated[p] = s.allocated[p - 1], s.allocations[p] = s.allocations[p - 1];
+}
+
 }  // namespace
 
 History history() {
@@ -311,7 +330,8 @@ History history() {
   const std::size_t n = raw.points.size();
   h.stacks.reserve(ids.size());
   for (Traceback& tb : tracebacks)
-    h.stacks.push_back({std::move(tb), std::vector<std::int64_t>(n), std::vector<std::int64_t>(n)});
+    h.stacks.push_back({std::move(tb), std::vector<std::int64_t>(n), std::vector<std::int64_t>(n),
+                        std::vector<std::int64_t>(n, -1), std::vector<std::int64_t>(n, -1)});
   for (std::size_t p = 0; p < n; ++p)
     for (const tracker::HistoryEntry& e : raw.entries[p]) {
       const auto it = std::lower_bound(ids.begin(), ids.end(), e.id);
@@ -319,7 +339,10 @@ History history() {
       StackHistory& s = h.stacks[static_cast<std::size_t>(it - ids.begin())];
       s.sizes[p] = e.size;
       s.counts[p] = e.count;
+      s.allocated[p] = e.alloc_size;
+      s.allocations[p] = e.alloc_count;
     }
+  for (StackHistory& s : h.stacks) fill_unrecorded(s);
   return h;
 }
 

@@ -44,6 +44,8 @@ async function rowOf(page, line) {
       countDiff: text('.count-diff'), average: text('.average'), verdict: text('.verdict'),
       bar: parseFloat(tr.querySelector('.bar')?.style.width ?? '0'),
       sparkPoints: tr.querySelector('.spark-line')?.getAttribute('points')?.split(' ').length ?? 0,
+      // Every point of the row's series, idle ones too (the sparkline folds those away).
+      sparkSeries: Number(tr.querySelector('.spark')?.dataset.points ?? 0),
     };
   }, `leak_target.cpp:${line}`);
 }
@@ -208,9 +210,10 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.ok(frames.some((f) => f.trim().endsWith('leak_target')), `the module is named: ${frames.join(' | ')}`);
     assert.equal(await detail.locator('.frame.mark').count() >= 1, true, 'the callsite frame is highlighted');
     // Two more points of the server's history (one a second; the page reads each into the
-    // row's sparkline): the traceback stays open.
-    const points = (await rowOf(page, LINES.grow)).sparkPoints;
-    await until('two more history points', async () => (await rowOf(page, LINES.grow)).sparkPoints >= points + 2);
+    // row's series; the target is paused, so the sparkline folds them as idle): the traceback
+    // stays open.
+    const points = (await rowOf(page, LINES.grow)).sparkSeries;
+    await until('two more history points', async () => (await rowOf(page, LINES.grow)).sparkSeries >= points + 2);
     assert.equal(await detail.count(), 1);
     await shot(page, '03-traceback');
     await page.locator('tr.site', { hasText: `leak_target.cpp:${LINES.grow}` }).click();
@@ -446,9 +449,11 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.equal(cache?.verdict, 'plateaued');
     assert.deepEqual([grow.verdict, cache.verdict], server.map((s) => s.verdict), "the rows say what GET history says");
     assert.ok(answer.points.length >= 5, `a history of ${answer.points.length} points`);
-    // Each row's sparkline is the server's series for it, point for point.
-    assert.equal(grow.sparkPoints, server[0].series.length);
-    assert.equal(cache.sparkPoints, server[1].series.length);
+    // Each row's sparkline is the server's series for it, point for point (the veteran never
+    // idles: no point is folded).
+    assert.equal(grow.sparkSeries, server[0].series.length);
+    assert.equal(cache.sparkSeries, server[1].series.length);
+    assert.equal(grow.sparkPoints, answer.points.length - answer.points.filter((p) => p.idle).length);
     // The memory chart: the server's points (traced, peak; RSS where known).
     const chart = await fresh.evaluate(() => Object.fromEntries(['heap', 'peak', 'rss'].map((c) =>
       [c, document.querySelector(`#chart polyline.series.${c}`)?.getAttribute('points')?.split(' ').length ?? 0])));

@@ -4,7 +4,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { formatSize, formatCount, formatCap } from '../../web/static/format.js';
 import { History, fromServer } from '../../web/static/history.js';
-import { VERDICTS, verdictTitle } from '../../web/static/table.js';
+import { VERDICTS, verdictTitle, verdictWhy } from '../../web/static/table.js';
+import { foldIdle, sparkline } from '../../web/static/charts.js';
 import { processLabel, shortCommand } from '../../web/static/processes.js';
 
 const KiB = 1024;
@@ -63,7 +64,7 @@ test("the server's history becomes the charts' series", () => {
   assert.deepEqual(s.memory.heap, [{ t: 1000, v: 10 }, { t: 3000, v: 20 }]);
   assert.deepEqual(s.memory.peak, [{ t: 1000, v: 12 }, { t: 3000, v: 22 }]);
   assert.deepEqual(s.memory.rss, [{ t: 1000, v: 100 }], 'an unknown RSS (-1) is no point');
-  assert.deepEqual(s.sites.get('id:a.cpp:1'), [{ t: 1000, v: 5 }, { t: 3000, v: 7 }]);
+  assert.deepEqual(s.sites.get('id:a.cpp:1'), [{ t: 1000, v: 5, idle: false }, { t: 3000, v: 7, idle: false }]);
   assert.deepEqual(s.sites.get('id:b.cpp:2'), []);
   // No answer (an older server) or history off: no interval, so the page uses its own polls.
   for (const none of [null, { interval_s: 0, points: [], stats: [] }, { interval_s: 'x' }]) {
@@ -81,6 +82,36 @@ test("verdicts are shown as the server says them, with its numbers", () => {
   // While unknown the server sends null numbers: only the explanation.
   assert.match(verdictTitle({ verdict: 'unknown', growth_per_min: null, since_last_growth_s: null }, 'unknown'), /shorter than 5 points/);
   assert.doesNotMatch(verdictTitle({ growth_per_min: null }, 'unknown'), /min/);
+});
+
+test("the server's idle points are folded out of a sparkline: it is drawn against the work", () => {
+  const answer = {
+    interval_s: 1, key: 'line',
+    points: [0, 1, 2, 3, 4, 5].map((i) => ({ t_ms: 1000 * i, traced: 0, peak: 0, rss: 0, idle: i >= 3 })),
+    stats: [{ key: 'leak.cpp:9', series: [[0, 10, 1], [1000, 20, 2], [2000, 30, 3], [3000, 30, 3], [4000, 30, 3], [5000, 30, 3]] }],
+  };
+  const points = fromServer(answer, (stat) => stat.key).sites.get('leak.cpp:9');
+  assert.deepEqual(points.map((p) => p.idle), [false, false, false, true, true, true]);
+  const { kept, folds } = foldIdle(points);
+  assert.deepEqual(kept.map((p) => p.v), [10, 20, 30], 'the idle stretch is no flat evidence');
+  assert.deepEqual(folds, [], 'nothing after the fold: no mark');
+  // Work after an idle stretch: the fold is marked between the points around it.
+  const resumed = [...points, { t: 6000, v: 40, idle: false }];
+  assert.deepEqual(foldIdle(resumed).kept.map((p) => p.v), [10, 20, 30, 40]);
+  assert.deepEqual(foldIdle(resumed).folds, [2]);
+  assert.match(sparkline(resumed, { verdict: 'growing' }), /class="spark-idle"/);
+  // What changed while idle (a free) still shows at the end.
+  const freed = [...points.slice(0, 5), { t: 5000, v: 0, idle: true }];
+  assert.deepEqual(foldIdle(freed).kept.map((p) => p.v), [10, 20, 30, 0]);
+});
+
+test("the verdict's reasons read as the server's text says them", () => {
+  assert.equal(verdictWhy({ verdict: 'growing', retention: 1, idle_s: 620.4 }), 'retains 100%, idle 620 s');
+  assert.equal(verdictWhy({ verdict: 'plateaued', retention: 0.002, idle_s: 0 }), 'retains <1%, idle 0 s');
+  assert.equal(verdictWhy({ verdict: 'stable', retention: null, idle_s: null }), 'allocated nothing');
+  assert.equal(verdictWhy({ verdict: 'unknown', growth_per_min: null }), '', 'an older server: nothing to say');
+  assert.match(verdictTitle({ verdict: 'growing', growth_per_min: 61440, since_last_growth_s: 3, retention: 1, idle_s: 620 }, 'growing'),
+    /keeps rising .* It retains 100% of what it allocated over the history, last allocated 620 s ago\. \(\+60\.0 KiB\/min, last grew 3 s ago\)$/);
 });
 
 test('the tracker-memory cap is said once reached, as the text reports say it', () => {

@@ -38,6 +38,13 @@ int g_pool_left = 0;
   for (void*& p : g_pool) { p = std::malloc(2048); } g_pool_line = __LINE__; g_pool_left = 7;
 }
 [[gnu::noinline]] void pool_step() { std::free(g_pool[--g_pool_left]); g_pool[g_pool_left] = nullptr; }
+// The program's work between two points (a request served: allocated, then freed), which
+// the verdicts are measured against: without it every interval would be idle.
+[[gnu::noinline]] void work_step() {
+  void* request = std::malloc(64 * 1024);
+  asm volatile("" : : "r"(request) : "memory");  // the allocation is not optimized away
+  std::free(request);
+}
 
 // The stat of `report` at this file's `line`, or null.
 nlohmann::json stat_at(const nlohmann::json& report, int line) {
@@ -61,6 +68,7 @@ class HistoryRoute : public ServerTest {
       cache_step();
       churn_step();
       pool_step();
+      work_step();
       liveheap::tracker::history_tick();
       // Distinct times for the trends: the clock the points are stamped with moved on.
       const std::int64_t last = liveheap::tracker::history_raw().points.back().t_ms;
@@ -123,11 +131,28 @@ TEST_F(HistoryRoute, SeriesAreExactAndVerdictsNameTheShapes) {
   EXPECT_EQ(churn["verdict"], "stable");
   EXPECT_EQ(pool["verdict"], "shrinking");
   EXPECT_LT(pool["growth_per_min"].get<double>(), 0);
+  // Why: the leak keeps what it allocates, the churn frees it, the pool allocated nothing.
+  EXPECT_EQ(leak["retention"], 1.0);
+  EXPECT_EQ(leak["idle_s"], 0.0);
+  EXPECT_EQ(leak["allocated_in_window"], 5000);
+  EXPECT_EQ(churn["retention"], 0.0);
+  EXPECT_TRUE(pool["retention"].is_null());
+  EXPECT_TRUE(pool["idle_s"].is_null());
+  std::vector<std::int64_t> leak_allocated;
+  for (const auto& p : leak["allocated_series"]) leak_allocated.push_back(p[1]);
+  EXPECT_EQ(leak_allocated, (std::vector<std::int64_t>{1000, 2000, 3000, 4000, 5000, 6000}));
+  // The process's work at each point: at least each step's request and leak.
+  for (std::size_t i = 1; i < h["points"].size(); ++i) {
+    const nlohmann::json& p = h["points"][i];
+    EXPECT_GE(p["allocated"].get<std::int64_t>() - h["points"][i - 1]["allocated"].get<std::int64_t>(), 64 * 1024 + 1000);
+    EXPECT_GE(p["allocations"].get<std::int64_t>() - h["points"][i - 1]["allocations"].get<std::int64_t>(), 3);
+    EXPECT_EQ(p["idle"], false);
+  }
 
   const Reply text = get(port(), "/debug/memory/history?include=*history_test.cpp");
   ASSERT_EQ(text.status, 200);
   EXPECT_TRUE(text.body.starts_with("History: 6 points every 0 s")) << text.body;
-  EXPECT_NE(text.body.find(":" + std::to_string(g_cache_line) + ": size=8192 B, count=2, average=4096 B [plateaued, +0 B/min, last grew "),
+  EXPECT_NE(text.body.find(":" + std::to_string(g_cache_line) + ": size=8192 B, count=2, average=4096 B [plateaued, retains 100%, idle "),
             std::string::npos) << text.body;
 }
 
@@ -139,7 +164,7 @@ TEST_F(HistoryRoute, TopAndDiffCarryVerdictsTextOnlyWhenAsked) {
   const std::string plain = get(port(), "/debug/memory/top?include=*history_test.cpp").body;
   EXPECT_EQ(plain.find('['), std::string::npos) << plain;  // tracemalloc's lines, unchanged
   const std::string with = get(port(), "/debug/memory/top?include=*history_test.cpp&verdicts=1").body;
-  EXPECT_NE(with.find(":" + std::to_string(g_leak_line) + ": size=6000 B, count=6, average=1000 B [growing, +"),
+  EXPECT_NE(with.find(":" + std::to_string(g_leak_line) + ": size=6000 B, count=6, average=1000 B [growing, retains 100%, idle 0 s]"),
             std::string::npos) << with;
 
   ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);

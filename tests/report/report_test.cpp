@@ -37,7 +37,8 @@ Snapshot old_snapshot() {
                   info_at(kOldMs));
 }
 
-// handle() is growing at 1200.4 B/min, last grew 3 s ago; the rest has no verdict yet.
+// handle() is growing at 1200.4 B/min, last grew 3 s ago, keeps all of the 40,000 bytes it
+// allocated over the history, last allocated 3 s ago; the rest has no verdict yet.
 Verdict verdict_of(const Traceback& key) {
   Verdict v;
   for (const Frame& f : key)
@@ -45,6 +46,9 @@ Verdict verdict_of(const Traceback& key) {
       v.trend = Trend::growing;
       v.growth_per_min = 1200.4;
       v.since_last_growth_s = 3;
+      v.retention = 1.0;
+      v.idle_s = 3;
+      v.allocated = 40000;
     }
   return v;
 }
@@ -86,6 +90,9 @@ TEST(ReportJson, KnownDiffFieldByField) {
   EXPECT_EQ(grew["verdict"], "growing");
   EXPECT_EQ(grew["growth_per_min"], 1200.0);  // rounded to whole bytes
   EXPECT_EQ(grew["since_last_growth_s"], 3.0);
+  EXPECT_EQ(grew["retention"], 1.0);
+  EXPECT_EQ(grew["idle_s"], 3.0);
+  EXPECT_EQ(grew["allocated_in_window"], 40000.0);
   EXPECT_FALSE(grew.contains("traceback")) << "whole stacks only where asked";
   const json& flat = j["stats"][1];
   EXPECT_EQ(flat["key"], "/src/cache.cpp:40");
@@ -93,8 +100,10 @@ TEST(ReportJson, KnownDiffFieldByField) {
   EXPECT_EQ(flat["verdict"], "unknown");
   EXPECT_TRUE(flat["growth_per_min"].is_null());
   EXPECT_TRUE(flat["since_last_growth_s"].is_null());
+  EXPECT_TRUE(flat["retention"].is_null());
+  EXPECT_TRUE(flat["idle_s"].is_null());
   EXPECT_EQ(j.size(), 17u) << j.dump();  // nothing more
-  EXPECT_EQ(grew.size(), 14u) << grew.dump();
+  EXPECT_EQ(grew.size(), 17u) << grew.dump();
 }
 
 TEST(ReportJson, KnownDiffByteForByte) {
@@ -102,12 +111,13 @@ TEST(ReportJson, KnownDiffByteForByte) {
       to_json(known_diff()),
       R"j({"against":"the baseline","cumulative":false,"exclude":[],"include":[],"key":"line","keys":2,)j"
       R"j("limit":10,"max_frames":32,"mode":"exact","old_taken_at_ms":1795345860000,"sample_interval":0,)j"
-      R"j("schema":1,"stats":[{"average":4100.0,"count":10,"count_diff":8,"file":"/src/app.cpp",)j"
-      R"j("function":"handle(int)","growth_per_min":1200.0,"key":"/src/app.cpp:12","line":12,)j"
-      R"j("module":"/bin/app","short_function":"handle","since_last_growth_s":3.0,"size":41000,)j"
-      R"j("size_diff":40000,"verdict":"growing"},{"average":4096.0,"count":1,"count_diff":0,)j"
-      R"j("file":"/src/cache.cpp","function":"cache::fill()","growth_per_min":null,)j"
-      R"j("key":"/src/cache.cpp:40","line":40,"module":"/bin/app","short_function":"cache::fill",)j"
+      R"j("schema":1,"stats":[{"allocated_in_window":40000.0,"average":4100.0,"count":10,"count_diff":8,)j"
+      R"j("file":"/src/app.cpp","function":"handle(int)","growth_per_min":1200.0,"idle_s":3.0,)j"
+      R"j("key":"/src/app.cpp:12","line":12,"module":"/bin/app","retention":1.0,"short_function":"handle",)j"
+      R"j("since_last_growth_s":3.0,"size":41000,"size_diff":40000,"verdict":"growing"},)j"
+      R"j({"allocated_in_window":0.0,"average":4096.0,"count":1,"count_diff":0,)j"
+      R"j("file":"/src/cache.cpp","function":"cache::fill()","growth_per_min":null,"idle_s":null,)j"
+      R"j("key":"/src/cache.cpp:40","line":40,"module":"/bin/app","retention":null,"short_function":"cache::fill",)j"
       R"j("since_last_growth_s":null,"size":4096,"size_diff":0,"verdict":"unknown"}],)j"
       R"j("taken_at_ms":1795345872000,"total":{"count":11,"count_diff":8,"size":45096,"size_diff":40000},)j"
       R"j("tracker_memory_cap":{"dropped_blocks":0,"dropped_bytes":0,"folded_blocks":0,)j"
@@ -153,7 +163,7 @@ TEST(ReportText, KnownDiffWithVerdicts) {
   EXPECT_EQ(to_text(known_diff(), {.verdicts = true}),
             "Top 2 of 2 lines against the baseline: size=44.0 KiB (+39.1 KiB), count=11 (+8) (mode=exact)\n"
             "/src/app.cpp:12: size=40.0 KiB (+39.1 KiB), count=10 (+8), average=4100 B"
-            " [growing, +1200 B/min, last grew 3 s ago]\n"
+            " [growing, retains 100%, idle 3 s]\n"
             "/src/cache.cpp:40: size=4096 B (+0 B), count=1 (+0), average=4096 B [unknown]\n");
   EXPECT_EQ(to_text(known_diff()),
             "Top 2 of 2 lines against the baseline: size=44.0 KiB (+39.1 KiB), count=11 (+8) (mode=exact)\n"
@@ -249,6 +259,9 @@ TEST(ReportJson, RoundTrips) {
   EXPECT_EQ(back.lines[0].traceback->front(), kHandle);  // with its address
   EXPECT_EQ(back.lines[0].verdict->trend, Trend::growing);
   EXPECT_EQ(back.lines[0].verdict->growth_per_min, 1200.0);
+  EXPECT_EQ(back.lines[0].verdict->retention, 1.0);
+  EXPECT_EQ(back.lines[0].verdict->idle_s, 3.0);
+  EXPECT_EQ(back.lines[0].verdict->allocated, 40000.0);
   EXPECT_EQ(back.diff->old_taken_at_ms, kOldMs);
 }
 
@@ -297,6 +310,9 @@ TEST(ReportJson, MalformedDocumentsAreRefusedNamingTheField) {
             "report JSON: stats[0].growth_per_min is null, not a number");
   EXPECT_EQ(with("/stats/1/since_last_growth_s"_json_pointer, 1.0),
             "report JSON: stats[1].since_last_growth_s is a number, not null (the verdict is unknown)");
+  EXPECT_EQ(with("/stats/0/retention"_json_pointer, "all"),
+            "report JSON: stats[0].retention is a string, not a number or null");
+  EXPECT_EQ(without("/stats/0/idle_s"_json_pointer), "") << "an older server's report has no reasons";
   EXPECT_EQ(without("/stats/0/short_function"_json_pointer), "report JSON: stats[0].short_function is missing");
   EXPECT_EQ(with("/stats/0/line"_json_pointer, 1LL << 40),
             "report JSON: stats[0].line is too large, not a whole number");

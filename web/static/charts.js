@@ -5,10 +5,31 @@ import { formatClock } from './format.js';
 const round = (x) => Math.round(x * 10) / 10;
 const escapeText = (text) => String(text).replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c]);
 
-// points: [{t, v}] oldest first. The vertical range starts at the series' minimum so a
-// plateau and a climb look different even when both sit on a large size.
-export function sparkline(points, { width = 120, height = 28, verdict = 'stable' } = {}) {
-  const svg = `<svg class="spark spark-${verdict}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" aria-hidden="true">`;
+// Points drawn against the program's work: a run of idle points ({idle: true}: nothing
+// allocated in the process) is folded into the point before it, so a flat idle stretch is not
+// drawn as a plateau; a last idle point whose size differs is kept (what changed while idle).
+// Returns the kept points and the indexes (in them) after which a stretch was folded.
+export function foldIdle(points) {
+  const kept = [];
+  const folds = [];
+  points.forEach((p, i) => {
+    const changedAtTheEnd = i === points.length - 1 && kept.length > 0 && p.v !== kept[kept.length - 1].v;
+    if (p.idle && kept.length > 0 && !changedAtTheEnd) {
+      if (folds[folds.length - 1] !== kept.length - 1) folds.push(kept.length - 1);
+      return;
+    }
+    kept.push(p);
+  });
+  return { kept, folds: folds.filter((f) => f < kept.length - 1) };
+}
+
+// points: [{t, v, idle?}] oldest first. The vertical range starts at the series' minimum so a
+// plateau and a climb look different even when both sit on a large size. Idle stretches are
+// folded (foldIdle) and marked with a dashed tick.
+export function sparkline(allPoints, { width = 120, height = 28, verdict = 'stable' } = {}) {
+  const { kept: points, folds } = foldIdle(allPoints);
+  // data-points: every point of the series, folded or drawn.
+  const svg = `<svg class="spark spark-${verdict}" data-points="${allPoints.length}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" aria-hidden="true">`;
   if (points.length < 2) return `${svg}<line class="spark-empty" x1="2" x2="${width - 2}" y1="${height / 2}" y2="${height / 2}"/></svg>`;
   const values = points.map((p) => p.v);
   const lo = Math.min(...values);
@@ -18,7 +39,11 @@ export function sparkline(points, { width = 120, height = 28, verdict = 'stable'
   const line = values.map((v, i) => `${x(i)},${y(v)}`).join(' ');
   const area = `2,${height} ${line} ${width - 2},${height}`;
   const last = values.length - 1;
-  return `${svg}<polygon class="spark-area" points="${area}"/><polyline class="spark-line" points="${line}"/>` +
+  const idle = folds.map((i) => {
+    const at = round((x(i) + x(i + 1)) / 2);
+    return `<line class="spark-idle" x1="${at}" x2="${at}" y1="2" y2="${height - 2}"/>`;
+  }).join('');
+  return `${svg}<polygon class="spark-area" points="${area}"/><polyline class="spark-line" points="${line}"/>${idle}` +
     `<circle class="spark-dot" cx="${x(last)}" cy="${y(values[last])}" r="2.2"/></svg>`;
 }
 

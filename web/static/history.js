@@ -49,7 +49,9 @@ export function fromServer(answer, id) {
   const sites = new Map();
   for (const stat of Array.isArray(answer?.stats) ? answer.stats : []) {
     const series = Array.isArray(stat.series) ? stat.series : [];
-    sites.set(id(stat), series.map(([t, v]) => ({ t, v })));
+    // idle: the interval ending at this point had no work (the server's call, GET history's
+    // points[].idle): the sparkline folds such stretches, as the verdict does.
+    sites.set(id(stat), series.map(([t, v], i) => ({ t, v, idle: points[i]?.idle === true })));
   }
   return { intervalMs: Math.max(0, Number(answer?.interval_s) || 0) * 1000, points: points.length, memory, sites };
 }

@@ -6,22 +6,48 @@ import { sparkline } from './charts.js';
 
 // The verdict is the server's (its history, its rule: docs/history.md); the page only shows it.
 export const VERDICT_HELP = {
-  growing: 'The server\'s history: keeps rising across its recent points: a leak candidate.',
-  plateaued: 'The server\'s history: rose, then stayed flat: a cache warming up to its capacity, not a leak.',
-  stable: 'The server\'s history: no material change across its recent points.',
-  shrinking: 'The server\'s history: falling across its recent points.',
-  unknown: 'The server cannot tell yet: its history is shorter than 5 points, is off, or never saw this callsite among its biggest stacks (all processes merged: they disagree).',
+  growing: 'The server\'s history: keeps rising as the program works (idle time changes nothing): a leak candidate.',
+  plateaued: 'The server\'s history: rose, then held flat while the program kept working: a cache at its capacity or full, not a leak.',
+  stable: 'The server\'s history: no material change while the program worked.',
+  shrinking: 'The server\'s history: falling while the program worked.',
+  unknown: 'The server cannot tell yet: its history is shorter than 5 points in which the program worked, is off, or never saw this callsite among its biggest stacks (all processes merged: they disagree).',
 };
 
 export const VERDICTS = Object.keys(VERDICT_HELP);
 
+// Retention as the server's text writes it: "100%", "<1%".
+const percent = (fraction) => {
+  const p = fraction * 100;
+  return `${p > 0 && p < 0.5 ? '<1' : Math.round(p)}%`;
+};
+// The server sent "retention": null on a judged stat: the callsite allocated nothing.
+const allocatedNothing = (stat) => !!stat && 'retention' in stat && stat.retention === null &&
+  !!stat.verdict && stat.verdict !== 'unknown';
+
+// Why, in the server's numbers, as text /diff?verdicts=1 says it: "retains 100%, idle 620 s".
+// Retention: of what the callsite allocated over the history, the fraction still live.
+export function verdictWhy(stat) {
+  if (!stat || stat.verdict === 'unknown') return '';  // as the text: unknown says no more
+  const parts = [];
+  if (Number.isFinite(stat?.retention)) parts.push(`retains ${percent(stat.retention)}`);
+  else if (allocatedNothing(stat)) parts.push('allocated nothing');
+  if (Number.isFinite(stat?.idle_s)) parts.push(`idle ${Math.round(stat.idle_s)} s`);
+  return parts.join(', ');
+}
+
 // The badge's hover text: what the verdict means and the server's numbers behind it.
 export function verdictTitle(stat, verdict) {
   const help = VERDICT_HELP[verdict] ?? '';
-  if (!Number.isFinite(stat?.growth_per_min)) return help;
+  const parts = [];
+  if (Number.isFinite(stat?.retention)) parts.push(`retains ${percent(stat.retention)} of what it allocated over the history`);
+  else if (allocatedNothing(stat)) parts.push('allocated nothing over the history');
+  if (Number.isFinite(stat?.idle_s)) parts.push(`last allocated ${Math.round(stat.idle_s)} s ago`);
+  const said = parts.length ? `${help} It ${parts.join(', ')}.` : help;
+  if (!Number.isFinite(stat?.growth_per_min)) return said;
   const since = Number.isFinite(stat.since_last_growth_s) ? `, last grew ${Math.round(stat.since_last_growth_s)} s ago` : '';
-  return `${help} (${formatSize(stat.growth_per_min, true)}/min${since})`;
+  return `${said} (${formatSize(stat.growth_per_min, true)}/min${since})`;
 }
+
 const COLUMNS = 10;
 
 function el(tag, cls, text) {
@@ -141,7 +167,8 @@ export class SitesTable {
     c9.className = 'verdict-cell';
     const badge = el('span', `verdict ${verdict}`, verdict);
     badge.title = verdictTitle(stat, verdict);
-    c9.replaceChildren(badge);
+    const why = verdictWhy(stat);
+    c9.replaceChildren(...(why ? [badge, el('div', 'verdict-why', why)] : [badge]));
     row.tr.classList.toggle('open', this.openId === row.tr.dataset.id);
   }
 
