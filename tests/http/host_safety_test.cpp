@@ -171,7 +171,7 @@ TEST(HostSafety, AChildKeepsTheProgramsDescriptors) {
     if (!holds)  // a few retries of the port first
       std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     program.write_line("go");
-    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "CHILD KEPT 8 OF 8") << "holds: " << holds;
+    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "CHILD KEPT 10 OF 10") << "holds: " << holds;
     EXPECT_EQ(program.wait(20000), 0);
   }
 }
