@@ -265,5 +265,26 @@ TEST(HostSafety, AForkedChildSaysNothingOnStderr) {
                                 "/debug/memory/\n");
 }
 
+// A signal sent to the process while its main thread blocks it waits for the main thread:
+// the host's handler never runs on one of liveheap's threads, holder or not.
+TEST(HostSafety, TheHostsSignalsStayOnTheHostsThreads) {
+  for (const bool holds : {true, false}) {
+    RuntimeDir dir;
+    const std::uint16_t port = free_port();
+    std::unique_ptr<Holder> other;
+    if (!holds) other = std::make_unique<Holder>(dir, port);
+    ChildProcess program({LIVEHEAP_SIGNAL_PROGRAM}, preload_env(dir, port));
+    ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
+    // Its endpoint's threads and the recorders' (100 ms later) all run by now.
+    ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == (holds ? 1u : 2u); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_EQ(::kill(program.pid(), SIGUSR1), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    program.write_line("go");
+    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "HANDLED ON MAIN") << "holds: " << holds;
+    EXPECT_EQ(program.wait(20000), 0);
+  }
+}
+
 }  // namespace
 }  // namespace http_test
