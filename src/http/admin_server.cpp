@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -22,6 +24,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/system/system_error.hpp>
 
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
@@ -139,11 +142,8 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
 
   Session(typename Protocol::socket&& socket, Handler& handler,
           std::shared_ptr<SessionBook<Protocol>> book)
-      : stream_(std::move(socket)), buffer_(kMaxBufferBytes), handler_(handler),
-        book_(std::move(book)), fd_(stream_.socket().native_handle()) {
-    track_fork_fd(fd_);
-  }
-  ~Session() { untrack_fork_fd(fd_); }
+      : stream_(std::move(socket)), tracked_(stream_.socket().native_handle()),
+        buffer_(kMaxBufferBytes), handler_(handler), book_(std::move(book)) {}
 
   // Since when it waits for a request, or nullopt while it works on one (or was evicted).
   std::optional<Clock::time_point> waiting_since() const { return time_of(waiting_since_.load()); }
@@ -157,7 +157,10 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     evicted_ = true;
     waiting_since_ = kBusy;
     writing_since_ = kBusy;
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->stream_.close(); });
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->tracked_.reset();  // before the number can be the program's again
+      self->stream_.close();
+    });
   }
 
   // Start on the strand: the session's steps never run concurrently.
@@ -278,11 +281,11 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
   }
 
   beast::basic_stream<Protocol> stream_;
+  ForkFd tracked_;  // after stream_: untracked before the socket closes
   beast::flat_buffer buffer_;
   std::optional<bh::request_parser<bh::string_body>> parser_;
   Handler& handler_;
   std::shared_ptr<SessionBook<Protocol>> book_;
-  int fd_;  // for fork_fds, also after an eviction closed the socket
   static constexpr std::int64_t kBusy = -1;
   std::atomic<std::int64_t> waiting_since_{kBusy};  // steady_clock ticks; read by the listener
   std::atomic<std::int64_t> writing_since_{kBusy};  // the same, while an answer is written
@@ -294,38 +297,78 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
 };
 
 // Accepts connections and starts a session for each.
-// Thread-safety: runs on the server's single io_context thread.
+// Thread-safety: runs on the server's single io_context thread (open() from any thread).
 template <class Protocol>
 class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
+  struct Opened {};  // make_shared's key to the constructor: only open() and adopt() make one
+
  public:
-  // Throws boost::system::system_error.
-  Listener(net::io_context& ioc, const typename Protocol::endpoint& endpoint, Handler& handler)
-      : ioc_(ioc), acceptor_(ioc), backoff_(ioc), handler_(handler) {
+  // A listener on `endpoint`, or nullptr with `ec` set. Throws nothing but std::bad_alloc
+  // (and then leaves no socket open and nothing tracked),
+  // and formats no message (a Boost system_error does, through strerror and gettext): a
+  // port retry calls it every second, and a fork at the wrong moment would leave glibc's
+  // locale lock held in the child. Plain system calls until the socket listens, so that a
+  // taken port costs socket, setsockopt, bind and close, and nothing is tracked for it.
+  static std::shared_ptr<Listener> open(net::io_context& ioc,
+                                        const typename Protocol::endpoint& endpoint,
+                                        Handler& handler, boost::system::error_code& ec) {
+    ec.clear();
     // Close-on-exec, which Asio does not set: a program that execs (a wrapper script's
     // shell, pyenv's shims) would hand the listening socket to the new image, where no
     // thread serves it: clients would hang, and the new image's own server could not bind.
     const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC,
                             endpoint.protocol().protocol());
-    if (fd < 0) throw boost::system::system_error(errno, boost::system::system_category(), "socket");
-    acceptor_.assign(endpoint.protocol(), fd);
-    // And closed in a child forked without exec (fork_fds.hpp), for the same reasons.
-    track_fork_fd(fd);
-    if constexpr (std::is_same_v<Protocol, tcp>)
-      acceptor_.set_option(net::socket_base::reuse_address(true));
-    acceptor_.bind(endpoint);
-    acceptor_.listen(net::socket_base::max_listen_connections);
+    if (fd < 0) {
+      ec.assign(errno, boost::system::system_category());
+      return nullptr;
+    }
+    const int on = 1;
+    const bool ok =
+        (!std::is_same_v<Protocol, tcp> ||
+         ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0) &&
+        ::bind(fd, endpoint.data(), static_cast<socklen_t>(endpoint.size())) == 0 &&
+        ::listen(fd, net::socket_base::max_listen_connections) == 0;
+    if (!ok) {
+      ec.assign(errno, boost::system::system_category());
+      ::close(fd);
+      return nullptr;
+    }
+    return adopt(ioc, fd, ForkFd(fd), handler, ec);
   }
-  // Accepts on `fd`, a socket already bound and listening, and tracked for fork.
-  Listener(net::io_context& ioc, int fd, Handler& handler)
-      : ioc_(ioc), acceptor_(ioc), backoff_(ioc), handler_(handler) {
-    acceptor_.assign(typename Protocol::endpoint().protocol(), fd);
+
+  // Accepts on `fd`, a socket already bound and listening, whose fork_fds entry `tracked`
+  // holds; or nullptr with `ec` set, and the socket untracked and closed. The
+  // socket is closed exactly once on every path, and always after its entry is freed.
+  static std::shared_ptr<Listener> adopt(net::io_context& ioc, int fd, ForkFd&& tracked,
+                                         Handler& handler, boost::system::error_code& ec) {
+    ec.clear();
+    std::optional<typename Protocol::acceptor> acceptor;
+    try {
+      acceptor.emplace(ioc);
+      acceptor->assign(typename Protocol::endpoint().protocol(), fd, ec);
+    } catch (...) {  // out of memory in the reactor: not assigned
+      ec = make_error_code(boost::system::errc::not_enough_memory);
+    }
+    if (ec) {
+      tracked.reset();
+      ::close(fd);
+      return nullptr;
+    }
+    ForkFd owned = std::move(tracked);  // after acceptor: freed before it closes the socket
+    return std::make_shared<Listener>(Opened{}, ioc, std::move(*acceptor), std::move(owned),
+                                      handler);
   }
-  ~Listener() { untrack_fork_fd(acceptor_.native_handle()); }
+
+  Listener(Opened, net::io_context& ioc, typename Protocol::acceptor&& acceptor,
+           ForkFd&& tracked, Handler& handler)
+      : ioc_(ioc), acceptor_(std::move(acceptor)), tracked_(std::move(tracked)),
+        backoff_(ioc), handler_(handler) {}
 
   std::uint16_t port() const
     requires std::is_same_v<Protocol, tcp>
   {
-    return acceptor_.local_endpoint().port();
+    boost::system::error_code ec;  // cannot fail on a bound socket; 0 if it did
+    return acceptor_.local_endpoint(ec).port();
   }
 
   void run() { do_accept(); }
@@ -361,6 +404,9 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
 
   net::io_context& ioc_;
   typename Protocol::acceptor acceptor_;
+  // And closed in a child forked without exec (fork_fds.hpp), for the same reasons. Only a
+  // listening socket is tracked: a failed bind leaves nothing behind.
+  ForkFd tracked_;
   net::steady_timer backoff_;
   Handler& handler_;
   std::shared_ptr<SessionBook<Protocol>> book_ = std::make_shared<SessionBook<Protocol>>();
@@ -420,27 +466,46 @@ net::io_context& Server::io() noexcept { return impl_->ioc; }
 std::uint16_t Server::listen_tcp(const tcp::endpoint& endpoint) {
   check_listen_policy(impl_->handler.config(), endpoint.address(), endpoint.address().to_string(),
                       endpoint.port());
-  auto listener = std::make_shared<Listener<tcp>>(impl_->ioc, endpoint, impl_->handler);
-  listener->run();  // the pending accept holds it
-  return listener->port();
+  boost::system::error_code ec;
+  const std::uint16_t port = listen_tcp(endpoint, ec);
+  if (ec) throw boost::system::system_error(ec);
+  return port;
 }
 
-void Server::listen_local(const std::string& path) {
-  ::unlink(path.c_str());  // a socket file left by an earlier process with our pid
-  auto listener = std::make_shared<Listener<local>>(impl_->ioc, local::endpoint(path),
-                                                    impl_->handler);
-  listener->run();
-}
-
-void Server::adopt_local(int fd) {
+std::uint16_t Server::listen_tcp(const tcp::endpoint& endpoint,
+                                 boost::system::error_code& ec) noexcept {
   try {
-    auto listener = std::make_shared<Listener<local>>(impl_->ioc, fd, impl_->handler);
-    listener->run();
+    auto listener = Listener<tcp>::open(impl_->ioc, endpoint, impl_->handler, ec);
+    if (!listener) return 0;
+    listener->run();  // the pending accept holds it
+    return listener->port();
+  } catch (...) {  // out of memory: the listener, if made, untracked and closed its socket
+    ec = make_error_code(boost::system::errc::not_enough_memory);
+    return 0;
+  }
+}
+
+void Server::listen_local(const std::string& path, boost::system::error_code& ec) noexcept {
+  // Checked here: Asio's endpoint would throw a system_error, which formats its message.
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    ec = make_error_code(boost::system::errc::filename_too_long);
+    return;
+  }
+  ::unlink(path.c_str());  // a socket file left by an earlier process with our pid
+  try {
+    auto listener = Listener<local>::open(impl_->ioc, local::endpoint(path), impl_->handler, ec);
+    if (listener) listener->run();
   } catch (...) {
-    // Not assigned: the socket is still ours to close.
-    untrack_fork_fd(fd);
-    ::close(fd);
-    throw;
+    ec = make_error_code(boost::system::errc::not_enough_memory);
+  }
+}
+
+void Server::adopt_local(int fd, ForkFd&& tracked, boost::system::error_code& ec) noexcept {
+  try {
+    auto listener = Listener<local>::adopt(impl_->ioc, fd, std::move(tracked), impl_->handler, ec);
+    if (listener) listener->run();
+  } catch (...) {  // as above: whatever was made of it freed the entry, then closed the socket
+    ec = make_error_code(boost::system::errc::not_enough_memory);
   }
 }
 

@@ -2,20 +2,21 @@
 // (see endpoint.hpp).
 #include "endpoint.hpp"
 
+#include <pthread.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
-#include <thread>
+#include <stdexcept>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -36,6 +37,14 @@ namespace {
 namespace net = boost::asio;
 
 constexpr auto kPortRetry = std::chrono::seconds(1);
+// A process that finds the port taken and no live holder recorded looks once more after
+// this: the holder of a group started a moment before may be between listen and its record.
+constexpr auto kStartRetry = std::chrono::milliseconds(200);
+// How many tries without a live holder before the port is left to whoever has it: once at
+// start (above); after the holder of the group was seen, seconds enough for it to finish
+// exiting (it removes its record before the kernel closes its socket).
+constexpr int kStartTries = 1;
+constexpr int kTakeoverTries = 5;
 // A child forked without exec waits this long before registering: most children exec
 // at once (a shell's commands, popen), and then there is nothing to register.
 constexpr auto kForkChildDelay = std::chrono::milliseconds(50);
@@ -50,6 +59,7 @@ struct State {
   std::string host;
   std::uint16_t port = 0;
   std::string address;  // "host:port", the group's name
+  net::ip::tcp::endpoint endpoint;  // resolved once, at start
 
   pid_t state_pid = 0;   // the process this state is set up for (not a vfork child of it)
   bool forked = false;   // state_pid is a child forked without exec
@@ -62,59 +72,105 @@ struct State {
   pid_t registered_pid = 0;  // the process that bound `socket`
   // A socket bound and listening before a uid change, for the server to adopt; or -1.
   int unadopted_fd = -1;
+  ForkFd unadopted_tracked;  // its fork_fds entry, handed to the server with it
   bool exiting = false;
+  bool holding = false;  // this process listens on the port
   std::unique_ptr<net::steady_timer> retry;
   std::unique_ptr<net::steady_timer> recorders;
+
+  // The endpoint's thread's alone (and the forked child's before it has one).
+  bool announce = true;      // a process the user started (not a fork): may say a line
+  bool port_taken = false;   // the first try found the port taken
+  bool seen_holder = false;  // a live holder of the group was recorded once
+  int tries_without_holder = 0;
+  std::string holder;        // holder_path(dir), once registered
 };
 State* g_state = nullptr;
 
 void say(const std::string& line) { std::fprintf(stderr, "liveheap: %s\n", line.c_str()); }
 
-// Binds the port; false (quietly) while another process holds it.
-bool try_port(State& s, bool announce_busy) {
+// Listens on the port; the errno of a failure (EADDRINUSE while another process holds it),
+// 0 on success. Never throws, formats nothing: it runs every second while the port is taken.
+int listen_on_port(State& s, std::uint16_t* bound = nullptr) noexcept {
+  boost::system::error_code ec;
+  const std::uint16_t port = s.server->listen_tcp(s.endpoint, ec);
+  if (bound != nullptr) *bound = port;
+  return ec ? ec.value() : 0;
+}
+
+// The port is ours: recorded for the group once this process is registered (the first
+// try is made before registering; register_socket records it then).
+void hold(State& s) noexcept {
+  std::lock_guard lock(s.mutex);
+  s.holding = true;
+  if (!s.exiting && s.registered_pid == ::getpid() && !s.dir.empty())
+    record_port_holder(s.dir, ::getpid());
+}
+
+void schedule_retry(State& s, std::chrono::milliseconds after) noexcept;
+
+// The port is taken: retry while a live liveheap of this group holds it (it may exit, and
+// one of the group takes over), or a few times when none is recorded (it is exiting, or
+// starting); else something else holds the port, and it is left alone. On the endpoint's
+// thread: one readlink and one kill a second, no allocation, no message but the one below.
+void port_is_taken(State& s) noexcept {
+  const pid_t holder = s.holder.empty() ? 0 : recorded_port_holder(s.holder.c_str());
+  if (holder != 0 && holder != ::getpid() && process_exists(holder)) {
+    s.seen_holder = true;
+    s.tries_without_holder = 0;
+    return schedule_retry(s, kPortRetry);
+  }
+  if (s.tries_without_holder < (s.seen_holder ? kTakeoverTries : kStartTries)) {
+    ++s.tries_without_holder;
+    return schedule_retry(s, s.seen_holder ? std::chrono::milliseconds(kPortRetry) : kStartRetry);
+  }
+  // The process the user pointed at a port another program holds is told so, once; the
+  // rest of its group (its children: a shell's commands, a wrapper's program) stay quiet:
+  // their parent, registered in the group, said it. (`announce` first: only a process the
+  // user started reads `dir` here, and in it no other thread writes `dir`.)
+  if (s.seen_holder || !s.announce || s.dir.empty()) return;
   try {
-    const std::uint16_t port = s.server->listen_tcp(resolve_tcp(s.host, s.port));
-    say("serving http://" + host_header_name(s.host) + ":" + std::to_string(port) + s.config.prefix + "/");
-    return true;
-  } catch (const boost::system::system_error& e) {
-    if (e.code() == boost::system::errc::address_in_use) {
-      if (announce_busy)
-        say(s.address + " is taken; this process (pid " + std::to_string(::getpid()) +
-            ") is reached through its holder with ?pid=, and takes the port if it frees up");
-      return false;
-    }
-    say("admin server not started: cannot serve on " + s.address + ": " + e.code().message());
-    return true;  // nothing to retry
+    struct stat st {};
+    if (::lstat(socket_path(s.dir, ::getppid()).c_str(), &st) == 0) return;
+    say(s.address + " is taken by a program that is not liveheap; this process is reached "
+        "only through its socket in the registry");
+  } catch (...) {
   }
 }
 
-void schedule_retry(State& s) {
-  s.retry->expires_after(kPortRetry);
-  s.retry->async_wait([&s](boost::system::error_code ec) {
-    if (ec) return;
-    IgnoreScope ignore;
-    if (!try_port(s, false)) schedule_retry(s);
-  });
+void schedule_retry(State& s, std::chrono::milliseconds after) noexcept {
+  try {
+    s.retry->expires_after(after);
+    s.retry->async_wait([&s](boost::system::error_code ec) {
+      if (ec) return;
+      IgnoreScope ignore;
+      const int error = listen_on_port(s);
+      if (error == 0) return hold(s);  // quietly: a child that takes over says nothing
+      if (error == EADDRINUSE) port_is_taken(s);
+      // Anything else (out of descriptors, say): no more tries, quietly.
+    });
+  } catch (...) {
+    // Out of memory: no more tries.
+  }
 }
 
 // The socket bound before a uid change, served from now on; false when this process has
-// not registered yet.
-bool adopt_bound_socket(State& s) {
+// not registered yet. Quiet: only a forked child has such a socket.
+bool adopt_bound_socket(State& s) noexcept {
   std::lock_guard lock(s.mutex);
   if (s.registered_pid != ::getpid()) return false;
   if (s.unadopted_fd >= 0 && s.server != nullptr) {
     const int fd = std::exchange(s.unadopted_fd, -1);
-    try {
-      s.server->adopt_local(fd);
-    } catch (const std::exception& e) {
-      say(std::string("this process is not reachable through the registry: ") + e.what());
-    }
+    boost::system::error_code ec;
+    // On failure (out of memory) the entry is freed and the socket closed: not reachable.
+    s.server->adopt_local(fd, std::move(s.unadopted_tracked), ec);
   }
   return true;
 }
 
-void register_socket(State& s) {
-  IgnoreScope ignore;
+// Into the registry: in the inherited group directory (a forked child's), else the one
+// open_registry finds. Throws std::bad_alloc only.
+void register_in_registry(State& s) {
   if (adopt_bound_socket(s)) return;
   // A forked child registers where its parent did: the program may have changed its
   // environment since (nginx keeps only TZ), and with it where open_registry looks.
@@ -128,27 +184,49 @@ void register_socket(State& s) {
   // the inherited one is not ours to bind in: in the registry open_registry finds.
   for (int attempt = 1;; ++attempt) {
     const bool in_inherited = attempt == 1 && !inherited.empty();
+    std::string dir;
+    std::string path;
     try {
-      const std::string dir = in_inherited ? inherited : open_registry(s.address);
-      const std::string path = socket_path(dir, ::getpid());
-      std::lock_guard lock(s.mutex);
-      if (s.exiting) return;  // too late: nothing would remove it
-      if (s.registered_pid == ::getpid()) break;  // bound meanwhile, before a uid change
-      s.server->listen_local(path);
-      s.dir = dir;
-      s.socket = path;
-      s.registered_pid = ::getpid();
-      return;
-    } catch (const std::exception& e) {
-      const auto* bind = dynamic_cast<const boost::system::system_error*>(&e);
-      if (attempt == 1 && bind != nullptr &&
-          (bind->code() == boost::system::errc::no_such_file_or_directory || in_inherited))
-        continue;
-      say(std::string("this process is not reachable through the registry: ") + e.what());
+      dir = in_inherited ? inherited : open_registry(s.address);
+      path = socket_path(dir, ::getpid());
+    } catch (const std::runtime_error& e) {
+      if (in_inherited) continue;
+      // A registry others could open, say: the user's configuration, said once by the
+      // process the user started (a forked child's parent said it already).
+      if (s.announce) say(std::string("this process is not reachable through the registry: ") + e.what());
       return;
     }
+    std::lock_guard lock(s.mutex);
+    if (s.exiting) return;  // too late: nothing would remove it
+    if (s.registered_pid == ::getpid()) break;  // bound meanwhile, before a uid change
+    boost::system::error_code ec;
+    s.server->listen_local(path, ec);
+    if (!ec) {
+      s.dir = std::move(dir);
+      s.socket = std::move(path);
+      s.registered_pid = ::getpid();
+      return;
+    }
+    if (attempt == 1 && (ec.value() == ENOENT || in_inherited)) continue;
+    return;  // quietly: a failure here is no configuration of the user's
   }
   adopt_bound_socket(s);
+}
+
+// On the endpoint's thread: into the registry, then (the holder known) retry the port or not.
+void register_socket(State& s) {
+  IgnoreScope ignore;
+  try {
+    register_in_registry(s);
+    std::lock_guard lock(s.mutex);
+    if (s.registered_pid == ::getpid()) {
+      s.holder = holder_path(s.dir);
+      if (s.holding && !s.exiting) record_port_holder(s.dir, ::getpid());
+    }
+  } catch (...) {
+    // Out of memory: not reachable through the registry.
+  }
+  if (s.port_taken) port_is_taken(s);
 }
 
 // In a forked child that has no socket yet: binds one in the group directory of its
@@ -161,7 +239,7 @@ void bind_inherited(State& s) {
   // The parent's directory; where it had not registered yet, the one it registers in,
   // since until the change this process has its parent's user ids.
   if (s.dir.empty()) s.dir = open_registry(s.address);
-  const std::string path = socket_path(s.dir, pid);
+  std::string path = socket_path(s.dir, pid);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return;
   sockaddr_un addr{};
@@ -174,9 +252,10 @@ void bind_inherited(State& s) {
     return;  // the endpoint's thread registers the usual way
   }
   // Until the server adopts it, a connection waits in the backlog: the holder lists us.
-  track_fork_fd(fd);
+  // Nothing from here on throws: the socket and its entry are the state's before the post.
+  s.unadopted_tracked = ForkFd(fd);
   s.unadopted_fd = fd;
-  s.socket = path;
+  s.socket = std::move(path);
   s.registered_pid = pid;
   // A server already running (its registration failed or is still queued) adopts it now;
   // a child's server, started after the fork delay, adopts it as it registers.
@@ -191,13 +270,18 @@ void unregister_at_exit() {
   std::lock_guard lock(s.mutex);
   s.exiting = true;
   if (s.registered_pid != ::getpid()) return;
+  // The holder's record (the others take over once its socket closes with the process), or
+  // one a killed holder left, which would keep the group's directory.
+  forget_port_holder(s.dir, ::getpid());
   ::unlink(s.socket.c_str());
   // The group's directory goes with its last process (rmdir fails while others are in it).
   ::rmdir(s.dir.c_str());
 }
 
 // In this process: a Server, the port (or a retry), the socket (on the server's thread).
-void serve(State& s, bool announce_busy) {
+// The first try is made here, on the caller's thread, so that the port answers as soon as
+// the process runs; whether to retry is decided once registered (the registry says who holds).
+void serve(State& s) {
   IgnoreScope ignore;
   {
     std::lock_guard lock(s.mutex);
@@ -205,7 +289,19 @@ void serve(State& s, bool announce_busy) {
     s.retry = std::make_unique<net::steady_timer>(s.server->io());
     s.recorders = std::make_unique<net::steady_timer>(s.server->io(), kRecordersDelay);
   }
-  if (!try_port(s, announce_busy)) schedule_retry(s);
+  std::uint16_t bound = 0;
+  const int error = listen_on_port(s, &bound);
+  if (error == 0) {
+    hold(s);
+    if (s.announce)
+      say("serving http://" + host_header_name(s.host) + ":" + std::to_string(bound) +
+          s.config.prefix + "/");
+  } else if (error == EADDRINUSE) {
+    s.port_taken = true;
+  } else if (s.announce) {  // a port this user may not bind, an address not of this host
+    say("admin server not started: cannot serve on " + s.address + ": " +
+        boost::system::error_code(error, boost::system::system_category()).message());
+  }
   net::post(s.server->io(), [&s] { register_socket(s); });
   s.recorders->async_wait([](boost::system::error_code ec) {
     if (ec) return;
@@ -218,8 +314,20 @@ void serve(State& s, bool announce_busy) {
   });
 }
 
-// fork() without exec: the parent's server is the parent's (its threads do not exist
-// here, its sockets are closed); this process gets its own after a moment.
+void* serve_in_child(void*) {
+  ::usleep(std::chrono::duration_cast<std::chrono::microseconds>(kForkChildDelay).count());
+  try {
+    serve(*g_state);
+  } catch (...) {
+    // Out of threads or memory: this child is simply not reachable.
+  }
+  return nullptr;
+}
+
+// fork() without exec, in the child's atfork handler: the parent's server is the parent's
+// (its threads do not exist here, its sockets are closed); this process gets its own after
+// a moment. Nothing here throws, allocates or formats: a thread of the parent may have held
+// any lock.
 void after_fork_in_child() {
   State& s = *g_state;
   new (&s.mutex) std::mutex;  // a thread of the parent may have held it
@@ -231,19 +339,17 @@ void after_fork_in_child() {
   s.state_pid = ::getpid();
   s.forked = true;
   s.unadopted_fd = -1;  // the parent's, closed by fork_fds
-  try {
-    // Made on the thread that forked, which may be the host's: the mask is set here.
-    const engine::BlockedSignals quiet;
-    std::thread([] {
-      std::this_thread::sleep_for(kForkChildDelay);
-      try {
-        serve(*g_state, false);
-      } catch (...) {
-        // Out of threads or memory: this child is simply not reachable.
-      }
-    }).detach();
-  } catch (...) {
-  }
+  new (&s.unadopted_tracked) ForkFd;  // its entry is free here already: abandoned, not reset
+  s.holder.clear();
+  s.holding = false;
+  s.announce = false;  // the parent said whatever was to be said
+  s.port_taken = false;
+  s.seen_holder = false;
+  s.tries_without_holder = 0;
+  // Made on the thread that forked, which may be the host's: the mask is set here.
+  const engine::BlockedSignals quiet;
+  pthread_t thread;
+  if (::pthread_create(&thread, nullptr, serve_in_child, nullptr) == 0) ::pthread_detach(thread);
 }
 
 }  // namespace
@@ -260,9 +366,18 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
     g_state->port = port;
     g_state->address = host_header_name(host) + ":" + std::to_string(port);
     g_state->state_pid = ::getpid();
+    // Resolved and checked once: the tries that follow (a retry every second, a forked
+    // child's) only bind.
+    try {
+      g_state->endpoint = resolve_tcp(host, port);
+    } catch (const boost::system::system_error& e) {
+      throw std::runtime_error("cannot serve on " + g_state->address + ": " + e.code().message());
+    }
+    check_listen_policy(g_state->config, g_state->endpoint.address(),
+                        g_state->endpoint.address().to_string(), port);
     std::atexit(unregister_at_exit);
     on_fork_child(after_fork_in_child);
-    serve(*g_state, true);
+    serve(*g_state);
   } catch (const std::exception& e) {
     say(std::string("admin server not started: ") + e.what());
   }

@@ -2,27 +2,49 @@
 #include "fork_fds.hpp"
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 namespace {
 
-constexpr int kFree = 0;  // slots hold fd + 1: zero-initialized means empty
 constexpr std::size_t kMaxFds = 256;
 constexpr std::size_t kMaxHooks = 8;
 
-std::array<std::atomic<int>, kMaxFds> g_fds{};
+// A slot's state: its fields are read only once `ready` is published (release/acquire).
+enum : int { kFree = 0, kWriting = 1, kReady = 2 };
+
+struct Slot {
+  std::atomic<int> state{kFree};
+  std::atomic<int> fd{-1};
+  std::atomic<std::uint64_t> dev{0};
+  std::atomic<std::uint64_t> ino{0};
+};
+
+std::array<Slot, kMaxFds> g_fds{};
 std::array<std::atomic<void (*)()>, kMaxHooks> g_hooks{};
 
+// In the child, where only this thread exists: fstat and close are async-signal-safe, and
+// nothing here locks, allocates or formats. Every slot is freed: the parent's owners are
+// never destroyed here.
 void close_in_child() {
-  for (auto& slot : g_fds) {
-    const int entry = slot.exchange(kFree);
-    if (entry != kFree) ::close(entry - 1);
+  for (Slot& slot : g_fds) {
+    if (slot.state.load(std::memory_order_acquire) == kReady) {
+      const int fd = slot.fd.load(std::memory_order_relaxed);
+      struct stat st {};
+      if (::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+          static_cast<std::uint64_t>(st.st_dev) == slot.dev.load(std::memory_order_relaxed) &&
+          static_cast<std::uint64_t>(st.st_ino) == slot.ino.load(std::memory_order_relaxed))
+        ::close(fd);
+    }
+    // A slot another thread of the parent was filling at the fork is freed unread.
+    slot.state.store(kFree, std::memory_order_relaxed);
   }
   for (auto& hook : g_hooks)
     if (void (*fn)() = hook.load()) fn();
@@ -33,21 +55,46 @@ void register_once() {
   std::call_once(once, [] { pthread_atfork(nullptr, nullptr, close_in_child); });
 }
 
-}  // namespace
-
-void track_fork_fd(int fd) noexcept {
+// The slot now holding the socket `fd` is (its identity), or -1.
+int track(int fd) noexcept {
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return -1;
   register_once();
-  for (auto& slot : g_fds) {
+  for (std::size_t i = 0; i < kMaxFds; ++i) {
+    Slot& slot = g_fds[i];
     int expected = kFree;
-    if (slot.compare_exchange_strong(expected, fd + 1)) return;
+    if (!slot.state.compare_exchange_strong(expected, kWriting, std::memory_order_acquire))
+      continue;
+    slot.fd.store(fd, std::memory_order_relaxed);
+    slot.dev.store(static_cast<std::uint64_t>(st.st_dev), std::memory_order_relaxed);
+    slot.ino.store(static_cast<std::uint64_t>(st.st_ino), std::memory_order_relaxed);
+    slot.state.store(kReady, std::memory_order_release);
+    return static_cast<int>(i);
   }
+  return -1;
 }
 
-void untrack_fork_fd(int fd) noexcept {
-  for (auto& slot : g_fds) {
-    int expected = fd + 1;
-    if (slot.compare_exchange_strong(expected, kFree)) return;
+}  // namespace
+
+ForkFd::ForkFd(int fd) noexcept : slot_(track(fd)) {}
+
+ForkFd::ForkFd(ForkFd&& other) noexcept : slot_(other.slot_) { other.slot_ = -1; }
+
+ForkFd& ForkFd::operator=(ForkFd&& other) noexcept {
+  if (this != &other) {
+    reset();
+    slot_ = other.slot_;
+    other.slot_ = -1;
   }
+  return *this;
+}
+
+ForkFd::~ForkFd() { reset(); }
+
+// The slot is this owner's alone: it holds exactly the triple recorded above.
+void ForkFd::reset() noexcept {
+  if (slot_ >= 0) g_fds[static_cast<std::size_t>(slot_)].state.store(kFree, std::memory_order_release);
+  slot_ = -1;
 }
 
 void on_fork_child(void (*hook)()) noexcept {

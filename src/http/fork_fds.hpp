@@ -1,9 +1,13 @@
 // The admin sockets a forked child must not keep: after fork() without exec, the child
 // holds copies of its parent's listening and client sockets that no thread of its own
 // serves (clients would hang on them, and a restarted program could not bind the port).
-// A pthread_atfork child handler closes them by number, then runs the registered hooks.
+// A pthread_atfork child handler closes them, then runs the registered hooks. A socket is
+// known by its number AND its identity (device and inode): the child closes a number only
+// while it still is that socket, never a file the program opened under a number that was
+// once liveheap's (a program that closes every descriptor and opens its own, say).
 // Thread-safety: every function may be called from any thread; the table is lock-free so
-// that a fork while another thread updates it cannot leave a lock held in the child.
+// that a fork while another thread updates it cannot leave a lock held in the child. One
+// ForkFd is used by one thread at a time.
 #pragma once
 
 #include "liveheap/export.hpp"
@@ -11,10 +15,28 @@
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 
-// Remember `fd` as an admin socket (a no-op when the table of 256 is full).
-void track_fork_fd(int fd) noexcept;
-// Forget it, before it is closed.
-void untrack_fork_fd(int fd) noexcept;
+// Owns one entry of the table: the socket `fd` as it is now (number, device, inode) from
+// construction to destruction (or until moved from or reset). Destroy or reset it before
+// closing the socket. A descriptor that is not a socket, or a full table (256), tracks
+// nothing. In a forked child every entry is already free: an owner the child inherited
+// must be abandoned (placement-new over it), never destroyed or reset.
+class ForkFd {
+ public:
+  ForkFd() noexcept = default;
+  explicit ForkFd(int fd) noexcept;
+  ForkFd(ForkFd&& other) noexcept;
+  ForkFd& operator=(ForkFd&& other) noexcept;
+  ~ForkFd();
+  ForkFd(const ForkFd&) = delete;
+  ForkFd& operator=(const ForkFd&) = delete;
+
+  // Frees the entry now (the socket is about to close).
+  void reset() noexcept;
+
+ private:
+  int slot_ = -1;
+};
+
 // Run `hook` in every forked child, after the tracked sockets are closed. At most 8 hooks.
 void on_fork_child(void (*hook)()) noexcept;
 

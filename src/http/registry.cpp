@@ -151,5 +151,42 @@ std::vector<pid_t> list_registry(const std::string& dir) {
   return pids;
 }
 
+std::string holder_path(const std::string& dir) { return dir + "/holder"; }
+
+bool record_port_holder(const std::string& dir, pid_t pid) noexcept {
+  try {
+    // A link beside it first, renamed over the record: readers never see a half-made one.
+    const std::string target = std::to_string(pid);
+    const std::string temporary = dir + "/holder." + target;
+    ::unlink(temporary.c_str());
+    if (::symlink(target.c_str(), temporary.c_str()) != 0) return false;
+    if (::rename(temporary.c_str(), holder_path(dir).c_str()) == 0) return true;
+    ::unlink(temporary.c_str());
+  } catch (...) {
+    // Out of memory: no record, and the others stop retrying once it is missed.
+  }
+  return false;
+}
+
+pid_t recorded_port_holder(const char* holder) noexcept {
+  char target[24];
+  const ssize_t n = ::readlink(holder, target, sizeof target);
+  if (n <= 0 || n >= static_cast<ssize_t>(sizeof target)) return 0;
+  pid_t pid = 0;
+  const auto [end, ec] = std::from_chars(target, target + n, pid);
+  return ec == std::errc() && end == target + n && pid > 0 ? pid : 0;
+}
+
+bool process_exists(pid_t pid) noexcept { return pid > 0 && alive(pid); }
+
+void forget_port_holder(const std::string& dir, pid_t pid) noexcept {
+  try {
+    const std::string holder = holder_path(dir);
+    const pid_t recorded = recorded_port_holder(holder.c_str());
+    if (recorded != 0 && (recorded == pid || !alive(recorded))) ::unlink(holder.c_str());
+  } catch (...) {
+  }
+}
+
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

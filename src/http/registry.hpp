@@ -30,5 +30,26 @@ std::string socket_path(const std::string& dir, pid_t pid);
 // longer listens, for longer than a start-up takes) is removed on the way.
 std::vector<pid_t> list_registry(const std::string& dir);
 
+// The holder of the group's port records itself as "<dir>/holder", a symbolic link whose
+// target is its pid (written once it listens, replaced atomically, removed as it exits):
+// the others of the group retry the port only while that holder lives, so that a port
+// some other program holds is never taken from it when that program restarts.
+
+// "<dir>/holder".
+std::string holder_path(const std::string& dir);
+
+// Records `pid` as the holder. Quiet: false when it could not (nothing else to do then).
+bool record_port_holder(const std::string& dir, pid_t pid) noexcept;
+
+// The pid recorded at `holder` (holder_path), or 0 when none is. One readlink: no
+// allocation, no message, no lock (the port retry calls it every second).
+pid_t recorded_port_holder(const char* holder) noexcept;
+
+// True when `pid` is a process that exists (a zombie too, until it is reaped).
+bool process_exists(pid_t pid) noexcept;
+
+// Removes the record when it names `pid` or a process that no longer exists.
+void forget_port_holder(const std::string& dir, pid_t pid) noexcept;
+
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

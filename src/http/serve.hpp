@@ -13,7 +13,9 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
 
+#include "fork_fds.hpp"
 #include "liveheap/http.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
@@ -33,15 +35,20 @@ class Server {
 
   Handler& handler() noexcept;
   boost::asio::io_context& io() noexcept;
-  // Accept on `endpoint`; the port bound. Throws boost::system::system_error.
+  // Accept on `endpoint` when Config allows it (check_listen_policy); the port bound.
+  // Throws std::runtime_error or boost::system::system_error.
   std::uint16_t listen_tcp(const boost::asio::ip::tcp::endpoint& endpoint);
-  // Accept on a Unix-domain socket at `path` (an old file there is replaced).
-  // Throws boost::system::system_error.
-  void listen_local(const std::string& path);
-  // Accept on `fd`, a Unix-domain socket already bound and listening (and tracked in
-  // fork_fds.hpp); the server owns it from here, also when this throws
-  // boost::system::system_error.
-  void adopt_local(int fd);
+  // The same without the policy check (the caller made it), without throwing and without
+  // formatting a message (a port retry and a forked child call it): the port bound, or 0
+  // with `ec` set (an errno in boost::system::system_category, to compare by value).
+  std::uint16_t listen_tcp(const boost::asio::ip::tcp::endpoint& endpoint,
+                           boost::system::error_code& ec) noexcept;
+  // Accept on a Unix-domain socket at `path` (an old file there is replaced); `ec` as above.
+  void listen_local(const std::string& path, boost::system::error_code& ec) noexcept;
+  // Accept on `fd`, a Unix-domain socket already bound and listening, whose fork_fds.hpp
+  // entry `tracked` holds; the server owns both from here. On failure (`ec` as above) the
+  // entry is freed and the socket closed.
+  void adopt_local(int fd, ForkFd&& tracked, boost::system::error_code& ec) noexcept;
 
  private:
   struct Impl;

@@ -1,0 +1,290 @@
+// liveheap lives inside someone else's process: with LD_PRELOAD and LIVEHEAP_ADDR, the
+// host's descriptors, stderr and port stay the host's. Real processes, real programs
+// (bash, git), each test with its own registry (XDG_RUNTIME_DIR in a fresh directory).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "../support/temp_dir.hpp"
+#include "child_process.hpp"
+#include "client.hpp"
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace http_test {
+namespace {
+
+// A fresh private XDG_RUNTIME_DIR (mkdtemp's mode 0700), removed at the end.
+struct RuntimeDir {
+  std::string group(std::uint16_t port) const {
+    return path + "/liveheap/127.0.0.1-" + std::to_string(port);
+  }
+  test_support::TempDir dir;
+  std::string path = dir.path();
+};
+
+std::vector<std::string> preload_env(const RuntimeDir& dir, std::uint16_t port) {
+  return {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+          "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
+          "XDG_RUNTIME_DIR=" + dir.path};
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Finished {
+  int status = -1;  // the exit status, -1 when it did not exit in time (then it was killed)
+  std::string out;
+  std::string err;
+};
+
+// Runs `argv` to its end, `env` on top of ours, stdin /dev/null, stdout and stderr to files.
+Finished run_to_end(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                    std::chrono::seconds timeout = std::chrono::seconds(60)) {
+  test_support::TempDir files;
+  const std::string out = files / "out";
+  const std::string err = files / "err";
+  std::vector<std::string> all_env = env;
+  for (char** e = environ; *e != nullptr; ++e) all_env.emplace_back(*e);  // first wins
+  std::vector<char*> envp;
+  for (std::string& e : all_env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (std::string& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  Finished run;
+  if (rc != 0) return run;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  run.out = read_file(out);
+  run.err = read_file(err);
+  return run;
+}
+
+std::size_t processes_listed(std::uint16_t port) {
+  const Reply reply = get(port, "/debug/memory/processes?format=json");
+  return reply.status == 200 ? reply.json()["processes"].size() : 0;
+}
+
+// A preloaded program that holds the port, for the others to find it taken.
+struct Holder {
+  Holder(const RuntimeDir& dir, std::uint16_t port)
+      : program({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port)) {
+    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
+    EXPECT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == 1; }))
+        << "the holder never answered on its port";
+  }
+  ChildProcess program;
+};
+
+// True when something accepts on 127.0.0.1:port.
+bool accepts(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return connected;
+}
+
+// A plain listening socket, as any other service's: not liveheap.
+int listen_plainly(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(fd, 16) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A process that retries a taken port every second must not leave descriptor numbers
+// behind for its children to lose: after a few retries, bash's pipe still reaches wc.
+TEST(HostSafety, ANonHolderRunsAShellPipelineQuietly) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  Holder holder(dir, port);
+  const Finished run =
+      run_to_end({"/bin/bash", "-c", "sleep 1.5; seq 10 | wc -l"}, preload_env(dir, port));
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "10\n");
+  EXPECT_EQ(run.err, "") << "a process whose group holds the port says nothing";
+}
+
+// A program that closes every descriptor and opens its own under the numbers liveheap's
+// sockets had: its forked child keeps all of them.
+TEST(HostSafety, AChildKeepsTheProgramsDescriptors) {
+  for (const bool holds : {true, false}) {
+    RuntimeDir dir;
+    const std::uint16_t port = free_port();
+    std::unique_ptr<Holder> other;
+    if (!holds) other = std::make_unique<Holder>(dir, port);
+    ChildProcess program({LIVEHEAP_DESCRIPTOR_PROGRAM}, preload_env(dir, port));
+    const std::string ready = program.read_line(20000).value_or("EOF");
+    ASSERT_TRUE(ready.starts_with("READY ")) << ready;
+    ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == (holds ? 1u : 2u); }))
+        << "the program never registered";
+    if (!holds)  // a few retries of the port first
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    program.write_line("go");
+    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "CHILD KEPT 10 OF 10") << "holds: " << holds;
+    EXPECT_EQ(program.wait(20000), 0);
+  }
+}
+
+// git forks and execs many times (gc: pack-refs, reflog, repack, prune...), as a non-holder.
+TEST(HostSafety, GitGcUnderANonHolderSucceedsAsItDoesBare) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  Holder holder(dir, port);
+  test_support::TempDir repos;
+  const std::string script =
+      "set -e; cd \"$1\"; git init -q; for i in 1 2 3 4 5; do echo $i > f$i; git add f$i; "
+      "git -c user.name=t -c user.email=t@example.com commit -qm c$i; done; sleep 1.5; "
+      "git gc -q; git count-objects -v | grep -c '^count: 0$'";
+  ::mkdir((repos / "bare").c_str(), 0700);
+  ::mkdir((repos / "preloaded").c_str(), 0700);
+  const Finished bare_run =
+      run_to_end({"/bin/bash", "-c", script, "bash", repos / "bare"}, {});
+  const Finished preloaded =
+      run_to_end({"/bin/bash", "-c", script, "bash", repos / "preloaded"}, preload_env(dir, port));
+  ASSERT_EQ(bare_run.status, 0) << bare_run.err;
+  EXPECT_EQ(preloaded.status, bare_run.status) << preloaded.err;
+  EXPECT_EQ(preloaded.out, bare_run.out);
+  EXPECT_EQ(preloaded.err, bare_run.err);
+}
+
+// A port another program holds is that program's: when it closes (a restart, say), the
+// preloaded process does not take it. The one process the user pointed at it is told so.
+TEST(HostSafety, APortHeldByAnotherProgramIsNeverTakenFromIt) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  const int service = listen_plainly(port);
+  ASSERT_GE(service, 0);
+  test_support::TempDir files;
+  const std::string err = files / "err";
+  ChildProcess program({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_EXACT_TRUTH + " --phases 2>" + err},
+                       preload_env(dir, port));
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  const std::string socket = dir.group(port) + "/" + std::to_string(program.pid()) + ".sock";
+  ASSERT_TRUE(wait_until(kPatience, [&] { return ::access(socket.c_str(), F_OK) == 0; }))
+      << "the program never registered";
+  // Its tries at start are over well before this (it looks once more after 200 ms).
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::close(service);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  bool taken = false;
+  while (!taken && std::chrono::steady_clock::now() < until) {
+    taken = accepts(port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(taken) << "the preloaded process took the port the other program let go";
+  program.write_line("go");
+  EXPECT_EQ(program.read_line(20000).value_or("EOF"), "ALLOCATED");
+  EXPECT_EQ(read_file(err), "liveheap: 127.0.0.1:" + std::to_string(port) +
+                                " is taken by a program that is not liveheap; this process is "
+                                "reached only through its socket in the registry\n");
+}
+
+// A forked child (a prefork worker) that takes the port over when its parent exits says
+// nothing: only the process the user started said where it serves.
+TEST(HostSafety, AForkedChildSaysNothingOnStderr) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  test_support::TempDir files;
+  const std::string err = files / "err";
+  ChildProcess master({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_PREFORK_TRUTH + " 2 2>" + err},
+                      preload_env(dir, port));
+  std::vector<pid_t> workers;
+  ASSERT_TRUE(master.read_line(20000).value_or("EOF").starts_with("MASTER"));
+  for (int k = 0; k < 2; ++k) {
+    std::istringstream line(master.read_line(20000).value_or("EOF"));
+    std::string word;
+    int index = 0;
+    long pid = 0;
+    line >> word >> index >> pid;
+    ASSERT_EQ(word, "WORKER");
+    workers.push_back(static_cast<pid_t>(pid));
+  }
+  struct Reaper {
+    ~Reaper() {
+      for (pid_t pid : pids) ::kill(pid, SIGKILL);
+    }
+    std::vector<pid_t> pids;
+  } reaper{workers};
+  ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == 3; }));
+  master.write_line("exit");
+  EXPECT_EQ(master.wait(10000), 0);
+  ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == 2; }))
+      << "no worker took the port over";
+  EXPECT_EQ(read_file(err), "liveheap: serving http://127.0.0.1:" + std::to_string(port) +
+                                "/debug/memory/\n");
+}
+
+// A signal sent to the process while its main thread blocks it waits for the main thread:
+// the host's handler never runs on one of liveheap's threads, holder or not.
+TEST(HostSafety, TheHostsSignalsStayOnTheHostsThreads) {
+  for (const bool holds : {true, false}) {
+    RuntimeDir dir;
+    const std::uint16_t port = free_port();
+    std::unique_ptr<Holder> other;
+    if (!holds) other = std::make_unique<Holder>(dir, port);
+    ChildProcess program({LIVEHEAP_SIGNAL_PROGRAM}, preload_env(dir, port));
+    ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
+    // Its endpoint's threads and the recorders' (100 ms later) all run by now.
+    ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == (holds ? 1u : 2u); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_EQ(::kill(program.pid(), SIGUSR1), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    program.write_line("go");
+    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "HANDLED ON MAIN") << "holds: " << holds;
+    EXPECT_EQ(program.wait(20000), 0);
+  }
+}
+
+}  // namespace
+}  // namespace http_test
