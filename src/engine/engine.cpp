@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/single_threaded.h>
 
 #include "live_table.hpp"
 #include "next_usable.hpp"
@@ -315,17 +316,24 @@ void empty_tables(Mode was) noexcept {
   g_peak.store(current_bytes(), std::memory_order_relaxed);
 }
 
-// A fork from a signal handler that interrupted this very thread inside the engine: the
-// lock it holds would never be released while we wait for it (a single-threaded program,
-// whose bare fork takes no allocator lock, would hang where it ran bare). No lock is taken;
-// the child traces nothing (another thread may have been mid-update there) and the
-// interrupted call, resumed in both processes once the handler returns, releases its own.
+// A fork from a signal handler that interrupted the only thread inside the engine: the lock
+// it holds would never be released while we wait for it, where the bare program's fork,
+// single-threaded, takes no allocator lock. In a single-threaded process a held engine lock
+// can only be that thread's own: then no lock is taken, the child traces nothing, and the
+// interrupted call, resumed in both processes once the handler returns, releases its lock.
+// (In a multi-threaded process glibc's fork takes the allocator's locks, and a fork from a
+// handler that interrupted malloc hangs, bare or not.) Costs the allocation path nothing.
 bool g_fork_interrupted = false;  // written only by the forking thread, between its handlers
+
+bool engine_lock_held() noexcept {
+  return g_stacks.any_locked() || g_live.any_locked() || g_own.any_locked() || region_locked() ||
+         frame_rules_locked();
+}
 
 // fork(): take every engine lock so the child never inherits one held mid-update by a
 // thread that does not exist there.
 void before_fork() noexcept {
-  g_fork_interrupted = t_thread.locks_held > 0;
+  g_fork_interrupted = __libc_single_threaded && engine_lock_held();
   if (g_fork_interrupted) return;
   g_stacks.lock_for_fork();
   g_live.lock_for_fork();

@@ -60,6 +60,7 @@ class FrameRuleCache {
 
   void lock_for_fork() noexcept { lock_.lock(); }
   void unlock_after_fork() noexcept { lock_.unlock(); }
+  bool any_locked() const noexcept { return lock_.is_locked(); }
 
  private:
   struct Slot {

@@ -100,6 +100,13 @@ void OpenShards<Entry>::unlock_after_fork() noexcept {
   for (Shard& shard : shards_) shard.lock.unlock();
 }
 
+template <typename Entry>
+bool OpenShards<Entry>::any_locked() const noexcept {
+  for (const Shard& shard : shards_)
+    if (shard.lock.is_locked()) return true;
+  return false;
+}
+
 template class OpenShards<LiveTable::CompactEntry>;
 template class OpenShards<LiveTable::WideEntry>;
 
@@ -151,6 +158,8 @@ void LiveTable::lock_for_fork() noexcept {
   compact_.lock_for_fork();
   wide_.lock_for_fork();
 }
+
+bool LiveTable::any_locked() const noexcept { return compact_.any_locked() || wide_.any_locked(); }
 
 void LiveTable::unlock_after_fork() noexcept {
   wide_.unlock_after_fork();

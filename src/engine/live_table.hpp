@@ -47,6 +47,7 @@ class LiveTable {
 
   void lock_for_fork() noexcept;
   void unlock_after_fork() noexcept;
+  bool any_locked() const noexcept;
 
   // 48-bit pointer | 24-bit stack | 24-bit size, unaligned (the array is what is packed).
   struct [[gnu::packed]] CompactEntry {

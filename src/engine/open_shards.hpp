@@ -36,6 +36,7 @@ class OpenShards {
   std::int64_t memory_bytes() const noexcept;
   void lock_for_fork() noexcept;
   void unlock_after_fork() noexcept;
+  bool any_locked() const noexcept;
 
  private:
   // One line: whoever takes the lock reads the rest.

@@ -389,5 +389,6 @@ std::uint64_t region_madvise_calls() noexcept { return g_madvise_calls.load(std:
 
 void region_lock_for_fork() noexcept { g_lock.lock(); }
 void region_unlock_after_fork() noexcept { g_lock.unlock(); }
+bool region_locked() noexcept { return g_lock.is_locked(); }
 
 }  // namespace liveheap::engine

@@ -75,5 +75,6 @@ std::uint64_t region_madvise_calls() noexcept;
 
 void region_lock_for_fork() noexcept;
 void region_unlock_after_fork() noexcept;
+bool region_locked() noexcept;
 
 }  // namespace liveheap::engine

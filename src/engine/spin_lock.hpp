@@ -1,6 +1,4 @@
-// A test-and-test-and-set lock that never allocates and is safe to reset after fork. Each
-// thread counts the engine locks it holds: a fork from a signal handler that interrupted
-// the engine finds its own thread holding one, and must not wait for it (engine.cpp).
+// A test-and-test-and-set lock that never allocates and is safe to reset after fork.
 // Used for the engine's short critical sections (a hash probe, an insert). One byte, not a
 // line of its own: a lock that guards a few fields shares their line (a live-table shard's
 // lock and its array, one line per insert or remove instead of two); a lock alone is
@@ -10,18 +8,11 @@
 #include <atomic>
 #include <sched.h>
 
-#include "thread_state.hpp"
-
 namespace liveheap::engine {
 
 class SpinLock {
  public:
-  // The count covers the lock at every instruction a signal could interrupt (it may
-  // overcount for an instant, never undercount): raised before the lock is taken, lowered
-  // after it is given back; the signal fences keep the compiler to that order.
   void lock() noexcept {
-    ++t_thread.locks_held;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
     for (;;) {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
@@ -31,20 +22,13 @@ class SpinLock {
     }
   }
   bool try_lock() noexcept {
-    ++t_thread.locks_held;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (!locked_.load(std::memory_order_relaxed) &&
-        !locked_.exchange(true, std::memory_order_acquire))
-      return true;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    --t_thread.locks_held;
-    return false;
+    return !locked_.load(std::memory_order_relaxed) &&
+           !locked_.exchange(true, std::memory_order_acquire);
   }
-  void unlock() noexcept {
-    locked_.store(false, std::memory_order_release);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    --t_thread.locks_held;
-  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  // A fork from a signal handler asks, in a single-threaded process, whether the one thread
+  // holds it (engine.cpp); no other use.
+  bool is_locked() const noexcept { return locked_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<bool> locked_{false};

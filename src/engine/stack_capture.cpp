@@ -350,5 +350,6 @@ WalkCacheUse walk_cache_use() noexcept {
 std::uint64_t fallback_walks() noexcept { return g_fallback_walks.load(std::memory_order_relaxed); }
 void frame_rules_lock_for_fork() noexcept { g_frame_rules.lock_for_fork(); }
 void frame_rules_unlock_after_fork() noexcept { g_frame_rules.unlock_after_fork(); }
+bool frame_rules_locked() noexcept { return g_frame_rules.any_locked(); }
 
 }  // namespace liveheap::engine

@@ -69,6 +69,7 @@ WalkCacheUse walk_cache_use() noexcept;
 // fork(): the child must not inherit the rule cache's lock held by a vanished thread.
 void frame_rules_lock_for_fork() noexcept;
 void frame_rules_unlock_after_fork() noexcept;
+bool frame_rules_locked() noexcept;
 
 // True when `address` lies in the engine's own code: the liveheap_text section of the object
 // this engine is linked into (own_code.hpp), where the hooks are.

@@ -197,6 +197,7 @@ class StackTable {
   // fork(): the child must not inherit a lock held by a thread that no longer exists.
   void lock_for_fork() noexcept { insert_lock_.lock(); }
   void unlock_after_fork() noexcept { insert_lock_.unlock(); }
+  bool any_locked() const noexcept { return insert_lock_.is_locked(); }
 
  private:
   struct Index {

@@ -15,7 +15,6 @@ struct ThreadState {
   std::uint64_t sampler_epoch = 0;      // sampled mode: reset when tracking restarts
   std::uint32_t slot = 0;               // this thread's counter slot + 1 (0: none yet)
   std::int64_t growth_since_peak_check = 0;
-  std::uint32_t locks_held = 0;  // engine SpinLocks this thread holds (fork from a signal handler)
 };
 
 [[gnu::tls_model("initial-exec"), gnu::visibility("hidden")]] extern constinit thread_local ThreadState
