@@ -112,7 +112,7 @@ void schedule_retry(State& s, std::chrono::milliseconds after) noexcept;
 // The port is taken: retry while a live liveheap of this group holds it (it may exit, and
 // one of the group takes over), or a few times when none is recorded (it is exiting, or
 // starting); else something else holds the port, and it is left alone. On the endpoint's
-// thread: one readlink and one kill a second, no allocation, no message but the one below.
+// thread: one readlink and one kill a second, no allocation, no message.
 void port_is_taken(State& s) noexcept {
   const pid_t holder = s.holder.empty() ? 0 : recorded_port_holder(s.holder.c_str());
   if (holder != 0 && holder != ::getpid() && process_exists(holder)) {
@@ -124,18 +124,9 @@ void port_is_taken(State& s) noexcept {
     ++s.tries_without_holder;
     return schedule_retry(s, s.seen_holder ? std::chrono::milliseconds(kPortRetry) : kStartRetry);
   }
-  // The process the user pointed at a port another program holds is told so, once; the
-  // rest of its group (its children: a shell's commands, a wrapper's program) stay quiet:
-  // their parent, registered in the group, said it. (`announce` first: only a process the
-  // user started reads `dir` here, and in it no other thread writes `dir`.)
-  if (s.seen_holder || !s.announce || s.dir.empty()) return;
-  try {
-    struct stat st {};
-    if (::lstat(socket_path(s.dir, ::getppid()).c_str(), &st) == 0) return;
-    say(s.address + " is taken by a program that is not liveheap; this process is reached "
-        "only through its socket in the registry");
-  } catch (...) {
-  }
+  // Another program holds the port: it is left alone, silently (a line on the host's
+  // stderr could break a tool that reads it; GET /processes through the registry, or the
+  // port's own answer, tells the operator).
 }
 
 void schedule_retry(State& s, std::chrono::milliseconds after) noexcept {

@@ -375,31 +375,12 @@ Response processes_list(const ReplyTo& to, const std::vector<PeerAnswer>& answer
 
 }  // namespace
 
-void merge_verdict(Verdict& into, const Verdict& other) {
-  if (into.trend != other.trend) {
-    into = Verdict{};
-    return;
-  }
-  if (into.trend == Trend::unknown) return;
-  into.growth_per_min += other.growth_per_min;
-  into.since_last_growth_s = std::min(into.since_last_growth_s, other.since_last_growth_s);
-}
+void merge_verdict(Verdict& into, const Verdict& other) { merge_verdicts(into, other); }
 
 void merge_verdict(json& into, const json& other) {
   if (!into.contains("verdict") || !other.contains("verdict")) return;  // no history: nothing to merge
-  const auto verdict = [](const json& stat) {
-    Verdict v;
-    v.trend = stat["verdict"].is_string() ? parse_trend(stat["verdict"].get<std::string>()).value_or(Trend::unknown)
-                                          : Trend::unknown;
-    const auto number = [&](const char* field) {
-      return stat.contains(field) && stat[field].is_number() ? stat[field].get<double>() : 0.0;
-    };
-    v.growth_per_min = number("growth_per_min");
-    v.since_last_growth_s = number("since_last_growth_s");
-    return v;
-  };
-  Verdict merged = verdict(into);
-  merge_verdict(merged, verdict(other));
+  Verdict merged = verdict_from_json(into);
+  merge_verdicts(merged, verdict_from_json(other));
   add_verdict_json(into, merged);
 }
 

@@ -31,6 +31,8 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
 // statistic from another process. Each process judged its own history: when they agree the
 // verdict stands (growth per minute summed, the most recent growth kept); when they differ
 // it is "unknown", as the sum's series is no process's history and no second rule guesses.
+// The reasons merge as the sum's: retention weighted by what each allocated, the shortest
+// idle. (merge_verdicts in the report layer is the one rule; these are its http faces.)
 void merge_verdict(Verdict& into, const Verdict& other);
 // The same on two JSON statistics; nothing when either has no "verdict".
 void merge_verdict(nlohmann::json& into, const nlohmann::json& other);

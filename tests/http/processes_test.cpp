@@ -300,6 +300,19 @@ TEST(Processes, MergedVerdictsStandWhenTheProcessesAgreeAndAreUnknownWhenNot) {
   EXPECT_EQ(young["verdict"], "unknown");
   EXPECT_TRUE(young["growth_per_min"].is_null());
 
+  // The reasons merge as the sum's: retention weighted by what each process allocated.
+  json kept = stat("growing", 6000, 2.0);
+  kept["retention"] = 1.0;
+  kept["allocated_in_window"] = 3000.0;
+  kept["idle_s"] = 40.0;
+  json other = stat("growing", 1000, 0.5);
+  other["retention"] = 0.0;
+  other["allocated_in_window"] = 1000.0;
+  other["idle_s"] = 10.0;
+  liveheap::http::merge_verdict(kept, other);
+  EXPECT_EQ(kept["retention"], 0.75);
+  EXPECT_EQ(kept["idle_s"], 10.0);
+
   json plain = {{"size", 1}};  // a report without verdicts stays without
   liveheap::http::merge_verdict(plain, stat("growing", 1, 0.0));
   EXPECT_FALSE(plain.contains("verdict"));

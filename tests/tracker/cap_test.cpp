@@ -158,6 +158,9 @@ TEST(TrackerMemoryCap, WithNoRoomAtAllBlocksAreDroppedAndCounted) {
   keep.reserve(4000);
   Options o;
   o.max_tracker_memory = liveheap::kMinTrackerMemory;
+  // No history thread: its first point, taken at start, has been seen to move the traced
+  // total under a full cap, an open question kept apart from what this test checks.
+  o.history_interval_s = 0;
   liveheap::start(o);
   ASSERT_GT(liveheap::tracker_memory(), static_cast<std::int64_t>(liveheap::kMinTrackerMemory));
   const EngineStats before = liveheap::engine_stats();
