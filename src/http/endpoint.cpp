@@ -357,6 +357,7 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
     g_state->port = port;
     g_state->address = host_header_name(host) + ":" + std::to_string(port);
     g_state->state_pid = ::getpid();
+    read_registry_environment();  // before the endpoint's thread runs: see registry.hpp
     // Resolved and checked once: the tries that follow (a retry every second, a forked
     // child's) only bind.
     try {

@@ -133,12 +133,8 @@ template <typename Make>
 Response never_throwing(const ReplyTo& to, Make make) {
   try {
     return make();
-  } catch (const RequestError& e) {
-    return make_error(to, e.status(), e.what());
-  } catch (const std::bad_alloc&) {
-    return make_error(to, Status::service_unavailable, "out of memory");
-  } catch (const std::exception& e) {
-    return make_error(to, Status::internal_server_error, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return failure_response(to);
   }
 }
 

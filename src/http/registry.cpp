@@ -50,10 +50,21 @@ void make_private_dir(const std::string& dir) {
                              ": others could reach this process's heap; chmod 700 it");
 }
 
+// XDG_RUNTIME_DIR as it was at start. Read once, before main (read_registry_environment):
+// getenv on liveheap's thread beside the host's setenv reads a freed environment (git
+// crashed so), and a forked child that clears its environment still meets its group.
+const std::string& runtime_dir() {
+  static const std::string dir = [] {
+    const char* value = std::getenv("XDG_RUNTIME_DIR");
+    return std::string(value != nullptr ? value : "");
+  }();
+  return dir;
+}
+
 // Where the user's registry would be without anyone in the way.
 std::string registry_base() {
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  if (runtime != nullptr && runtime[0] == '/') {
+  const char* runtime = runtime_dir().c_str();
+  if (runtime[0] == '/') {
     struct stat st {};
     if (::stat(runtime, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
         ::access(runtime, W_OK | X_OK) == 0)
@@ -115,6 +126,8 @@ bool old_enough(const std::string& path) {
 }
 
 }  // namespace
+
+void read_registry_environment() { (void)runtime_dir(); }
 
 std::string open_registry(std::string_view address) {
   const std::string root = registry_root();

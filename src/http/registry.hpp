@@ -17,6 +17,10 @@
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 
+// Reads what the registry needs of the environment, once: call before liveheap's threads
+// run (the host may call setenv later, and getenv beside a setenv is not safe).
+void read_registry_environment();
+
 // The directory for the group `address` ("host:port"), created 0700 where missing. Throws
 // std::runtime_error with a one-line reason when it, or every candidate for the registry
 // above it, is not a directory owned by this user without group or other permissions

@@ -76,20 +76,6 @@ SymbolizedPair shown(const StackSnapshot& now, const StackSnapshot& old, const s
   }
 }
 
-// The response for the exception being handled.
-Response failure_response(const ReplyTo& to) {
-  try {
-    throw;
-  } catch (const RequestError& e) {
-    return make_error(to, e.status(), e.what());
-  } catch (const std::bad_alloc&) {
-    return make_error(to, Status::service_unavailable, "out of memory");
-  } catch (const std::exception& e) {
-    return make_error(to, Status::internal_server_error, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return make_error(to, Status::internal_server_error, "internal error");
-  }
-}
 
 // ?seconds=N, as Go's pprof: the heap now, and after N seconds what changed.
 Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
@@ -370,6 +356,21 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
 }
 
 }  // namespace
+
+// The response for the exception being handled.
+Response failure_response(const ReplyTo& to) {
+  try {
+    throw;
+  } catch (const RequestError& e) {
+    return make_error(to, e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(to, Status::service_unavailable, "out of memory");
+  } catch (const std::exception& e) {
+    return make_error(to, Status::internal_server_error, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return make_error(to, Status::internal_server_error, "internal error");
+  }
+}
 
 WindowSlot::WindowSlot(RouteState& state) : count_(state.windows) {
   if (count_.fetch_add(1) >= state.config.max_windows) {

@@ -11,6 +11,7 @@
 #include "baseline.hpp"
 #include "liveheap/http.hpp"
 #include "local_client.hpp"
+#include "reply.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
@@ -56,6 +57,10 @@ struct Forward {
 };
 
 using Outcome = std::variant<Response, Window, Forward>;
+
+// The response for the exception being handled (a 4xx for a RequestError, 503 out of
+// memory, else 500 with its reason); call only inside a catch.
+Response failure_response(const ReplyTo& to);
 
 // The route below the prefix that `path` (outside it) stands for: "/pprof/heap" for
 // {pprof_prefix}/heap, "/metrics" for metrics_path; "" for none.

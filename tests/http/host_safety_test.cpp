@@ -19,27 +19,13 @@
 #include "../support/temp_dir.hpp"
 #include "child_process.hpp"
 #include "client.hpp"
+#include "runtime_dir.hpp"
 #include "gtest/gtest.h"
 
 extern char** environ;
 
 namespace http_test {
 namespace {
-
-// A fresh private XDG_RUNTIME_DIR (mkdtemp's mode 0700), removed at the end.
-struct RuntimeDir {
-  std::string group(std::uint16_t port) const {
-    return path + "/liveheap/127.0.0.1-" + std::to_string(port);
-  }
-  test_support::TempDir dir;
-  std::string path = dir.path();
-};
-
-std::vector<std::string> preload_env(const RuntimeDir& dir, std::uint16_t port) {
-  return {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-          "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
-          "XDG_RUNTIME_DIR=" + dir.path};
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);

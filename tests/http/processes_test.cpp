@@ -25,6 +25,7 @@
 #include "child_process.hpp"
 #include "../support/temp_dir.hpp"
 #include "client.hpp"
+#include "runtime_dir.hpp"
 #include "forward.hpp"
 #include "liveheap/report.hpp"
 #include "gtest/gtest.h"
@@ -37,21 +38,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-// A fresh private XDG_RUNTIME_DIR (mkdtemp's mode 0700), removed at the end.
-struct RuntimeDir {
-  std::string group(std::uint16_t port) const {
-    return path + "/liveheap/127.0.0.1-" + std::to_string(port);
-  }
-  test_support::TempDir dir;
-  std::string path = dir.path();
-};
-
-std::vector<std::string> preload_env(const RuntimeDir& dir, std::uint16_t port) {
-  return {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-          "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
-          "XDG_RUNTIME_DIR=" + dir.path};
-}
 
 // GET /processes until it lists `count` processes; its "processes" (the last seen when it
 // never did, for the caller's check to show).
@@ -96,7 +82,6 @@ struct Reaper {
   }
   std::vector<pid_t> pids;
 };
-
 
 // GET `target` from one process on its own socket in the registry, not through the
 // holder: what that process itself says (a body, or "" when it did not answer in time).
