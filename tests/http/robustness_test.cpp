@@ -141,16 +141,6 @@ TEST_F(RobustnessTest, SlowClientsNeverBlockOthers) {
   EXPECT_EQ(status_of(slow[0]->read_all(5000)), 200);
 }
 
-// A block kept `depth` calls deep: each depth is a stack of its own.
-[[gnu::noinline]] void* keep_at_depth(int depth) {
-  if (depth > 0) {
-    void* block = keep_at_depth(depth - 1);
-    asm volatile("" ::: "memory");  // not a tail call: each level stays a frame
-    return block;
-  }
-  return std::malloc(64);
-}
-
 // A client that sends `request` and never reads: its receive buffer is small, so the
 // server's answer stalls in the socket at once.
 int ask_and_never_read(std::uint16_t port, const std::string& request) {

@@ -191,16 +191,6 @@ class SmallReportTest : public ServerTest {
   }
 };
 
-// A block kept `depth` calls deep: each depth is a stack of its own.
-[[gnu::noinline]] void* keep_at_depth(int depth) {
-  if (depth > 0) {
-    void* block = keep_at_depth(depth - 1);
-    asm volatile("" ::: "memory");  // not a tail call: each level stays a frame
-    return block;
-  }
-  return std::malloc(64);
-}
-
 TEST_F(SmallReportTest, ABigReportIsCutAtTheCapAndSaysSo) {
   KnownAllocations known(3, 1000);
   std::vector<void*> deep;

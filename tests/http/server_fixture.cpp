@@ -32,4 +32,14 @@ nlohmann::json find_known(const nlohmann::json& report) {
   return nullptr;
 }
 
+// A block kept `depth` calls deep: each depth is a stack of its own.
+[[gnu::noinline]] void* keep_at_depth(int depth) {
+  if (depth > 0) {
+    void* block = keep_at_depth(depth - 1);
+    asm volatile("" ::: "memory");  // not a tail call: each level stays a frame
+    return block;
+  }
+  return std::malloc(64);
+}
+
 }  // namespace http_test

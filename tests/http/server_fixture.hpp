@@ -40,6 +40,9 @@ extern const int kKnownLine;
 inline constexpr const char* kKnownFile = "server_fixture.cpp";
 inline constexpr const char* kKnownFunction = "allocate_at_known_line";
 
+// A 64-byte block kept `depth` calls deep: each depth is a stack of its own.
+void* keep_at_depth(int depth);
+
 // The stat of `report` (JSON of /diff or /top) for kKnownFile:kKnownLine, or null.
 nlohmann::json find_known(const nlohmann::json& report);
 
