@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fork_safe_once.hpp"
+
 namespace liveheap::report {
 namespace {
 
@@ -79,9 +81,10 @@ void SourceLines::evict_for(std::size_t bytes) {
   }
 }
 
-SourceLines& source_lines() {
-  static SourceLines* cache = new SourceLines();  // never destroyed: reports may run at exit
-  return *cache;
-}
+namespace {
+SourceLines* new_source_lines() { return new SourceLines(); }
+}  // namespace
+
+SourceLines& source_lines() { return engine::fork_safe_once<SourceLines, new_source_lines>(); }
 
 }  // namespace liveheap::report

@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+#include "fork_safe_once.hpp"
+
 namespace liveheap::symbolize {
 namespace {
 
@@ -23,10 +25,11 @@ std::string read_exe() {
 
 }  // namespace
 
-const std::string& main_program_path() {
-  static const std::string path = read_exe();
-  return path;
-}
+namespace {
+std::string* new_exe_path() { return new std::string(read_exe()); }
+}  // namespace
+
+const std::string& main_program_path() { return engine::fork_safe_once<std::string, new_exe_path>(); }
 
 std::string object_file(const void* address, Dl_info& info) {
   link_map* map = nullptr;

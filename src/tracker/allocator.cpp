@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "fork_safe_once.hpp"
 #include "liveheap/tracker.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
@@ -47,10 +48,11 @@ Allocator find_allocator() noexcept {
   return a;
 }
 
-const Allocator& allocator() noexcept {
-  static const Allocator a = find_allocator();
-  return a;
-}
+Allocator* new_allocator() { return new Allocator(find_allocator()); }
+
+// Named on the history thread's first tick (dlopen and dladdr take milliseconds): a host that
+// forks meanwhile must not leave its child waiting for that naming forever.
+const Allocator& allocator() noexcept { return engine::fork_safe_once<Allocator, new_allocator>(); }
 
 void jemalloc_figures(const Allocator& a, AllocatorInfo& info) {
   const auto mallctl = a.symbol<Mallctl>("mallctl");

@@ -128,6 +128,24 @@ TEST_F(Postgres, APreloadedPostmasterServesPgbenchAndNamesItsExecutable) {
                               << "executable, e.g. '" << (titles.empty() ? "" : *titles.begin())
                               << "'";
   EXPECT_TRUE(executable) << "no frame names the postgres executable";
+
+  // A fast shutdown ends every process of the cluster. A checkpointer forked while
+  // liveheap's thread was naming the allocator once waited for that naming forever at exit
+  // (and kept the test's output open after the test ended).
+  std::vector<pid_t> cluster;
+  ASSERT_NO_THROW({
+    const nlohmann::json listed = get_json(admin_port_, "/debug/memory/processes?format=json", 10000);
+    for (const nlohmann::json& p : listed.at("processes")) cluster.push_back(p.at("pid").get<pid_t>());
+  });
+  EXPECT_GE(cluster.size(), 4u) << "the postmaster and its checkpointer, writers and launcher";
+  ::kill(postmaster_->pid(), SIGINT);
+  EXPECT_EQ(postmaster_->wait(30000), 0) << "the postmaster did not shut down within 30 s";
+  postmaster_.reset();
+  for (const pid_t pid : cluster) {
+    const bool gone = static_cast<bool>(test_support::wait_until(5s, [&] { return ::kill(pid, 0) != 0; }));
+    EXPECT_TRUE(gone) << "pid " << pid << " of the cluster outlived its postmaster";
+    if (!gone) ::kill(pid, SIGKILL);
+  }
 }
 
 }  // namespace
