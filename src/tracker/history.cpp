@@ -13,7 +13,7 @@
 #include <deque>
 #include <mutex>
 #include <new>
-#include <thread>
+#include <optional>
 
 #include "blocked_signals.hpp"
 #include "engine.hpp"
@@ -53,10 +53,11 @@ struct Point {
 struct Recorder {
   std::mutex mutex;
   std::condition_variable* wake = new std::condition_variable;  // replaced in a forked child
-  std::thread* thread = nullptr;
+  std::optional<pthread_t> thread;  // a pthread: its join is bounded (join_thread)
   bool stopping = false;
   bool forked = false;  // set in a child: the thread is gone
   unsigned interval_s = 0;
+  double idle_bytes = kVerdictIdleBytes;  // an interval allocating no more is idle
   std::uint64_t generation = 0;  // bumped by start/stop/clear: a tick in flight is dropped
   std::deque<Point> points;
   std::uint64_t points_dropped = 0;
@@ -75,8 +76,8 @@ bool adopt_fork(Recorder& r) {
   r.wake = new std::condition_variable;
   r.tick_mutex = new std::mutex;
   new (&r.scratch) std::vector<HistoryEntry>();  // the parent's tick may have been mid-push
-  const bool was_running = r.thread != nullptr;
-  r.thread = nullptr;
+  const bool was_running = r.thread.has_value();
+  r.thread.reset();
   r.stopping = false;
   return was_running;
 }
@@ -115,14 +116,18 @@ void run(unsigned interval_s) {
 void join_thread(std::unique_lock<std::mutex>& lock) {
   Recorder& r = recorder();
   adopt_fork(r);
-  if (r.thread == nullptr) return;
+  if (!r.thread) return;
   r.stopping = true;
   r.wake->notify_all();
-  std::thread* thread = r.thread;
-  r.thread = nullptr;
+  const pthread_t thread = *r.thread;
+  r.thread.reset();
   lock.unlock();
-  thread->join();
-  delete thread;
+  // Bounded: exit() runs this, and a process must never fail to exit because liveheap's
+  // thread is stuck (left running, and its object leaked, after two seconds).
+  timespec deadline{};
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 2;
+  if (pthread_timedjoin_np(thread, nullptr, &deadline) != 0) pthread_detach(thread);
   lock.lock();
   r.stopping = false;
 }
@@ -130,9 +135,16 @@ void join_thread(std::unique_lock<std::mutex>& lock) {
 void start_thread(Recorder& r) {
   static std::once_flag at_exit;
   std::call_once(at_exit, [] { std::atexit([] { history_stop(); }); });
-  IgnoreScope ignore;  // std::thread's state and the thread's TLS are the tracker's own
+  IgnoreScope ignore;  // the thread's stack bookkeeping and TLS are the tracker's own
   const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
-  r.thread = new std::thread(run, r.interval_s);
+  pthread_t thread;
+  const auto entry = [](void* interval) -> void* {
+    run(static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(interval)));
+    return nullptr;
+  };
+  // No thread (the system is out of them): no history, the host goes on.
+  if (pthread_create(&thread, nullptr, entry, reinterpret_cast<void*>(std::uintptr_t{r.interval_s})) == 0)
+    r.thread = thread;
 }
 
 void forget(Recorder& r) {
@@ -144,13 +156,14 @@ void forget(Recorder& r) {
 
 }  // namespace
 
-void history_start(unsigned interval_s, bool run_now) {
+void history_start(unsigned interval_s, bool run_now, std::uint64_t noise) {
   Recorder& r = recorder();
   std::unique_lock lock(r.mutex);
   join_thread(lock);
   IgnoreScope ignore;
   forget(r);
   r.interval_s = interval_s;
+  r.idle_bytes = std::max(static_cast<double>(noise), kVerdictIdleBytes);
   if (run_now && interval_s > 0) start_thread(r);
 }
 
@@ -158,7 +171,7 @@ void history_run() {
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
   adopt_fork(r);
-  if (r.thread == nullptr && r.interval_s > 0 && engine::active()) start_thread(r);
+  if (!r.thread && r.interval_s > 0 && engine::active()) start_thread(r);
 }
 
 void history_stop() {
@@ -227,6 +240,17 @@ void history_tick() {
   p.entries.assign(r.scratch.begin(), kept_end);
   std::lock_guard lock(r.mutex);
   if (generation != r.generation || !engine::active()) return;  // cleared or stopped meanwhile
+  // An idle stretch is kept as its latest point: the point before it closed the last interval
+  // of work, so a night without traffic fills no window and pushes no work out of it. The
+  // stretch is idle as a whole (what it allocated, summed, stays under the bound).
+  const std::size_t n = r.points.size();
+  const auto idle_since = [&](const Point& from, const Point& to) {
+    return static_cast<double>(to.point.allocated - from.point.allocated) <= r.idle_bytes;
+  };
+  if (n >= 2 && idle_since(r.points[n - 2], r.points[n - 1]) && idle_since(r.points[n - 2], p)) {
+    r.points.back() = std::move(p);
+    return;
+  }
   r.points.push_back(std::move(p));
   if (r.points.size() > kHistoryPoints) r.points.pop_front(), ++r.points_dropped;
 }

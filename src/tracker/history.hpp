@@ -37,8 +37,10 @@ struct RawHistory {
 };
 
 // Records every `interval_s` seconds (0: off) from now on, forgetting what was recorded;
-// with run_now false the thread waits for history_run().
-void history_start(unsigned interval_s, bool run_now = true);
+// with run_now false the thread waits for history_run(). An idle stretch (intervals in which
+// the process allocated no more than max(noise, kVerdictIdleBytes) in all) is kept as one
+// point, its latest.
+void history_start(unsigned interval_s, bool run_now = true, std::uint64_t noise = 0);
 // Starts the thread history_start() left waiting (or lost in a fork); no-op if it runs.
 void history_run();
 // Stops the thread (joins it) and forgets the points.

@@ -132,7 +132,8 @@ void start(const Options& options) {
   // The recorders' state and threads are the tracker's own memory, not the caller's.
   IgnoreScope ignore;
   const bool run_now = !options.defer_recorders || g_recorders_released;
-  tracker::history_start(options.history_interval_s, run_now);
+  tracker::history_start(options.history_interval_s, run_now,
+                         options.mode == Mode::sampled ? options.sample_interval : 0);
   peak::on_start(run_now, !options.defer_recorders);
   g_recorders_waiting = !run_now;
 }

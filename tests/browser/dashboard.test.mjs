@@ -209,11 +209,11 @@ test('the dashboard against a program with known leaks', { timeout: 240000 }, as
     assert.ok(frames.some((f) => /\bmain\b/.test(f)), 'the stack reaches main');
     assert.ok(frames.some((f) => f.trim().endsWith('leak_target')), `the module is named: ${frames.join(' | ')}`);
     assert.equal(await detail.locator('.frame.mark').count() >= 1, true, 'the callsite frame is highlighted');
-    // Two more points of the server's history (one a second; the page reads each into the
-    // row's series; the target is paused, so the sparkline folds them as idle): the traceback
-    // stays open.
-    const points = (await rowOf(page, LINES.grow)).sparkSeries;
-    await until('two more history points', async () => (await rowOf(page, LINES.grow)).sparkSeries >= points + 2);
+    // Two more refreshes (the target is paused: its history keeps the idle stretch as one
+    // point, so only the refreshes tell the page moved on): the traceback stays open.
+    const refreshes = countRequests(page, 'history');
+    await until('two more refreshes', async () => refreshes.count >= 3);
+    refreshes.stop();
     assert.equal(await detail.count(), 1);
     await shot(page, '03-traceback');
     await page.locator('tr.site', { hasText: `leak_target.cpp:${LINES.grow}` }).click();

@@ -59,6 +59,13 @@ std::int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+// The program's work between two points: a request served (allocated, then freed).
+[[gnu::noinline]] void work_step() {
+  void* request = std::malloc(64 * 1024);
+  asm volatile("" : : "r"(request) : "memory");  // the allocation is not optimized away
+  std::free(request);
+}
+
 // Until the clock the points are stamped with has passed the last point's time: the next
 // point gets a later one (the trends need distinct times).
 testing::AssertionResult clock_past_last_point() {
@@ -78,7 +85,8 @@ TEST(History, TicksRecordExactSeriesAndVerdicts) {
   g_leak.reserve(64);
   g_cache.reserve(64);
   TracingSession tracing(no_thread());
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 8; ++i) {  // the program works: each tick a point
+    work_step();
     leak_step();
     cache_step();
     liveheap::tracker::history_tick();
@@ -114,16 +122,10 @@ TEST(History, TicksRecordExactSeriesAndVerdicts) {
   g_cache.clear();
 }
 
-// The program's work between two points: a request served (allocated, then freed).
-[[gnu::noinline]] void work_step() {
-  void* request = std::malloc(64 * 1024);
-  asm volatile("" : : "r"(request) : "memory");  // the allocation is not optimized away
-  std::free(request);
-}
-
 // Each point records the work too: each stack's cumulative allocation and the process's.
-// A leak that stops when the program goes idle stays growing on that axis.
-TEST(History, TicksRecordTheWorkAndIdlePointsChangeNoVerdict) {
+// A leak that stops when the program goes idle stays growing on that axis, and the idle
+// stretch is kept as one point, its latest: however long it lasts, it pushes no work out.
+TEST(History, TicksRecordTheWorkAndAnIdleStretchIsOnePoint) {
   g_leak.reserve(64);
   TracingSession tracing(no_thread());
   for (int i = 0; i < 8; ++i) {
@@ -132,29 +134,40 @@ TEST(History, TicksRecordTheWorkAndIdlePointsChangeNoVerdict) {
     liveheap::tracker::history_tick();
     ASSERT_TRUE(clock_past_last_point());
   }
+  std::int64_t last_idle_ms = 0;
   for (int i = 0; i < 8; ++i) {  // idle: nothing allocated but what waiting for the clock may
     liveheap::tracker::history_tick();
+    last_idle_ms = liveheap::tracker::history_raw().points.back().t_ms;
     ASSERT_TRUE(clock_past_last_point());
   }
-  const History h = liveheap::history();
-  ASSERT_EQ(h.points.size(), 16u);
+  History h = liveheap::history();
+  ASSERT_EQ(h.points.size(), 9u);
+  EXPECT_EQ(h.points.back().t_ms, last_idle_ms);  // the stretch's latest point
   HistoryIndex index(h, KeyType::line, false, {});
   const KeySeries* leak = series_of(index, g_leak_line);
   ASSERT_NE(leak, nullptr);
-  std::vector<std::int64_t> allocated(16, 8000), allocations(16, 8);
+  std::vector<std::int64_t> allocated(9, 8000), allocations(9, 8);
   for (int i = 0; i < 8; ++i) allocated[i] = 1000 * (i + 1), allocations[i] = i + 1;
   EXPECT_EQ(leak->allocated, allocated);
   EXPECT_EQ(leak->allocations, allocations);
   const std::vector<bool> idle = liveheap::idle_points(h);
-  for (std::size_t i = 1; i < 16; ++i) {
+  for (std::size_t i = 1; i < 9; ++i) {
     EXPECT_GE(h.points[i].allocated - h.points[i - 1].allocated, i < 8 ? 64 * 1024 + 1000 : 0) << i;
     EXPECT_GE(h.points[i].allocations, h.points[i - 1].allocations) << i;
-    EXPECT_EQ(idle[i], i >= 8) << i << ": " << h.points[i].allocated - h.points[i - 1].allocated << " bytes";
+    EXPECT_EQ(idle[i], i == 8) << i << ": " << h.points[i].allocated - h.points[i - 1].allocated << " bytes";
   }
   const liveheap::Verdict v = liveheap::classify(h, *leak);
   EXPECT_EQ(v.trend, liveheap::Trend::growing);
   EXPECT_EQ(v.retention, 1.0);
   EXPECT_GT(*v.idle_s, 0);
+
+  // Work again: a new point, and the idle point before it stays.
+  work_step();
+  leak_step();
+  liveheap::tracker::history_tick();
+  h = liveheap::history();
+  ASSERT_EQ(h.points.size(), 10u);
+  EXPECT_EQ(h.points[8].t_ms, last_idle_ms);
   liveheap::clear();
   for (void* p : g_leak) std::free(p);
   g_leak.clear();
@@ -203,7 +216,12 @@ TEST(History, ForkedChildRecordsWithAThreadOfItsOwn) {
     const std::size_t inherited = liveheap::tracker::history_raw().points.size();  // restarts
     // The parent's points, then the child's own thread adds two.
     liveheap::tracker::RawHistory later;
-    const bool ticked = static_cast<bool>(wait_for_points(inherited + 2, &later));
+    // Working meanwhile: an idle stretch is kept as one point.
+    const bool ticked = static_cast<bool>(wait_until(kPatience, [&] {
+      work_step();
+      later = liveheap::tracker::history_raw();
+      return later.points.size() >= inherited + 2;
+    }));
     liveheap::stop();
     if (inherited < 1) _exit(10);
     if (!ticked) _exit(11);
@@ -244,6 +262,7 @@ TEST(History, TickCostAndBoundAtTenThousandStacks) {
   const std::int64_t memory_before = liveheap::tracker_memory();
   std::vector<double> tick_ms;
   for (int i = 0; i < 20; ++i) {
+    work_step();  // each tick a point: an idle stretch would be folded into one
     const auto t0 = std::chrono::steady_clock::now();
     liveheap::tracker::history_tick();
     tick_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
