@@ -125,6 +125,8 @@ inline constexpr double kVerdictMinTolerance = 64;
 // An interval in which the whole process allocated no more than this (or the sampling
 // interval, if larger) is idle: background noise, not work.
 inline constexpr double kVerdictIdleBytes = 4096;
+// Sampled mode: a change within this many standard errors of the series' estimate is noise.
+inline constexpr double kVerdictEstimateErrors = 2;
 // A callsite that rose in steps is still growing until it has been flat for more than this
 // many times the longest working time between its steps.
 inline constexpr double kVerdictStepGapFactor = 2;
@@ -132,7 +134,9 @@ inline constexpr double kVerdictStepGapFactor = 2;
 // The rule on the program's work (docs/history.md). `t_ms`, `sizes`: the series (same length,
 // oldest first). `allocated`: the series' cumulative allocated bytes, `work`: the process's
 // (both the same length, or empty: every interval then counts as work). `noise`: bytes one
-// sample can be off by (sampled mode), else 0.
+// sample can be off by (sampled mode), else 0. `estimate_error`: one standard error of the
+// series' estimate at its largest (sampled mode; classify(History, KeySeries) computes it from
+// the series' sizes and counts), else 0.
 //   - an interval is work when the process allocated more than max(noise, kVerdictIdleBytes)
 //     in it or the series itself allocated; idle intervals are taken out (the clock stops:
 //     what changed while idle counts at the last point with work);
@@ -140,7 +144,8 @@ inline constexpr double kVerdictStepGapFactor = 2;
 //   - the recent window is the last W = clamp(m / 3, 4, 20) of the m points with work (at
 //     most m); its change is the least-squares slope over the window (by working time) times
 //     its span;
-//   - tolerance = max(noise, 1% of the largest |size|, 64 bytes);
+//   - tolerance = max(noise, kVerdictEstimateErrors x estimate_error, 1% of the largest |size|,
+//     64 bytes);
 //   - with kVerdictMinPoints points of work or more: growing when change > tolerance,
 //     shrinking when change < -tolerance;
 //   - growing: the size rose in steps (3 or more, each over the last by more than tolerance)
@@ -157,7 +162,7 @@ inline constexpr double kVerdictStepGapFactor = 2;
 //   - stable: anything else.
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
-                 std::uint64_t noise);
+                 std::uint64_t noise, double estimate_error = 0);
 // The same without the program's work: every interval counts as work.
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  std::uint64_t noise = 0);

@@ -34,11 +34,28 @@ double fitted_slope(const double* xs, const std::int64_t* ys, std::size_t n) {
   return den == 0 ? 0 : num / den;
 }
 
-double tolerance_of(const std::vector<std::int64_t>& sizes, std::uint64_t noise) {
+double tolerance_of(const std::vector<std::int64_t>& sizes, std::uint64_t noise, double estimate_error) {
   std::int64_t largest = 0;
   for (std::int64_t s : sizes) largest = std::max(largest, s < 0 ? -s : s);
-  return std::max({static_cast<double>(noise), kVerdictRelTolerance * static_cast<double>(largest),
-                   kVerdictMinTolerance});
+  return std::max({static_cast<double>(noise), kVerdictEstimateErrors * estimate_error,
+                   kVerdictRelTolerance * static_cast<double>(largest), kVerdictMinTolerance});
+}
+
+// Sampled mode: one standard error of the estimate of the series at its largest, s·√(N(1−p)/p)
+// for N blocks of s bytes on average, each sampled with p = 1 − e^(−s/I) (docs/ecosystem.md):
+// ~√(S·I) for blocks much smaller than the interval I, ~0 for blocks much larger.
+double estimate_error_of(const KeySeries& series, std::uint64_t interval) {
+  if (interval == 0 || series.counts.size() != series.sizes.size()) return 0;
+  double error = 0;
+  for (std::size_t i = 0; i < series.sizes.size(); ++i) {
+    const double bytes = std::fabs(static_cast<double>(series.sizes[i]));
+    const double blocks = static_cast<double>(series.counts[i]);
+    if (blocks < 1 || bytes <= 0) continue;
+    const double average = bytes / blocks;
+    const double p = -std::expm1(-average / static_cast<double>(interval));
+    if (p > 0) error = std::max(error, average * std::sqrt(blocks * (1 - p) / p));
+  }
+  return error;
 }
 
 // Seconds from the last point that set a new high to the last point.
@@ -177,7 +194,7 @@ std::optional<Trend> parse_trend(std::string_view text) noexcept {
 
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
-                 std::uint64_t noise) {
+                 std::uint64_t noise, double estimate_error) {
   Verdict v;
   const std::size_t n = sizes.size();
   if (n == 0 || t_ms.size() != n || (!allocated.empty() && allocated.size() != n) ||
@@ -193,7 +210,7 @@ Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::i
   const double slope = fitted_slope(&w.x[first], &w.y[first], window);  // bytes per working ms
   const double change = slope * (w.x[m - 1] - w.x[first]);
   v.window = window;
-  v.tolerance = tolerance_of(sizes, noise);
+  v.tolerance = tolerance_of(sizes, noise, estimate_error);
   v.growth_per_min = slope * 60000.0;
   v.since_last_growth_s = since_last_high_s(t_ms, sizes);
   const bool enough = m >= kVerdictMinPoints;
@@ -234,7 +251,8 @@ Verdict classify(const History& history, const KeySeries& series) {
   // interval counts as work, as the rule on time did.
   std::vector<std::int64_t> work = point_work(history);
   if (std::all_of(work.begin(), work.end(), [](std::int64_t w) { return w == 0; })) work.clear();
-  return classify(point_times(history), series.sizes, series.allocated, work, history.noise);
+  return classify(point_times(history), series.sizes, series.allocated, work, history.noise,
+                  estimate_error_of(series, history.noise));
 }
 
 void merge_verdicts(Verdict& into, const Verdict& other) {
