@@ -13,6 +13,7 @@
 
 #include "blocked_signals.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/history.hpp"
 #include "liveheap/tracker.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
@@ -90,11 +91,21 @@ struct RequestComparison::Impl {
                format_size(static_cast<double>(growth), true) + " since request " +
                std::to_string(reference_request) + "); what grew most, by " +
                std::string(to_string(config.key)) + ":");
+    // Each line's verdict, as /diff?verdicts=1 gives it, while the history records.
+    const History history = liveheap::history();
+    std::optional<HistoryIndex> index;
+    if (!history.points.empty()) index.emplace(history, config.key, false, std::vector<Filter>{});
     unsigned shown = 0;
     for (const StatisticDiff& diff : diffs) {
       if (shown == config.top_k) break;
       if (diff.size_diff <= 0) continue;  // leaks grow; what shrank is not the question here
-      config.log("  " + format_statistic_diff(diff, config.key));
+      std::string line = "  " + format_statistic_diff(diff, config.key);
+      // Its verdict once the history can tell (a young history's "unknown" is left out).
+      if (const KeySeries* series = index ? index->find(diff.traceback) : nullptr) {
+        const Verdict verdict = classify(history, *series);
+        if (verdict.trend != Trend::unknown) line += verdict_text(verdict);
+      }
+      config.log(line);
       ++shown;
     }
     if (shown == 0) config.log("  (nothing grew)");

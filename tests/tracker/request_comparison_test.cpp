@@ -15,6 +15,7 @@
 
 #include "liveheap/request_comparison.hpp"
 #include "../support/tracing_session.hpp"
+#include "history.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace {
@@ -76,6 +77,39 @@ TEST(RequestComparison, LogsTheReferenceThenTheExactGrowth) {
     EXPECT_EQ(comparison.requests(), 4u);
     for (void* p : blocks) std::free(p);
   }
+}
+
+// With the history recording, each line carries its verdict once the history can tell: a
+// callsite that kept what it allocated at every point of work is growing.
+TEST(RequestComparison, EachLineCarriesItsVerdictOnceTheHistoryCanTell) {
+  liveheap::Options options;
+  options.max_frames = 16;
+  options.history_interval_s = 0;  // the test ticks
+  TracingSession tracing(options);
+  Log log;
+  std::vector<void*> kept;
+  kept.reserve(8);
+  int line = 0;
+  {
+    RequestComparison comparison(ComparisonConfig{
+        .every_n = 8, .top_k = 1, .log = [&](std::string_view text) { log.add(text); }});
+    comparison.on_request();
+    log.wait_for(1);
+    for (int i = 0; i < 7; ++i) {  // requests 2..8, each leaking 100,000 bytes, a point each
+      kept.push_back(std::malloc(100000)); line = __LINE__;
+      liveheap::tracker::history_tick();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // distinct point times
+      comparison.on_request();
+    }
+    comparison.on_request();  // request 9 = 1 + N: a comparison
+    log.wait_for(3);
+  }
+  const auto lines = log.lines();
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_NE(lines[2].find("request_comparison_test.cpp:" + std::to_string(line) + ": size=684 KiB (+684 KiB), count=7 (+7)"),
+            std::string::npos) << lines[2];
+  EXPECT_TRUE(lines[2].ends_with(" [growing, retains 100%, idle 0 s]")) << lines[2];
+  for (void* p : kept) std::free(p);
 }
 
 // Distinct stacks, 2^depth of them: each level calls the next through one of two call sites.
