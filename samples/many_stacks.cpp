@@ -1,4 +1,4 @@
-// Many distinct stacks (issue 11): a recursion `--depth` calls deep that branches at random
+// Many distinct stacks: a recursion `--depth` calls deep that branches at random
 // among three call sites at every level, so nearly every allocation has a stack of its
 // own. It allocates `--allocs` blocks of `--size` bytes and keeps 5 of every 9 (900,000
 // allocations: 500,000 live 64-byte blocks, a 32 MB heap, ~900,000 distinct stacks).

@@ -71,7 +71,7 @@ inline constexpr std::array<const char*, 21> kReportKeys = {
     "history_bytes_per_point", "history_points", "history_cold_ms", "history_ms",
     "history_kib",    "peak_ms",        "clear_ms"};
 void print_report_table(const std::map<std::string, double>& medians);
-// The same at issue 11's scale: 10M live blocks over 100k stacks, snapshot + diff <= 300 ms.
+// The same at the performance round's scale: 10M live blocks over 100k stacks, snapshot + diff <= 300 ms.
 void print_scale_table(const std::map<std::string, double>& medians);
 
 // The allocation loop under liveheap exact with the history off and on (a tick a second),

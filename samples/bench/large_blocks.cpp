@@ -1,4 +1,4 @@
-// The large short-lived blocks workload of the overhead benchmark (issue 11): builds, fills
+// The large short-lived blocks workload of the overhead benchmark: builds, fills
 // and drops std::vector<char>s of 64 KiB to 16 MiB, as a server building image, compressed
 // or serialized responses does. NOT linked to liveheap: run bare and under LD_PRELOAD.
 //

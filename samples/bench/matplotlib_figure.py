@@ -1,4 +1,4 @@
-"""The matplotlib workload of the overhead benchmark (issue 11): one operation is one
+"""The matplotlib workload of the overhead benchmark: one operation is one
 figure, 12x8 in at 130 dpi (a 1560x1040 Agg canvas, 6.5 MB), with a line plot of 20,000
 points and a histogram, saved as PNG into a BytesIO and closed.
 

@@ -1,4 +1,4 @@
-// The overhead benchmark (issue 4): runs the same untracked programs bare and under each
+// The overhead benchmark: runs the same untracked programs bare and under each
 // tracker, interleaved over rounds on this machine, and prints one table of medians with
 // ratios to "no liveheap" from the same rounds, against the targets of
 // docs/ARCHITECTURE.md. Then runs report_bench (liveheap linked, exact mode) for snapshot,
@@ -144,7 +144,7 @@ std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Setting
   return bench::Cost{stopped.cpu_seconds * 1e9 / requests, 1e9 / *per_second};
 }
 
-// The rows of issue 11: a workload process (large_blocks, or Debian's python3 on a script
+// The workload rows: a workload process (large_blocks, or Debian's python3 on a script
 // here) run bare and under each liveheap mode, interleaved over rounds; CPU time per
 // operation as the workload measured it, with its page faults and madvise calls.
 struct ProcessRow {

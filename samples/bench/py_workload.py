@@ -1,4 +1,4 @@
-"""Measures one operation of a Python workload for the overhead benchmark (issue 11).
+"""Measures one operation of a Python workload for the overhead benchmark.
 
 Runs `op` `warmup` times (imports done, heaps grown), then `count` times, and prints the
 median CPU time of one operation (`cpu_ns_per_<unit>=`, time.process_time_ns: the whole

@@ -4,7 +4,7 @@
 //
 //   report_bench [--blocks N] [--stacks M]   prints key=value lines that overhead_bench
 //                                 tabulates; M: 10000 (the default) or a multiple of it, up
-//                                 to 160000 (issue 11's scale row: --blocks 10000000
+//                                 to 160000 (the scale row: --blocks 10000000
 //                                 --stacks 100000)
 //
 // cold_report_ms    first snapshot + statistics(line) + top-10 text: symbol cache cold
@@ -25,7 +25,7 @@
 //                   baseline_first_ms; symbol cache warm), at the 10k stacks;
 //                   baseline_bytes: tracker_memory() growth while the first one is held
 // snapshot_held_bytes  tracker_memory() growth while a take_snapshot() is held (what a
-//                   baseline was before issue 13), and stack_snapshot_held_bytes while a
+//                   baseline was before per-stack totals), and stack_snapshot_held_bytes while a
 //                   take_stack_snapshot() is (what it is now); stack_snapshot_ms: taking one
 //                   (median of 5)
 #include <algorithm>

@@ -1,4 +1,4 @@
-"""The PyTorch workload of the overhead benchmark (issue 11): one operation is one training
+"""The PyTorch workload of the overhead benchmark: one operation is one training
 step of Conv1d(16, 16, 3) on a batch of 8x16x2000 and Linear(1024, 1024) on 64x1024:
 forward, backward, an SGD step. One intra-op thread, so that CPU time is the step's.
 
