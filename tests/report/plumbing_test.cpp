@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hand_built.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/snapshot.hpp"
 
@@ -15,13 +16,10 @@ struct PlumbingGuard {
   ~PlumbingGuard() { set_plumbing({}); }
 };
 
-const Frame kMalloc{"malloc", "", 0, "/usr/lib/libliveheap.so", 0x1};
+using hand_built::kMalloc;
+using hand_built::user;
 const Frame kArena{"void* my::Arena::allocate<int>(unsigned long)", "/src/arena.cpp", 30, "/bin/app", 0x2};
 const Frame kPyMem{"PyMem_Malloc", "Objects/obmalloc.c", 700, "/usr/lib/libpython3.11.so", 0x3};
-
-Frame user(const char* file, unsigned line, const char* function) {
-  return Frame{function, file, line, "/bin/app", 0x1000u + line};
-}
 
 Snapshot arena_snapshot() {
   return Snapshot({{{kMalloc, kArena, user("a.cpp", 10, "make_a()"), user("m.cpp", 1, "main")}, 100, 1},

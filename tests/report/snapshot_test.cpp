@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hand_built.hpp"
 #include "liveheap/snapshot.hpp"
 
 namespace liveheap {
@@ -11,13 +12,9 @@ namespace {
 const Frame kNew{"operator new(unsigned long)", "", 0, "/usr/lib/libliveheap.so", 0x1};
 const Frame kVectorGrow{"std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>(...)",
                         "/usr/include/c++/12/bits/vector.tcc", 449, "/bin/app", 0x2};
-const Frame kMalloc{"malloc", "", 0, "/usr/lib/libliveheap.so", 0x3};
-
-Frame user(const char* file, unsigned line, const char* function = "work()") {
-  return Frame{function, file, line, "/bin/app", 0x1000u + line};
-}
-
-Snapshot snap(std::vector<Trace> traces) { return Snapshot(std::move(traces), SnapshotInfo{}); }
+using hand_built::kMalloc;
+using hand_built::snap;
+using hand_built::user;
 
 TEST(Snapshot, LineKeySkipsPlumbingAndMergesAddressesOfOneLine) {
   Frame a = user("a.cpp", 10);

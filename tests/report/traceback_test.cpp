@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hand_built.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/snapshot.hpp"
 
@@ -24,7 +25,8 @@ static_assert(std::is_same_v<std::iter_reference_t<Traceback::const_iterator>, c
 
 using Table = Traceback::FrameTable;
 
-const Frame kMalloc{"malloc", "", 0, "/usr/lib/libliveheap.so", 0x3};
+using hand_built::kMalloc;
+using hand_built::snap;
 const Frame kA{"f()", "a.cpp", 10, "/bin/app", 0x1010};
 const Frame kAOther{"f()", "a.cpp", 10, "/bin/app", 0x1018};  // same line, another call
 const Frame kB{"g()", "b.cpp", 20, "/bin/app", 0x1020};
@@ -34,7 +36,6 @@ std::shared_ptr<const Table> table() {
   return std::make_shared<const Table>(Table{kMalloc, kA, kAOther, kB, kMain});
 }
 
-Snapshot snap(std::vector<Trace> traces) { return Snapshot(std::move(traces), SnapshotInfo{}); }
 
 TEST(Traceback, CopiesShareTheTable) {
   const auto frames = table();
