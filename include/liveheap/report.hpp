@@ -75,6 +75,10 @@ struct ReportAgainst {
   friend bool operator==(const ReportAgainst&, const ReportAgainst&) = default;
 };
 
+// A diff against nothing: the process had no baseline (it joined its group after the
+// baseline was taken), so every live byte counts as growth.
+inline constexpr const char* kAgainstNothing = "nothing (no baseline: the whole heap is growth)";
+
 struct ReportTotal {
   std::int64_t size = 0;
   std::int64_t count = 0;
@@ -102,6 +106,17 @@ struct Report {
   // pid=all: the processes merged, and those that did not answer.
   std::optional<std::vector<long>> pids;
   std::vector<ReportFailure> failed;
+  // pid=all: each merged process's own totals; `joined`: it had no baseline (it joined the
+  // group after the baseline: its whole heap counted as growth).
+  struct Process {
+    long pid = 0;
+    ReportTotal total;
+    bool joined = false;
+    friend bool operator==(const Process&, const Process&) = default;
+  };
+  std::vector<Process> processes;
+  // One process's answer in a group of several: how many processes the group has.
+  std::optional<std::size_t> group_processes;
 };
 
 // A line's verdict from its key (Statistic::traceback); unset: no verdicts.
@@ -140,5 +155,8 @@ struct TextStyle {
 std::string to_text(const Report& report, const TextStyle& style = {});
 // One line as to_text writes it, without verdict or newline.
 std::string to_text(const ReportLine& line, bool diff);
+// pid=all: one process's share of a merged diff, "  pid 42: +6.5 MiB (+10 blocks)" (and
+// ", new since the baseline: its whole heap counted" for one that joined after it).
+std::string to_text(const Report::Process& process);
 
 LIVEHEAP_API_END

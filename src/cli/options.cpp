@@ -34,9 +34,10 @@ constexpr std::string_view kUsage =
     "                     exit 1 as soon as a printed callsite the server calls growing has grown\n"
     "                     by more than BYTES since the baseline (its size_diff; e.g. 10MiB)\n"
     "  --timeout SECONDS  per request (default 30)\n"
-    "  --pid N|all        ask process N of a prefork server or wrapper, or all of them merged\n"
-    "                     (sent as pid= on every request; default: the process holding the port;\n"
-    "                     GET /processes lists them)\n"
+    "  --pid N|all|port   ask process N of a prefork server or wrapper, all of them merged, or\n"
+    "                     the one holding the port (sent as pid= on every request; default: all,\n"
+    "                     merged, when the program has more than one process; GET /processes\n"
+    "                     lists them)\n"
     "  --help\n"
     "\n"
     "Options take their value as the next argument or after '=' (--limit=20).\n"
@@ -89,11 +90,12 @@ std::string parse_key(std::string_view value) {
   return std::string(value);
 }
 
-// A process id the server's pid= takes (settings::kPid: 1..4194304, the kernel's limit), or "all".
+// A process id the server's pid= takes (settings::kPid: 1..4194304, the kernel's limit), "all"
+// or "port".
 std::string parse_pid(std::string_view value) {
-  if (value == "all") return "all";
-  return std::to_string(
-      parse_unsigned(value, "--pid (a process id, or all)", settings::kPid.min, settings::kPid.max));
+  if (value == "all" || value == "port") return std::string(value);
+  return std::to_string(parse_unsigned(value, "--pid (a process id, all or port)", settings::kPid.min,
+                                       settings::kPid.max));
 }
 
 }  // namespace

@@ -46,7 +46,9 @@ struct WatchOptions {
   // "growing" fails the run.
   std::optional<std::int64_t> fail_on_growing;
   std::chrono::milliseconds timeout{30000};  // per request
-  std::string pid;  // "" (the process holding the port), a process id, or "all": sent as pid=
+  // "" (by default: every process, merged, when the program has several; else the process
+  // holding the port), "port" (that one), a process id, or "all": sent as pid=.
+  std::string pid;
 };
 
 // The usage text, for --help and after a UsageError.

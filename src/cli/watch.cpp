@@ -41,10 +41,27 @@ std::string percent_encode(std::string_view text) {
   return out;
 }
 
-// "&pid=N" or "&pid=all" when --pid is given: every request is answered by that process
-// (or by all of them, merged), through the process holding the port.
+// "&pid=N" or "&pid=all": every request is answered by that process (or by all of them,
+// merged), through the process holding the port; nothing for the holder itself.
 std::string pid_param(const WatchOptions& options) {
-  return options.pid.empty() ? "" : "&pid=" + options.pid;
+  return options.pid.empty() || options.pid == "port" ? "" : "&pid=" + options.pid;
+}
+
+// Without --pid: every process merged when the program has several (a prefork server's
+// master serves no request: its own heap alone would say nothing grew), else the holder.
+// A server that cannot list its processes is one process.
+WatchOptions resolved(WatchOptions options) {
+  if (!options.pid.empty()) return options;
+  try {
+    const HttpReply reply = send_request(options.endpoint, "GET", "/processes?format=json", options.token,
+                                         options.timeout);
+    const nlohmann::json body = nlohmann::json::parse(reply.body, nullptr, false);
+    if (reply.status == 200 && body.is_object() && body.contains("processes") && body["processes"].is_array() &&
+        body["processes"].size() > 1)
+      options.pid = "all";
+  } catch (...) {  // unreachable: the first round's request says so, in its own words
+  }
+  return options;
 }
 
 std::string diff_target(const WatchOptions& options) {
@@ -112,12 +129,15 @@ void print_text(std::ostream& out, std::uint64_t round, const WatchOptions& opti
       << format_size(static_cast<double>(total.size_diff), true) << "), count=" << total.count
       << " (" << signed_count(total.count_diff) << ") since the baseline";
   if (diff.pids)
-    out << " of pids " << nlohmann::json(*diff.pids).dump();
-  else if (!options.pid.empty())
+    out << " of pids " << nlohmann::json(*diff.pids).dump() << " (" << diff.pids->size() << " processes merged)";
+  else if (!pid_param(options).empty())
     out << " of pid " << options.pid;
   out << " (mode=" << to_string(diff.mode) << ")\n";
   for (const ReportFailure& f : diff.failed)  // pid=all: who did not answer
     out << "pid " << f.pid << " did not answer: " << f.error << "\n";
+  for (const Report::Process& p : diff.processes) out << to_text(p) << "\n";  // pid=all: which one grows
+  if (diff.group_processes)  // --pid chose one of several
+    out << "(1 of the " << *diff.group_processes << " processes of this program: --pid all merges them)\n";
   for (const ReportLine& line : diff.lines) {
     out << to_text(line, true) << verdict_text(line.verdict.value_or(Verdict{})) << "\n";
     if (diff.request.key == KeyType::traceback && line.traceback)  // the whole stack, as /tracebacks prints it
@@ -151,7 +171,8 @@ Report read_diff(const WatchOptions& options, const std::string& target, const j
 
 }  // namespace
 
-int watch(const WatchOptions& options, std::ostream& out, std::ostream& err) {
+int watch(const WatchOptions& given, std::ostream& out, std::ostream& err) {
+  const WatchOptions options = resolved(given);
   if (options.baseline) fetch_json(options, "POST", "/baseline?format=json" + pid_param(options));
   const std::string target = diff_target(options);
   for (std::uint64_t round = 1; !options.rounds || round <= *options.rounds; ++round) {

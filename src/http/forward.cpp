@@ -46,7 +46,8 @@ std::string param_name(std::string_view pair) {
   return name;
 }
 
-enum class Ask { as_is, json, every_key };
+// every_key_since_nothing: every key, and a process without a baseline diffs against nothing.
+enum class Ask { as_is, json, every_key, every_key_since_nothing };
 
 // The request's target without pid= and, for a merge, asking for JSON (and every key).
 std::string peer_target(std::string_view target, Ask ask) {
@@ -55,9 +56,11 @@ std::string peer_target(std::string_view target, Ask ask) {
   std::string out(target.substr(0, mark));
   std::string_view query = mark == std::string_view::npos ? "" : target.substr(mark + 1);
   // Every key with its stack: merging and the text report need the frames.
-  std::string kept = ask == Ask::every_key ? "format=json&traceback=1&limit=" + std::to_string(kMaxLimit)
-                     : for_merge            ? "format=json"
-                                            : "";
+  const bool every_key = ask == Ask::every_key || ask == Ask::every_key_since_nothing;
+  std::string kept = every_key ? "format=json&traceback=1&limit=" + std::to_string(kMaxLimit)
+                     : for_merge ? "format=json"
+                                 : "";
+  if (ask == Ask::every_key_since_nothing) kept += "&missing_baseline=empty";
   while (!query.empty()) {
     const auto amp = query.find('&');
     const std::string_view pair = query.substr(0, amp);
@@ -68,7 +71,8 @@ std::string peer_target(std::string_view target, Ask ask) {
     } catch (...) {  // a bad escape: parse_query already refused it
     }
     if (pair.empty() || name == "pid" || (for_merge && (name == "format" || name == "limit")) ||
-        (ask == Ask::every_key && name == "traceback"))
+        (every_key && name == "traceback") ||
+        (ask == Ask::every_key_since_nothing && name == "missing_baseline"))
       continue;
     kept += (kept.empty() ? "" : "&") + std::string(pair);
   }
@@ -160,10 +164,12 @@ std::string merge_key(const ReportLine& line, KeyType key) {
 
 // Sums the reports of every process, key by key: the first answer's fields with every
 // process's totals and lines summed, sorted as one process sorts.
-Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query, bool diff) {
+Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query, bool diff,
+                     const std::string& prefix) {
   std::optional<Report> merged;
   std::vector<long> pids;
   std::vector<ReportFailure> failed;
+  std::vector<Report::Process> processes;
   std::map<std::string, std::size_t> index;
   for (const PeerAnswer& answer : answers) {
     const pid_t pid = answer.pid;
@@ -184,10 +190,13 @@ Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query,
       continue;
     }
     pids.push_back(pid);
+    processes.push_back({pid, report.total, report.diff && report.diff->against == kAgainstNothing});
     if (!merged) {
       merged = report;
       merged->total = {};
       merged->lines.clear();
+      merged->group_processes.reset();  // the merge is the group
+      if (merged->diff) merged->diff->against = "the baseline";
     } else {
       merged->truncated = merged->truncated || report.truncated;  // a process left lines out
       // Each process has its own cap: reached by any, its folds and drops summed.
@@ -223,6 +232,11 @@ Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query,
       reasons += (reasons.empty() ? "" : "; ") + ("pid " + std::to_string(f.pid) + ": " + f.error);
     throw RequestError(Status::conflict, "no process answered: " + reasons);
   }
+  // A process without a baseline joined the group after it, unless none has one: then there
+  // is no baseline at all, as one process says.
+  if (diff && std::all_of(processes.begin(), processes.end(), [](const Report::Process& p) { return p.joined; }))
+    throw RequestError(Status::conflict, "no process of this program has a baseline yet: POST " + prefix +
+                                             "/baseline?pid=all first");
   std::vector<ReportLine>& lines = merged->lines;
   for (ReportLine& line : lines)
     line.average = line.count == 0 ? 0.0 : static_cast<double>(line.size) / static_cast<double>(line.count);
@@ -239,16 +253,18 @@ Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query,
   merged->request.traceback = query.traceback;  // as a single process answers
   merged->pids = std::move(pids);
   merged->failed = std::move(failed);
+  merged->processes = std::move(processes);
   return std::move(*merged);
 }
 
 // GET /diff or /top with pid=all. The merged answer is held to the cap of one process's
 // (Config::max_report_bytes): its lines stop there and it says so.
 Forward merged_report(RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff) {
-  return ask_all(state, req, peer_target(req.target(), Ask::every_key), kPeerAnswerTimeout,
-                 [to, query, diff](const std::vector<PeerAnswer>& answers) {
+  return ask_all(state, req, peer_target(req.target(), diff ? Ask::every_key_since_nothing : Ask::every_key),
+                 kPeerAnswerTimeout,
+                 [to, query, diff, prefix = state.config.prefix](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] {
-                     const Report merged = merge_reports(answers, query, diff);
+                     const Report merged = merge_reports(answers, query, diff, prefix);
                      if (to.format == Format::json)
                        return make_response(to, Status::ok, to_json(merged, to.max_report_bytes) + "\n",
                                             "application/json");
@@ -370,6 +386,14 @@ Response processes_list(const ReplyTo& to, const std::vector<PeerAnswer>& answer
 }
 
 }  // namespace
+
+std::size_t group_size() {
+  try {
+    return group_pids().size();
+  } catch (...) {  // an unreadable registry: this process alone, as far as it can tell
+    return 1;
+  }
+}
 
 void merge_verdict(Verdict& into, const Verdict& other) { merge_verdicts(into, other); }
 

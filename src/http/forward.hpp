@@ -37,6 +37,9 @@ void merge_verdict(Verdict& into, const Verdict& other);
 // The same on two JSON statistics; nothing when either has no "verdict".
 void merge_verdict(nlohmann::json& into, const nlohmann::json& other);
 
+// How many live processes the group has, this one included (1 without a registry).
+std::size_t group_size();
+
 // GET /processes: every live process of the group, this one included.
 Forward processes_report(RouteState& state, const ReplyTo& to);
 

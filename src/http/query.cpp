@@ -24,6 +24,7 @@ constexpr std::array kParamNames{
     ParamName{"traceback", kTraceback},
     ParamName{"pid", kPid},
     ParamName{"verdicts", kVerdicts},
+    ParamName{"missing_baseline", kMissingBaseline},
 };
 
 [[noreturn]] void bad_request(const std::string& reason) {
@@ -165,6 +166,10 @@ void set_param(Query& query, std::string_view name, const std::string& value, Pa
     query.traceback = parse_flag(name, value);
   } else if (name == "verdicts") {
     query.verdicts = parse_flag(name, value);
+  } else if (name == "missing_baseline") {
+    if (value != "error" && value != "empty")
+      bad_request("missing_baseline=" + excerpt(value) + " is not error or empty");
+    query.diff_nothing_without_baseline = value == "empty";
   } else if (name == "pid") {
     const auto pid = settings::parse_whole(value, settings::kPid);
     if (value != "all" && !pid)

@@ -31,6 +31,7 @@ enum Param : unsigned {
   kFolded2 = 1u << 9,       // format=folded2 accepted too (/diff)
   kPid = 1u << 10,          // pid=N|all: which process of the registry answers (forward.hpp)
   kVerdicts = 1u << 11,     // verdicts=0|1: each text line ends with its history's verdict
+  kMissingBaseline = 1u << 12,  // missing_baseline=error|empty: /diff without a baseline
 };
 using ParamSet = unsigned;
 
@@ -58,6 +59,9 @@ struct Query {
   bool traceback = false;  // traceback=1; key=traceback implies it
   bool verdicts = false;   // verdicts=1 (text; JSON stats always carry theirs)
   std::optional<long> pid;  // kAllProcesses for pid=all
+  // missing_baseline=empty: without a baseline, /diff diffs against nothing (the whole heap is
+  // growth: a process that joined its group after the baseline) instead of a 409.
+  bool diff_nothing_without_baseline = false;
 };
 
 struct Target {

@@ -58,7 +58,9 @@ json stat_json(const Stat& stat, const Query& query) {
 
 // The report document laid out as the client asked: JSON, or text (stacks under each line
 // for /tracebacks). Both stop at to.max_report_bytes of lines and say so.
-Response report_response(const ReplyTo& to, const Report& report, const Query& query, bool stacks) {
+Response report_response(const ReplyTo& to, Report report, const Query& query, bool stacks,
+                         std::size_t group = 1) {
+  if (group > 1) report.group_processes = group;
   if (to.format == Format::json)
     return make_response(to, Status::ok, to_json(report, to.max_report_bytes) + "\n", "application/json");
   return make_text(to, Status::ok,
@@ -157,13 +159,13 @@ Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapsh
 
 // /top and /tracebacks: the same statistics; /tracebacks prints each stack whole.
 Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& query,
-                           bool whole_tracebacks) {
+                           bool whole_tracebacks, std::size_t group = 1) {
   if (to.format == Format::folded) {
     Snapshot storage;
     return folded_report(to, apply_filters(now, query, storage));
   }
   return report_response(to, make_report(now, request_of(query), verdicts_for(to, query)), query,
-                         whole_tracebacks);
+                         whole_tracebacks, group);
 }
 
 }  // namespace
@@ -247,8 +249,8 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
   return make_text(to, Status::ok, std::move(text));
 }
 
-Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query) {
-  return statistics_report(to, now, query, false);
+Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query, std::size_t group) {
+  return statistics_report(to, now, query, false, group);
 }
 
 Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query) {
@@ -256,7 +258,7 @@ Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& 
 }
 
 Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
-                     const Query& query, const std::string& against) {
+                     const Query& query, const std::string& against, std::size_t group) {
   if (to.format == Format::folded || to.format == Format::folded2) {
     Snapshot now_storage;
     Snapshot old_storage;
@@ -265,7 +267,7 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
   }
   return report_response(
       to, make_diff_report(now, old, against, request_of(query), verdicts_for(to, query)), query,
-      false);
+      false, group);
 }
 
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {
@@ -351,27 +353,31 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
   return make_text(to, Status::ok, std::move(text));
 }
 
-Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline) {
+Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline, std::size_t group) {
   const SnapshotInfo& info = baseline.info;
   const std::int64_t age_ms = std::max<std::int64_t>(0, now_ms() - info.taken_at_ms);
+  const std::string others = group > 1 ? " (this is 1 of the " + std::to_string(group) +
+                                             " processes of this program: pid=all sets them all)"
+                                       : "";
   if (to.format == Format::json) {
-    return make_json(to, Status::ok,
-                     {{"mode", to_string(info.mode)},
-                      {"sample_interval", info.sample_interval},
-                      {"max_frames", info.max_frames},
-                      {"taken_at_ms", info.taken_at_ms},
-                      {"age_ms", age_ms},
-                      {"total", {{"size", baseline.total_size()}, {"count", baseline.total_count()}}},
-                      {"stacks", baseline.stacks.size()},
-                      {"traced", {{"current", info.traced_current}, {"peak", info.traced_peak}}},
-                      {"tracker_memory", info.tracker_memory},
-                      {"tracker_memory_cap", to_json(info.cap)}});
+    json answer = {{"mode", to_string(info.mode)},
+               {"sample_interval", info.sample_interval},
+               {"max_frames", info.max_frames},
+               {"taken_at_ms", info.taken_at_ms},
+               {"age_ms", age_ms},
+               {"total", {{"size", baseline.total_size()}, {"count", baseline.total_count()}}},
+               {"stacks", baseline.stacks.size()},
+               {"traced", {{"current", info.traced_current}, {"peak", info.traced_peak}}},
+               {"tracker_memory", info.tracker_memory},
+               {"tracker_memory_cap", to_json(info.cap)}};
+    if (group > 1) answer["group"] = {{"processes", group}};
+    return make_json(to, Status::ok, answer);
   }
   return make_text(to, Status::ok,
                    "baseline taken " + std::to_string(age_ms / 1000) + " s ago: " +
                        size_and_count(baseline.total_size(), baseline.total_count()) +
                        ", stacks=" + std::to_string(baseline.stacks.size()) +
-                       " (mode=" + std::string(to_string(info.mode)) + ")");
+                       " (mode=" + std::string(to_string(info.mode)) + ")" + others);
 }
 
 Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,

@@ -18,12 +18,13 @@ namespace http {
 // the ?seconds= windows open now on this handler.
 Response stats_report(const ReplyTo& to, unsigned windows);
 
-// GET /top: statistics of `now` grouped by query.key, the top query.limit of them.
-Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query);
+// GET /top: statistics of `now` grouped by query.key, the top query.limit of them. `group`:
+// the processes of this one's group; more than one, the answer says so (pid=all merges them).
+Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query, std::size_t group = 1);
 
 // GET /diff: `now` against `old`; `against` says what `old` is, e.g. "the baseline".
 Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
-                     const Query& query, const std::string& against);
+                     const Query& query, const std::string& against, std::size_t group = 1);
 
 // GET /tracebacks: the biggest stacks of `now`, each whole.
 Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query);
@@ -33,7 +34,7 @@ Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& 
 Response history_report(const ReplyTo& to, const History& history, const Query& query);
 
 // GET and POST /baseline: when it was taken and its totals (nothing symbolized).
-Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline);
+Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline, std::size_t group = 1);
 
 // POST /trim: what the allocator was asked (`done`), RSS before and after, and the bytes of
 // freed sampled blocks liveheap itself gave back.

@@ -105,12 +105,12 @@ Outcome stats(RouteState& state, const ReplyTo& to, const Query&) {
 Outcome get_baseline(RouteState& state, const ReplyTo& to, const Query&) {
   const auto baseline = state.baseline.get();
   if (!baseline) conflict("no baseline yet: POST " + state.config.prefix + "/baseline first");
-  return baseline_report(to, *baseline);
+  return baseline_report(to, *baseline, group_size());
 }
 
 Outcome post_baseline(RouteState& state, const ReplyTo& to, const Query&) {
   StackSnapshot snapshot = stacks_now(state);
-  Response res = baseline_report(to, snapshot);
+  Response res = baseline_report(to, snapshot, group_size());
   state.baseline.set(std::move(snapshot));
   return res;
 }
@@ -119,17 +119,19 @@ Outcome diff(RouteState& state, const ReplyTo& to, const Query& query) {
   if (query.seconds != 0) return window(state, to, query);
   require_tracing(state);
   const auto baseline = state.baseline.get();
+  if (!baseline && query.diff_nothing_without_baseline)  // joined after the baseline
+    return diff_report(to, snapshot_now(state), Snapshot{}, query, kAgainstNothing, group_size());
   if (!baseline)
     conflict("no baseline to diff against: POST " + state.config.prefix +
              "/baseline first, or ask for a window with ?seconds=N");
   const SymbolizedPair both = shown(stacks_now(state), *baseline, "the baseline",
                                     "POST " + state.config.prefix + "/baseline again");
-  return diff_report(to, both.now, both.old, query, "the baseline");
+  return diff_report(to, both.now, both.old, query, "the baseline", group_size());
 }
 
 Outcome top(RouteState& state, const ReplyTo& to, const Query& query) {
   if (query.seconds != 0) return window(state, to, query);
-  return top_report(to, snapshot_now(state), query);
+  return top_report(to, snapshot_now(state), query, group_size());
 }
 
 // The heap at its high-water mark, as /top shows the heap now.
@@ -256,7 +258,7 @@ const Route kRoutes[] = {
     {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, the allocator and its figures"},
     {"/baseline", Verb::get, kFormat, get_baseline, "when the baseline was taken, and its totals"},
     {"/baseline", Verb::post, kFormat, post_baseline, "remember the heap now as the baseline"},
-    {"/diff", Verb::get, kReport | kSeconds | kFolded | kFolded2 | kVerdicts, diff, "the heap now against the baseline"},
+    {"/diff", Verb::get, kReport | kSeconds | kFolded | kFolded2 | kVerdicts | kMissingBaseline, diff, "the heap now against the baseline"},
     {"/top", Verb::get, kReport | kSeconds | kFolded | kVerdicts, top, "statistics of the heap now"},
     {"/history", Verb::get, kReport, history, "the heap over time: points, and each callsite's series and verdict"},
     {"/peak", Verb::get, kReport | kFolded | kVerdicts, peak, "statistics of the heap at its high-water mark (as /top)"},

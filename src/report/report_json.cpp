@@ -66,7 +66,19 @@ json head_json(const Report& report) {
     for (const ReportFailure& f : report.failed)
       failed.push_back({{"pid", f.pid}, {"status", f.status}, {"error", f.error}});
     j["failed"] = std::move(failed);
+    json each = json::array();
+    for (const Report::Process& p : report.processes) {
+      json one = {{"pid", p.pid}, {"size", p.total.size}, {"count", p.total.count}};
+      if (report.diff) {
+        one["size_diff"] = p.total.size_diff;
+        one["count_diff"] = p.total.count_diff;
+        one["new"] = p.joined;
+      }
+      each.push_back(std::move(one));
+    }
+    j["processes"] = std::move(each);
   }
+  if (report.group_processes) j["group"] = {{"processes", *report.group_processes}};
   return j;
 }
 
@@ -354,6 +366,28 @@ Report report_from_json(const json& j) {
                                static_cast<int>(integer(failed[i], at, "status")),
                                text(failed[i], at, "error")});
     }
+    if (j.contains("processes")) {  // older servers merged without it
+      const json& each = array(j, "", "processes");
+      for (std::size_t i = 0; i < each.size(); ++i) {
+        const std::string at = "processes[" + std::to_string(i) + "]";
+        expect_object(each[i], at);
+        Report::Process p;
+        p.pid = static_cast<long>(integer(each[i], at, "pid"));
+        p.total.size = integer(each[i], at, "size");
+        p.total.count = integer(each[i], at, "count");
+        if (report.diff) {
+          p.total.size_diff = integer(each[i], at, "size_diff");
+          p.total.count_diff = integer(each[i], at, "count_diff");
+          p.joined = boolean(each[i], at, "new");
+        }
+        report.processes.push_back(p);
+      }
+    }
+  }
+  if (j.contains("group")) {
+    const json& group = field(j, "", "group");
+    expect_object(group, "group");
+    report.group_processes = static_cast<std::size_t>(whole(group, "group", "processes", SIZE_MAX));
   }
   return report;
 }

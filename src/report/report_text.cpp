@@ -53,6 +53,8 @@ std::string merged_text(const Report& report, const TextStyle& style) {
                      " (mode=" + std::string(to_string(report.mode)) + ", pids " + pids.dump() + ")\n";
   for (const ReportFailure& f : report.failed)
     text += "pid " + std::to_string(f.pid) + " did not answer: " + f.error + "\n";
+  if (report.diff)  // each process's share, so the one that grows is seen at a glance
+    for (const Report::Process& p : report.processes) text += to_text(p) + "\n";
   const std::size_t wanted = report.lines.size();
   for (std::size_t i = 0; i < wanted; ++i) {
     const std::string row = to_text(report.lines[i], report.diff.has_value()) + "\n";
@@ -72,12 +74,21 @@ std::string to_text(const ReportLine& line, bool diff) {
               : format_statistic(line.key, line.size, line.count);
 }
 
+std::string to_text(const Report::Process& p) {
+  return "  pid " + std::to_string(p.pid) + ": " + size(p.total.size_diff, true) + " (" +
+         signed_count(p.total.count_diff) + " blocks)" +
+         (p.joined ? ", new since the baseline: its whole heap counted" : "");
+}
+
 std::string to_text(const Report& report, const TextStyle& style) {
   if (report.pids) return merged_text(report, style);
   std::string text = "Top " + std::to_string(report.lines.size()) + " of " +
                      std::to_string(report.keys) + " " + plural(report.request.key) +
                      (report.diff ? " against " + report.diff->against : "") + ": " +
                      totals(report) + " " + how_made(report) + "\n";
+  if (report.group_processes)
+    text += "(this is 1 of the " + std::to_string(*report.group_processes) +
+            " processes of this program: pid=all merges them all)\n";
   const std::size_t wanted = report.lines.size();
   for (std::size_t i = 0; i < wanted; ++i) {
     const ReportLine& line = report.lines[i];

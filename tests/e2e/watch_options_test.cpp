@@ -70,7 +70,9 @@ TEST(WatchOptionsTest, FlagsAndTheirDefaults) {
   EXPECT_EQ(parse_command_line(3, pid, nullptr)->pid, "4242");
   const char* all[] = {"liveheap-watch", "--pid", "all"};
   EXPECT_EQ(parse_command_line(3, all, nullptr)->pid, "all");
-  for (const char* bad : {"0", "-1", "all1", "All", "1.5", "", "4194305"}) {
+  const char* port[] = {"liveheap-watch", "--pid", "port"};
+  EXPECT_EQ(parse_command_line(3, port, nullptr)->pid, "port");
+  for (const char* bad : {"0", "-1", "all1", "All", "1.5", "", "4194305", "Port"}) {
     const char* args[] = {"liveheap-watch", "--pid", bad};
     try {
       parse_command_line(3, args, nullptr);

@@ -120,6 +120,31 @@ TEST(WatchPidTest, OneWorkerAndAllWorkersMerged) {
   EXPECT_TRUE(round["failed"].empty()) << lines.output;
 }
 
+// Without --pid, a program of several processes is read whole: every process merged, each
+// one's share listed (the master's is nothing: it serves no request), the header naming how
+// many; --pid port reads the holder alone and says the others exist.
+TEST(WatchPidTest, ByDefaultEveryProcessOfTheProgramIsMerged) {
+  PreforkServer server;
+  const WatchRun before = run_watch({"--url", server.url(), "--baseline", "--rounds", "1", "--interval", "0"});
+  ASSERT_EQ(before.exit_code, 0) << before.output;
+  EXPECT_NE(before.output.find(" (3 processes merged)"), std::string::npos) << before.output;
+  const std::string where = server.keep();
+
+  const WatchRun merged = run_watch({"--url", server.url(), "--rounds", "1", "--interval", "0", "--limit", "100"});
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  EXPECT_NE(merged.output.find(" (3 processes merged) (mode=exact)\n"), std::string::npos) << merged.output;
+  EXPECT_EQ(figures_of(merged.output, where), "size=9000 B (+9000 B), count=6 (+6), average=1500 B [unknown]")
+      << merged.output;
+  EXPECT_NE(merged.output.find("  pid " + std::to_string(server.worker(1)) + ": +"), std::string::npos)
+      << merged.output;
+
+  const WatchRun holder = run_watch({"--url", server.url(), "--pid", "port", "--rounds", "1", "--interval", "0"});
+  ASSERT_EQ(holder.exit_code, 0) << holder.output;
+  EXPECT_EQ(figures_of(holder.output, where), "") << holder.output;  // the master kept nothing
+  EXPECT_NE(holder.output.find("(1 of the 3 processes of this program: --pid all merges them)\n"),
+            std::string::npos) << holder.output;
+}
+
 TEST(WatchPidTest, APidNotInTheGroupIsAClearError) {
   PreforkServer server;
   const WatchRun run = run_watch({"--url", server.url(), "--pid", "1", "--rounds", "1",

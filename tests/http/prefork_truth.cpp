@@ -6,6 +6,8 @@
 //                      commands on stdin:
 //     go               every worker k keeps 3 blocks of 1000*(k+1) bytes at KEEP_LINE and
 //                      prints "KEPT <pid> <file>:<line> <bytes> <count>"
+//     spawn            the master forks one more worker (a respawned one) and prints its
+//                      "WORKER <k> <pid>"
 //     exit             the master exits; its workers live on (up to a minute, or until killed)
 // The lines are written with one write() each, so the processes' lines never interleave.
 #include <signal.h>
@@ -53,28 +55,38 @@ void say(const std::string& line) {
   std::_Exit(0);
 }
 
+// Forks worker number pipes.size(), which reads its commands from a pipe kept in `pipes`.
+bool spawn(std::vector<int>& pipes) {
+  int fds[2];
+  if (::pipe(fds) != 0) return false;
+  const int k = static_cast<int>(pipes.size());
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[1]);
+    for (int w : pipes) ::close(w);
+    worker(k, fds[0]);
+  }
+  ::close(fds[0]);
+  pipes.push_back(fds[1]);
+  say("WORKER " + std::to_string(k) + " " + std::to_string(pid));
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int workers = argc > 1 ? std::atoi(argv[1]) : 2;
   say("MASTER " + std::to_string(::getpid()));
   std::vector<int> pipes;
-  for (int k = 0; k < workers; ++k) {
-    int fds[2];
-    if (::pipe(fds) != 0) return 1;
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[1]);
-      for (int w : pipes) ::close(w);
-      worker(k, fds[0]);
-    }
-    ::close(fds[0]);
-    pipes.push_back(fds[1]);
-    say("WORKER " + std::to_string(k) + " " + std::to_string(pid));
-  }
+  for (int k = 0; k < workers; ++k)
+    if (!spawn(pipes)) return 1;
   char buffer[64];
   while (std::fgets(buffer, sizeof buffer, stdin) != nullptr) {
     if (std::strcmp(buffer, "exit\n") == 0) return 0;
+    if (std::strcmp(buffer, "spawn\n") == 0) {
+      if (!spawn(pipes)) return 1;
+      continue;
+    }
     for (int w : pipes) (void)!::write(w, buffer, std::strlen(buffer));
   }
   return 0;

@@ -236,6 +236,58 @@ TEST_F(Prefork, EachWorkerExactlyAndAllMerged) {
   EXPECT_EQ(stat_at(top.json(), where)["size"], sum);
 }
 
+// The program is the whole group: a worker that joins after the baseline (a respawned one)
+// has its whole heap counted as growth and is named new; each process's share is listed;
+// one process's answer says others exist and how to ask for them all.
+TEST_F(Prefork, AWorkerThatJoinsAfterTheBaselineIsCountedWholeAndNamedNew) {
+  // No baseline anywhere yet: a conflict, as for one process.
+  EXPECT_EQ(get(port_, "/debug/memory/diff?format=json&pid=all").status, 409);
+  ASSERT_EQ(post(port_, "/debug/memory/baseline?pid=all&format=json").status, 200);
+  master_->write_line("spawn");
+  const auto spawned = words(master_->read_line(20000).value_or("EOF"));
+  ASSERT_EQ(spawned.at(0), "WORKER");
+  const long joined = std::stol(spawned.at(2));
+  reaper_.pids.push_back(joined);
+  ASSERT_EQ(wait_for_processes(port_, 4).size(), 4u);
+
+  const Reply all = get(port_, "/debug/memory/diff?format=json&limit=1000&pid=all");
+  ASSERT_EQ(all.status, 200) << all.body;
+  const nlohmann::json merged = all.json();
+  EXPECT_EQ(merged["against"], "the baseline");
+  EXPECT_FALSE(merged.contains("group"));
+  ASSERT_EQ(merged["processes"].size(), 4u) << all.body;
+  std::int64_t shares = 0;
+  for (const nlohmann::json& p : merged["processes"]) {
+    shares += p["size_diff"].get<std::int64_t>();
+    EXPECT_EQ(p["new"], p["pid"] == joined) << p.dump();
+    if (p["pid"] == joined) {
+      EXPECT_GT(p["size"].get<std::int64_t>(), 0) << p.dump();  // what it inherited and made
+      EXPECT_EQ(p["size_diff"], p["size"]) << p.dump();
+      EXPECT_EQ(p["count_diff"], p["count"]) << p.dump();
+    }
+  }
+  EXPECT_EQ(shares, merged["total"]["size_diff"].get<std::int64_t>());
+  const std::string text = get(port_, "/debug/memory/diff?pid=all").body;
+  EXPECT_NE(text.find("  pid " + std::to_string(joined) + ": +"), std::string::npos) << text;
+  EXPECT_NE(text.find(", new since the baseline: its whole heap counted\n"), std::string::npos) << text;
+
+  // One process's answers: the others exist, and pid=all merges them.
+  for (const std::string route : {"/debug/memory/diff?format=json", "/debug/memory/top?format=json",
+                                  "/debug/memory/baseline?format=json"}) {
+    const Reply one = get(port_, route);
+    ASSERT_EQ(one.status, 200) << route << ": " << one.body;
+    EXPECT_EQ(one.json()["group"]["processes"], 4) << route;
+  }
+  const std::string one_text = get(port_, "/debug/memory/diff").body;
+  EXPECT_NE(one_text.find("\n(this is 1 of the 4 processes of this program: pid=all merges them all)\n"),
+            std::string::npos) << one_text;
+  // The joined worker asked alone still has no baseline of its own.
+  EXPECT_EQ(get(port_, "/debug/memory/diff?pid=" + std::to_string(joined)).status, 409);
+  const Reply bad = get(port_, "/debug/memory/diff?missing_baseline=maybe");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("missing_baseline='maybe' is not error or empty"), std::string::npos) << bad.body;
+}
+
 // A merged report is the same document (with "pids" and "failed"): read back, it writes
 // the same bytes, and its text is the server's text.
 TEST_F(Prefork, MergedReportsReadBackAsTheReportDocument) {
