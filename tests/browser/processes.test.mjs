@@ -1,8 +1,9 @@
-// The dashboard's process picker in headless Chromium, against a prefork server in
-// miniature (prefork_truth: a master whose forked workers keep known bytes at one line)
-// under the preload library: the picker lists the master and its workers; choosing a
-// worker shows that worker's bytes at its line exactly, "all" shows the sum, and the
-// holder of the port shows none of them. Saves screenshots in $SCREENSHOT_DIR.
+// The dashboard against a prefork server in miniature (prefork_truth: a master whose forked
+// workers keep known bytes at one line) under the preload library, in headless Chromium: the
+// page opens on every process merged ("2 workers + master"), shows the workers' bytes without
+// touching the picker and each process's share; a worker that joins after the baseline is
+// listed as new; choosing a worker shows its bytes exactly, and the holder of the port none
+// of them. Saves screenshots in $SCREENSHOT_DIR.
 //
 // Usage: PREFORK_TRUTH=... PRELOAD_LIBRARY=... node processes.test.mjs
 // Exits 77 (ctest: skipped) when chromium or node_modules are missing, unless CI is set.
@@ -64,63 +65,79 @@ test('the process picker of a prefork server', { timeout: 120000 }, async (t) =>
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   await page.goto(`http://127.0.0.1:${port}/debug/memory/#refresh=500`);
 
-  await t.test('the picker lists the master and its workers', async () => {
-    await until('three processes in the picker', async () => {
+  await t.test('a program of several processes opens merged, named as one', async () => {
+    await until('the merged view chosen by default', async () => {
       const values = await page.evaluate(() => [...document.querySelectorAll('#pid option')].map((o) => o.value));
-      return values.length === 4 || values;
+      return (values.length === 4 && (await page.locator('#pid').inputValue()) === 'all') || values;
     });
     assert.equal(await page.locator('#picker').isVisible(), true);
     const options = await page.evaluate(() => [...document.querySelectorAll('#pid option')].map((o) => [o.value, o.textContent]));
-    assert.deepEqual(options.map(([v]) => v), ['all', '', String(workers[0]), String(workers[1])]);
+    assert.deepEqual(options.map(([v]) => v), ['all', 'port', String(workers[0]), String(workers[1])]);
     assert.match(options[0][1], /^all 3 processes, merged$/);
     assert.match(options[1][1], new RegExp(`^pid ${masterPid} \\(port\\) · exact · .* traced · .*prefork_truth 2$`));
     for (const [k, pid] of workers.entries()) assert.match(options[k + 2][1], new RegExp(`^pid ${pid} · exact · .* traced · .*prefork_truth 2$`));
-    assert.equal(await page.locator('#pid').inputValue(), '', 'the holder of the port by default');
-    await shot(page, 'processes-01-picker');
+    await until('the header names the program', async () => (await text(page, '#fact-processes')) === '2 workers + master' || text(page, '#fact-processes'));
+    assert.ok(!page.url().includes('pid='), 'the default is not written into the fragment');
+    // First look: no process had a baseline, so the page took one in each of them.
+    await until('the baselines of every process', async () => /took one in each of them/.test(await text(page, '#notice')));
   });
 
   let where;
-  await t.test("choosing a worker shows that worker's line exactly", async () => {
-    await page.selectOption('#pid', String(workers[1]));
-    await until("the worker's first-look baseline", async () => /no baseline yet, so this page took one/.test(await text(page, '#notice')) &&
-      (await fetch(`http://127.0.0.1:${port}/debug/memory/baseline?pid=${workers[1]}`)).status === 200);
-    assert.match(page.url(), new RegExp(`#.*pid=${workers[1]}`));
+  await t.test("the workers' bytes show merged without touching the picker, each worker's share in the strip", async () => {
     master.child.stdin.write('go\n');
     const kept = [await master.expect(/^KEPT (\d+) (\S+) (\d+) 3$/), await master.expect(/^KEPT (\d+) (\S+) (\d+) 3$/)];
     where = kept[0][2].replace(/^.*\//, '');
-    const bytes = Number(kept.find((m) => Number(m[1]) === workers[1])[3]);
-    assert.equal(bytes, 6000);  // worker 1 keeps 3 x 2000 B
+    await until(`${where} merged`, async () => {
+      const row = await rowOf(page, where);
+      return JSON.stringify(row) === JSON.stringify([fmt(9000), fmt(9000, true), '6', '+6']) || row;
+    });
+    const shares = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#process-strip .share')].map((c) => [c.dataset.pid, c.textContent])));
+    assert.equal(shares[String(workers[0])], `pid ${workers[0]} ${fmt(3000, true)}`);
+    assert.equal(shares[String(workers[1])], `pid ${workers[1]} ${fmt(6000, true)}`);
+    assert.match(shares[String(masterPid)], new RegExp(`^pid ${masterPid} \\(port\\) `));
+    assert.match(await text(page, '#card-heap-peak'), /^sum of 3 processes$/);
+    await shot(page, 'processes-01-merged-by-default');
+  });
+
+  await t.test('a worker that joins after the baseline is listed as new, its whole heap counted', async () => {
+    master.child.stdin.write('spawn\n');
+    const joined = Number((await master.expect(/^WORKER 2 (\d+)$/))[1]);
+    workers.push(joined);
+    await until('the new worker in the strip', async () => {
+      const chip = await page.evaluate((pid) => document.querySelector(`#process-strip .share[data-pid="${pid}"]`)?.className ?? null, String(joined));
+      return (chip !== null && chip.includes('new')) || chip;
+    });
+    const label = await page.evaluate((pid) => document.querySelector(`#process-strip .share[data-pid="${pid}"]`).textContent, String(joined));
+    assert.match(label, new RegExp(`^pid ${joined} · new \\+`));
+    await until('the header counts it', async () => (await text(page, '#fact-processes')) === '3 workers + master' || text(page, '#fact-processes'));
+    await shot(page, 'processes-02-respawned-worker');
+  });
+
+  await t.test("choosing a worker shows that worker's line exactly", async () => {
+    await page.selectOption('#pid', String(workers[1]));
+    assert.match(page.url(), new RegExp(`#.*pid=${workers[1]}`));
     await until(`${where} in worker ${workers[1]}`, async () => {
       const row = await rowOf(page, where);
       return JSON.stringify(row) === JSON.stringify([fmt(6000), fmt(6000, true), '3', '+3']) || row;
     });
-    await shot(page, 'processes-02-worker');
+    assert.equal(await text(page, '#fact-processes'), `pid ${workers[1]}, 1 of 4 processes`);
+    assert.equal(await page.locator('#process-strip').isVisible(), false);
+    await shot(page, 'processes-03-worker');
   });
 
-  await t.test('all processes merged: the sum of the workers', async () => {
-    await page.selectOption('#pid', 'all');
-    // Worker 0 and the master have no baseline yet: the page says they are not in the sum.
-    await until('the missing baselines said', async () => /Not in the sum: .*no baseline yet/.test(await text(page, '#notice')));
-    await page.click('#btn-baseline');  // every process's baseline: growth from here is 0
-    await until('the baselines taken', async () => /^Baseline set at/.test(await text(page, '#notice')));
-    master.child.stdin.write('go\n');  // each worker keeps its blocks again (replacing the old pointers' slots)
-    await master.expect(/^KEPT/); await master.expect(/^KEPT/);
-    await until(`${where} merged`, async () => {
-      const row = await rowOf(page, where);
-      return (row?.[1] === fmt(9000, true) && row?.[3] === '+6') || row;
-    });
-    assert.match(page.url(), /#.*pid=all/);
-    assert.match(await text(page, '#card-heap-peak'), /^sum of 3 processes$/);
-    await shot(page, 'processes-03-all');
-  });
-
-  await t.test('the holder of the port shows none of the workers\' bytes', async () => {
-    await page.selectOption('#pid', '');
-    await until('the holder', async () => (await page.locator('#pid').inputValue()) === '' && !page.url().includes('pid='));
+  await t.test("the holder of the port shows none of the workers' bytes, and stays chosen on reload", async () => {
+    await page.selectOption('#pid', 'port');
+    await until('the holder', async () => page.url().includes('pid=port'));
     // A whole refresh for the holder, drawn: every refresh that begins from here is its.
-    const refreshes = countRequests(page, 'processes');
+    let refreshes = countRequests(page, 'processes');
     await until('a whole refresh for the holder', async () => refreshes.count >= 2 || refreshes.count);
     refreshes.stop();
+    assert.equal(await rowOf(page, where), null);
+    await page.reload();
+    refreshes = countRequests(page, 'processes');
+    await until('a whole refresh after the reload', async () => refreshes.count >= 2 || refreshes.count);
+    refreshes.stop();
+    assert.equal(await page.locator('#pid').inputValue(), 'port');
     assert.equal(await rowOf(page, where), null);
     assert.deepEqual(problems, []);
   });

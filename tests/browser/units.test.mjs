@@ -6,7 +6,7 @@ import { formatSize, formatCount, formatCap } from '../../web/static/format.js';
 import { History, fromServer } from '../../web/static/history.js';
 import { VERDICTS, verdictTitle, verdictWhy } from '../../web/static/table.js';
 import { foldIdle, sparkline } from '../../web/static/charts.js';
-import { processLabel, shortCommand } from '../../web/static/processes.js';
+import { groupName, pickerOptions, processLabel, shortCommand } from '../../web/static/processes.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -121,4 +121,17 @@ test('the tracker-memory cap is said once reached, as the text reports say it', 
   assert.equal(formatCap({ max_bytes: 24 * MiB, reached: true, folded_blocks: 121332,
     folded_bytes: 7765248, dropped_blocks: 0, dropped_bytes: 0 }),
   'cap 24.0 MiB reached: 121,332 folded (7583 KiB), 0 dropped (0 B)');
+});
+
+test('a program of several processes is named as one, and read merged first', () => {
+  const master = { pid: 10, ppid: 1, cmdline: 'gunicorn: master [app:app]' };
+  const workers = [{ pid: 11, ppid: 10, cmdline: 'gunicorn: worker [app:app]' }, { pid: 12, ppid: 10, cmdline: 'gunicorn: worker [app:app]' }];
+  assert.equal(groupName([master, ...workers], 10), '2 workers + master');
+  assert.equal(groupName([master, workers[0]], 10), '1 worker + master');
+  // A wrapper's program is not its worker, nor are processes the holder did not fork.
+  assert.equal(groupName([master, { pid: 20, ppid: 5, cmdline: 'x' }], 10), '2 processes');
+  assert.equal(groupName([master, ...workers], 11), '3 processes');
+  const options = pickerOptions([master, ...workers], 10);
+  assert.deepEqual(options.map((o) => o.value), ['all', 'port', '11', '12']);
+  assert.equal(options[0].label, 'all 3 processes, merged');
 });

@@ -55,6 +55,8 @@ export class Api {
   async request(method, route, params = {}) {
     const query = new URLSearchParams({ format: 'json' });
     for (const [name, value] of Object.entries(params)) {
+      // pid 'port' is the page's name for the process holding the port: no pid= at all.
+      if (name === 'pid' && value === 'port') continue;
       if (value !== undefined && value !== null && value !== '') query.set(name, String(value));
     }
     const headers = { Accept: 'application/json' };

@@ -8,7 +8,7 @@ import { History, fromServer } from './history.js';
 import { SitesTable, VERDICTS } from './table.js';
 import { lineChart } from './charts.js';
 import { formatSize, formatCount, formatClock, formatAge, formatCap } from './format.js';
-import { pickerOptions, sumOf } from './processes.js';
+import { groupName, pickerOptions, sumOf } from './processes.js';
 import { stacksFromDiff } from './flame.js';
 import { FlameGraph } from './flameview.js';
 
@@ -27,16 +27,18 @@ const state = {
   paused: false, busy: false, again: false, timer: 0, settingBaseline: false,
   stats: null, baseline: null,  // the last answers of /stats and /baseline
   lastOk: 0,
-  // pid= of every request: '' the process holding the port (as without the picker), a
-  // process id, or 'all' (every process merged). From the fragment: #pid=4242 is shareable.
-  pid: /^(all|[1-9][0-9]*)$/.test(url.get('pid') ?? '') ? url.get('pid') : '',
+  // pid= of every request: 'port' the process holding the port (no pid=), a process id, or
+  // 'all' (every process merged); '' until the first GET processes decides: all of them when
+  // the program has several (a prefork server's master serves no request), else 'port'. From
+  // the fragment: #pid=4242 is shareable.
+  pid: /^(all|port|[1-9][0-9]*)$/.test(url.get('pid') ?? '') ? url.get('pid') : '',
   processes: [], thisPid: null,  // the last GET processes
   allBaselineAt: 0,  // when this page took the baselines of every process (merged view)
   server: null, serverAt: 0,  // fromServer(GET history) for this pid and query, and when it was read
 };
 // Routes that answer for one process only (stats, GET baseline, start, stop, trim): the
 // merged view shows the holder's.
-const onePid = () => (state.pid === 'all' ? '' : state.pid);
+const onePid = () => (state.pid === 'all' ? 'port' : state.pid);
 // Thrown when the picker changed while a refresh was in flight: its answers are another
 // process's and must not be shown.
 class Stale extends Error {}
@@ -110,9 +112,10 @@ function refreshNow() {
 async function refresh() {
   if (state.busy) { state.again = true; return; }
   state.busy = true;
-  const pid = state.pid;
+  let pid = state.pid;
   try {
     await loadProcesses();
+    pid = state.pid;  // decided by the processes on the first refresh
     const stats = await api.get('stats', { pid: onePid() });
     check(pid);
     await loadHistory(pid);
@@ -120,6 +123,7 @@ async function refresh() {
     if (stats.tracing) {
       const diff = pid === 'all' ? await mergedDiff() : (await ensureBaseline(pid), await api.report('diff', { ...query(), pid }));
       check(pid);
+      if (pid !== 'all') showShares(null);
       showDiff(diff);
       if (state.flame) await loadFlame(pid);
     } else {
@@ -156,15 +160,17 @@ async function loadProcesses() {
   const list = Array.isArray(answer.processes) ? answer.processes : [];
   state.processes = list;
   state.thisPid = answer.this_pid ?? null;
-  if (state.pid && state.pid !== 'all' && list.length && !list.some((p) => String(p.pid) === state.pid)) {
+  if (state.pid === '') state.pid = list.length > 1 ? 'all' : 'port';  // not written to the fragment
+  if (!['all', 'port'].includes(state.pid) && list.length && !list.some((p) => String(p.pid) === state.pid)) {
     const gone = state.pid;
-    choosePid('');
-    notice(`Process ${gone} is not listed any more (it exited); showing the process holding the port.`);
-    state.again = true;  // refresh at once, for the holder
+    choosePid(list.length > 1 ? 'all' : 'port');
+    notice(`Process ${gone} is not listed any more (it exited); showing ${list.length > 1 ? 'every process, merged' : 'the process holding the port'}.`);
+    state.again = true;  // refresh at once, for the new choice
     throw new Stale();
   }
-  $('picker').hidden = list.length < 2 && state.pid === '';
+  $('picker').hidden = list.length < 2 && state.pid === 'port';
   renderPicker(pickerOptions(list, state.thisPid));
+  showGroup(list);
 }
 
 // Rebuilds the options only when the processes change: a refresh must not close the list
@@ -177,14 +183,26 @@ function renderPicker(options) {
     select.dataset.values = values;
   }
   options.forEach((o, i) => { select.options[i].textContent = o.label; select.options[i].title = o.title ?? ''; });
-  if (![...select.options].some((o) => o.value === state.pid)) select.add(new Option(state.pid ? `pid ${state.pid}` : 'the process holding the port', state.pid));
+  if (![...select.options].some((o) => o.value === state.pid)) select.add(new Option(state.pid === 'port' ? 'the process holding the port' : `pid ${state.pid}`, state.pid));
   select.value = state.pid;
+}
+
+// The header says what the page reads: "2 workers + master" merged, or "pid 4242, 1 of 3
+// processes" (the picker's "all" reads them together).
+function showGroup(list) {
+  const fact = $('fact-processes');
+  fact.hidden = list.length < 2;
+  if (fact.hidden) return;
+  fact.textContent = state.pid === 'all' ? groupName(list, state.thisPid)
+    : `${state.pid === 'port' ? `pid ${state.thisPid} (port)` : `pid ${state.pid}`}, 1 of ${list.length} processes`;
+  fact.title = state.pid === 'all' ? 'Every process of this program, merged (the Process picker chooses one)'
+    : 'One process of this program; choose "all" in the Process picker to read them together';
 }
 
 function choosePid(value) {
   state.pid = value;
   const q = new URLSearchParams(location.hash.slice(1));
-  value ? q.set('pid', value) : q.delete('pid');
+  q.set('pid', value);
   history.replaceState(null, '', `${location.pathname}${location.search}#${q}`);
   // Another process's heap: its history, baseline and notices start over.
   table.clear(); sizes.clear(); memory.clear();
@@ -216,7 +234,26 @@ async function mergedDiff() {
     notice(`Not in the sum: ${failed.map((f) => `pid ${f.pid} (${f.status === 409 ? 'no baseline yet; “Set baseline” takes one in every process' : f.error})`).join(', ')}.`);
   }
   showBaseline(state.allBaselineAt ? { age_ms: Date.now() - state.allBaselineAt } : null);
+  showShares(diff.processes);
   return diff;
+}
+
+// Each process's growth since its baseline, so the one that leaks is seen at a glance; a
+// process that joined after the baseline (a respawned worker) is new: its whole heap counts.
+function showShares(processes) {
+  const strip = $('process-strip');
+  const list = Array.isArray(processes) ? processes : [];
+  strip.hidden = list.length === 0;
+  strip.replaceChildren(...list.map((p) => {
+    const chip = document.createElement('span');
+    const growth = Number(p.size_diff) || 0;
+    chip.className = `share${p.new ? ' new' : ''}${growth > 0 ? ' up' : growth < 0 ? ' down' : ''}`;
+    chip.dataset.pid = String(p.pid);
+    chip.textContent = `pid ${p.pid}${p.pid === state.thisPid ? ' (port)' : ''}${p.new ? ' · new' : ''} ${formatSize(growth, true)}`;
+    chip.title = p.new ? 'Joined after the baseline (a respawned worker): its whole heap counts as growth'
+      : `Growth since this process's baseline; ${formatSize(p.size)} traced now`;
+    return chip;
+  }));
 }
 
 // As the manual workflow does, the first look takes the baseline when there is none. A

@@ -24,12 +24,20 @@ export function shortCommand(cmdline) {
   return slash < 0 ? cmdline : cmdline.slice(slash + 1);
 }
 
-// The <option>s: every process merged, then one per process; '' is the holder of the port
+// The <option>s: every process merged, then one per process; 'port' is the holder of the port
 // (no pid= at all, as a request without the picker).
 export function pickerOptions(list, thisPid) {
   const options = [{ value: 'all', label: `all ${list.length} processes, merged` }];
-  for (const p of list) options.push({ value: p.pid === thisPid ? '' : String(p.pid), label: processLabel(p, thisPid), title: String(p.cmdline ?? '') });
+  for (const p of list) options.push({ value: p.pid === thisPid ? 'port' : String(p.pid), label: processLabel(p, thisPid), title: String(p.cmdline ?? '') });
   return options;
+}
+
+// What the processes are, for the header: "2 workers + master" when every other process is a
+// child of the one holding the port (a prefork server), else "3 processes".
+export function groupName(list, thisPid) {
+  const others = list.filter((p) => p.pid !== thisPid);
+  const prefork = others.length > 0 && others.length < list.length && others.every((p) => p.ppid === thisPid);
+  return prefork ? `${others.length} worker${others.length === 1 ? '' : 's'} + master` : `${list.length} processes`;
 }
 
 // Traced bytes and RSS of every process that answered: the cards of the merged view.
