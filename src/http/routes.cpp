@@ -237,13 +237,9 @@ Outcome pprof_allocs(RouteState& state, const ReplyTo& to, const Query& query) {
 }
 
 Outcome metrics(RouteState& state, const ReplyTo& to, const Query&) {
-  unsigned callsites = 0;
-  try {
-    callsites = metrics_callsites(state.config);
-  } catch (const std::invalid_argument& e) {
-    throw RequestError(Status::internal_server_error, e.what());
-  }
-  return metrics_response(to, callsites);
+  if (const auto* error = std::get_if<std::string>(&state.metrics_callsites))
+    throw RequestError(Status::internal_server_error, *error);
+  return metrics_response(to, std::get<unsigned>(state.metrics_callsites));
 }
 
 Outcome processes(RouteState& state, const ReplyTo& to, const Query&) {
@@ -360,6 +356,20 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
 }  // namespace
 
 // The response for the exception being handled.
+namespace {
+
+std::variant<unsigned, std::string> read_metrics_callsites(const Config& config) {
+  try {
+    return metrics_callsites(config);
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+}
+
+}  // namespace
+
+RouteState::RouteState(Config c) : config(std::move(c)), metrics_callsites(read_metrics_callsites(config)) {}
+
 Response failure_response(const ReplyTo& to) {
   try {
     throw;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <string>
 #include <variant>
 
 #include "baseline.hpp"
@@ -18,8 +19,12 @@ namespace http {
 
 // What the routes of one Handler share.
 struct RouteState {
-  explicit RouteState(Config c) : config(std::move(c)) {}
+  explicit RouteState(Config c);
   const Config config;
+  // /metrics' callsite gauges (Config::metrics_callsites, else LIVEHEAP_METRICS_CALLSITES),
+  // read here on the thread that makes the handler, the host's: getenv on liveheap's threads
+  // races the host's setenv. An invalid value is kept as its error, answered on each scrape.
+  const std::variant<unsigned, std::string> metrics_callsites;
   BaselineStore baseline;
   std::atomic<unsigned> windows{0};  // ?seconds=N requests waiting now
 };

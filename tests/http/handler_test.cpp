@@ -199,6 +199,23 @@ TEST_F(PrefixTest, RoutesLiveUnderTheConfiguredPrefix) {
   EXPECT_NE(diff.body.find("POST /admin/heap/baseline"), std::string::npos) << diff.body;
 }
 
+// LIVEHEAP_METRICS_CALLSITES is read once, as the handler is made on the host's thread: a
+// scrape never calls getenv on liveheap's threads, where the host's setenv may be freeing the
+// environment (git crashed so). A bad value is the scrape's 500, naming it.
+TEST(AdminServer, TheMetricsCallsitesAreReadWhenTheHandlerIsMade) {
+  ::setenv("LIVEHEAP_METRICS_CALLSITES", "abc", 1);
+  AdminServer bad(Config{}, "127.0.0.1", 0);
+  ::setenv("LIVEHEAP_METRICS_CALLSITES", "3", 1);
+  AdminServer good(Config{}, "127.0.0.1", 0);
+  ::setenv("LIVEHEAP_METRICS_CALLSITES", "abc", 1);  // after: changes neither
+  const Reply refused = get(bad.port(), "/debug/memory/metrics");
+  EXPECT_EQ(refused.status, 500);
+  EXPECT_NE(refused.body.find("LIVEHEAP_METRICS_CALLSITES must be 0..1000, got 'abc'"), std::string::npos)
+      << refused.body;
+  EXPECT_EQ(get(good.port(), "/debug/memory/metrics").status, 200);
+  ::unsetenv("LIVEHEAP_METRICS_CALLSITES");
+}
+
 TEST(AdminServer, BindErrorsNameTheAddress) {
   AdminServer first(Config{}, "127.0.0.1", 0);
   try {
