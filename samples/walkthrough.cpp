@@ -21,7 +21,7 @@ void print_walkthrough(std::ostream& out, const std::string& host, std::uint16_t
       << "  # 2. traffic: three leaks, a cache that fills up, a route that cleans up\n"
       << "  for i in $(seq 10); do curl -s $S/client; curl -s $S/figure; "
          "curl -s \"$S/convert?rows=20000\"; done >/dev/null\n"
-      << "  for i in $(seq 64); do curl -s \"$S/cache?shape=${i}x${i}\"; curl -s $S/ok; "
+      << "  for i in $(seq 64); do curl -s \"$S/cache?shape=${i}x${i}\"; curl -s $S/ok; sleep 0.1; "
          "done >/dev/null\n"
       << "  # 3. what grew since the baseline, by line (key=traceback|function|file also work)\n"
       << "  curl" << auth << " \"$S/debug/memory/diff?limit=8\"\n"
