@@ -3,6 +3,8 @@
 // Thread-safety: immutable values once built; the functions are pure.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -125,8 +127,25 @@ inline constexpr double kVerdictMinTolerance = 64;
 // An interval in which the whole process allocated no more than this (or the sampling
 // interval, if larger) is idle: background noise, not work.
 inline constexpr double kVerdictIdleBytes = 4096;
-// Sampled mode: a change within this many standard errors of the series' estimate is noise.
-inline constexpr double kVerdictEstimateErrors = 2;
+// Sampled mode: a change within this many standard errors of the series' estimate is noise
+// (two estimates a window apart differ by sqrt(2) of one: 4 keeps a false "growing" under 1 in 400).
+inline constexpr double kVerdictEstimateErrors = 4;
+// Sampled mode: a series holds its level while within this many standard errors of it.
+inline constexpr double kVerdictHoldErrors = 2;
+// Whether the process was idle from one point to a later one: it allocated no more than
+// max(noise, kVerdictIdleBytes) per history interval elapsed between them (an idle stretch
+// kept as one point spans several intervals). `interval_ms` 0: the points are one interval
+// apart, whatever their times. The verdict, the history's "idle" flags and the recorder's
+// folding of idle stretches all ask this.
+inline bool idle_between(std::int64_t allocated_from, std::int64_t allocated_to, std::int64_t elapsed_ms,
+                         std::int64_t interval_ms, std::uint64_t noise) noexcept {
+  const double intervals =
+      interval_ms > 0 ? std::max(1.0, std::round(static_cast<double>(elapsed_ms) / static_cast<double>(interval_ms)))
+                      : 1.0;
+  return static_cast<double>(allocated_to - allocated_from) <=
+         std::max(static_cast<double>(noise), kVerdictIdleBytes) * intervals;
+}
+
 // A callsite that rose in steps is still growing until it has been flat for more than this
 // many times the longest working time between its steps.
 inline constexpr double kVerdictStepGapFactor = 2;
@@ -138,8 +157,9 @@ inline constexpr double kVerdictStepGapFactor = 2;
 // series' estimate at its largest (sampled mode; classify(History, KeySeries) computes it from
 // the series' sizes and counts), else 0.
 //   - an interval is work when the process allocated more than max(noise, kVerdictIdleBytes)
-//     in it or the series itself allocated; idle intervals are taken out (the clock stops:
-//     what changed while idle counts at the last point with work);
+//     per history interval in it (`interval_ms`; 0: one interval between points) or the
+//     series itself allocated; idle intervals are taken out (the clock stops: what changed
+//     while idle counts at the last point with work);
 //   - no interval with work: unknown;
 //   - the recent window is the last W = clamp(m / 3, 4, 20) of the m points with work (at
 //     most m); its change is the least-squares slope over the window (by working time) times
@@ -152,7 +172,8 @@ inline constexpr double kVerdictStepGapFactor = 2;
 //     and has been flat for at most kVerdictStepGapFactor x the longest working time between
 //     steps;
 //   - a series that rose (its last size more than 2 x tolerance above its lowest) and holds
-//     its high is plateaued only with evidence of a bound: since it reached its level it
+//     its high (within the hold band: the tolerance with kVerdictHoldErrors standard errors
+//     in place of kVerdictEstimateErrors) is plateaued only with evidence of a bound: since it reached its level it
 //     allocated more than max(tolerance, 10% of its gain) while its size held (churn), or
 //     the process worked at least as much after it reached its level as from its low to it;
 //     without that evidence it is growing, however long it then idled;
@@ -162,7 +183,7 @@ inline constexpr double kVerdictStepGapFactor = 2;
 //   - stable: anything else.
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
-                 std::uint64_t noise, double estimate_error = 0);
+                 std::uint64_t noise, double estimate_error = 0, std::int64_t interval_ms = 0);
 // The same without the program's work: every interval counts as work.
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  std::uint64_t noise = 0);

@@ -34,10 +34,12 @@ double fitted_slope(const double* xs, const std::int64_t* ys, std::size_t n) {
   return den == 0 ? 0 : num / den;
 }
 
-double tolerance_of(const std::vector<std::int64_t>& sizes, std::uint64_t noise, double estimate_error) {
+// max(noise, `errors` x estimate_error, 1% of the largest |size|, 64 bytes).
+double tolerance_of(const std::vector<std::int64_t>& sizes, std::uint64_t noise, double estimate_error,
+                    double errors) {
   std::int64_t largest = 0;
   for (std::int64_t s : sizes) largest = std::max(largest, s < 0 ? -s : s);
-  return std::max({static_cast<double>(noise), kVerdictEstimateErrors * estimate_error,
+  return std::max({static_cast<double>(noise), errors * estimate_error,
                    kVerdictRelTolerance * static_cast<double>(largest), kVerdictMinTolerance});
 }
 
@@ -96,8 +98,7 @@ struct Worked {
 
 Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
-               std::uint64_t noise) {
-  const double idle_bytes = std::max(static_cast<double>(noise), kVerdictIdleBytes);
+               std::uint64_t noise, std::int64_t interval_ms) {
   const auto own = [&](std::size_t i) { return allocated.empty() ? 0.0 : static_cast<double>(allocated[i]); };
   const auto process = [&](std::size_t i) { return work.empty() ? static_cast<double>(i) : static_cast<double>(work[i]); };
   Worked w;
@@ -107,7 +108,7 @@ Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int
   w.process.push_back(process(0));
   double clock = 0;
   for (std::size_t i = 1; i < sizes.size(); ++i) {
-    const bool worked = work.empty() || static_cast<double>(work[i] - work[i - 1]) > idle_bytes ||
+    const bool worked = work.empty() || !idle_between(work[i - 1], work[i], t_ms[i] - t_ms[i - 1], interval_ms, noise) ||
                         (!allocated.empty() && allocated[i] > allocated[i - 1]);
     if (!worked) continue;
     clock += static_cast<double>(t_ms[i] - t_ms[i - 1]);
@@ -138,21 +139,21 @@ bool still_stepping(const Worked& w, double tolerance) {
 }
 
 // A rise that ended at the series' high: from `from` (the last point at its low) to `to` (the
-// first point from which it held within tolerance of its last size).
+// first point from which it held within `hold` of its last size).
 struct Rise {
   std::size_t from = 0, to = 0;
   double gained = 0;
 };
 
-std::optional<Rise> rise_to_the_end(const Worked& w, double tolerance) {
+std::optional<Rise> rise_to_the_end(const Worked& w, double tolerance, double hold) {
   const std::size_t m = w.y.size();
   const double last = static_cast<double>(w.y.back());
   const double high = static_cast<double>(*std::max_element(w.y.begin(), w.y.end()));
   const double low = static_cast<double>(*std::min_element(w.y.begin(), w.y.end()));
-  if (last - low <= 2 * tolerance || high - last > tolerance) return std::nullopt;
+  if (last - low <= 2 * tolerance || high - last > hold) return std::nullopt;
   Rise r;
   r.to = m - 1;
-  while (r.to > 0 && std::fabs(static_cast<double>(w.y[r.to - 1]) - last) <= tolerance) --r.to;
+  while (r.to > 0 && std::fabs(static_cast<double>(w.y[r.to - 1]) - last) <= hold) --r.to;
   r.from = r.to;  // the low lies before r.to: every point from r.to on is near `last`
   while (r.from > 0 && static_cast<double>(w.y[r.from]) > low + tolerance) --r.from;
   r.gained = last - low;
@@ -194,14 +195,14 @@ std::optional<Trend> parse_trend(std::string_view text) noexcept {
 
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
-                 std::uint64_t noise, double estimate_error) {
+                 std::uint64_t noise, double estimate_error, std::int64_t interval_ms) {
   Verdict v;
   const std::size_t n = sizes.size();
   if (n == 0 || t_ms.size() != n || (!allocated.empty() && allocated.size() != n) ||
       (!work.empty() && work.size() != n))
     return v;
   add_reasons(v, t_ms, sizes, allocated);
-  const Worked w = on_work(t_ms, sizes, allocated, work, noise);
+  const Worked w = on_work(t_ms, sizes, allocated, work, noise, interval_ms);
   const std::size_t m = w.y.size();
   v.work_points = m - 1;
   if (m < 2) return v;  // no work seen at all: unknown
@@ -210,7 +211,10 @@ Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::i
   const double slope = fitted_slope(&w.x[first], &w.y[first], window);  // bytes per working ms
   const double change = slope * (w.x[m - 1] - w.x[first]);
   v.window = window;
-  v.tolerance = tolerance_of(sizes, noise, estimate_error);
+  v.tolerance = tolerance_of(sizes, noise, estimate_error, kVerdictEstimateErrors);
+  // Holding a level is judged on a narrower band in sampled mode: a leak's estimate rises
+  // steadily within the tolerance for several points, a full cache's wobbles.
+  const double hold = tolerance_of(sizes, noise, estimate_error, kVerdictHoldErrors);
   v.growth_per_min = slope * 60000.0;
   v.since_last_growth_s = since_last_high_s(t_ms, sizes);
   const bool enough = m >= kVerdictMinPoints;
@@ -219,7 +223,7 @@ Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::i
   if (still_stepping(w, v.tolerance)) return v.trend = Trend::growing, v;
   // It rose and holds its high: a cache only with evidence of a bound; without it, a leak
   // candidate however long the program then idled (however few points of work it took).
-  if (const std::optional<Rise> rise = rise_to_the_end(w, v.tolerance)) {
+  if (const std::optional<Rise> rise = rise_to_the_end(w, v.tolerance, hold)) {
     v.trend = bounded(w, *rise, v.tolerance) ? Trend::plateaued : Trend::growing;
     if (v.trend == Trend::growing && v.growth_per_min <= 0 && w.x[rise->to] > w.x[rise->from])
       v.growth_per_min = rise->gained / (w.x[rise->to] - w.x[rise->from]) * 60000.0;
@@ -252,7 +256,7 @@ Verdict classify(const History& history, const KeySeries& series) {
   std::vector<std::int64_t> work = point_work(history);
   if (std::all_of(work.begin(), work.end(), [](std::int64_t w) { return w == 0; })) work.clear();
   return classify(point_times(history), series.sizes, series.allocated, work, history.noise,
-                  estimate_error_of(series, history.noise));
+                  estimate_error_of(series, history.noise), static_cast<std::int64_t>(history.interval_s * 1000));
 }
 
 void merge_verdicts(Verdict& into, const Verdict& other) {
@@ -339,12 +343,13 @@ std::vector<std::int64_t> point_work(const History& history) {
 }
 
 std::vector<bool> idle_points(const History& history) {
-  const double idle_bytes = std::max(static_cast<double>(history.noise), kVerdictIdleBytes);
   std::vector<bool> idle(history.points.size(), false);
   if (std::all_of(history.points.begin(), history.points.end(), [](const HistoryPoint& p) { return p.allocated == 0; }))
     return idle;  // no work recorded: nothing to fold
   for (std::size_t i = 1; i < idle.size(); ++i)
-    idle[i] = static_cast<double>(history.points[i].allocated - history.points[i - 1].allocated) <= idle_bytes;
+    idle[i] = idle_between(history.points[i - 1].allocated, history.points[i].allocated,
+                           history.points[i].t_ms - history.points[i - 1].t_ms,
+                           static_cast<std::int64_t>(history.interval_s * 1000), history.noise);
   return idle;
 }
 

@@ -57,7 +57,7 @@ struct Recorder {
   bool stopping = false;
   bool forked = false;  // set in a child: the thread is gone
   unsigned interval_s = 0;
-  double idle_bytes = kVerdictIdleBytes;  // an interval allocating no more is idle
+  std::uint64_t noise = 0;  // the sampling interval in sampled mode (idle_between)
   std::uint64_t generation = 0;  // bumped by start/stop/clear: a tick in flight is dropped
   std::deque<Point> points;
   std::uint64_t points_dropped = 0;
@@ -163,7 +163,7 @@ void history_start(unsigned interval_s, bool run_now, std::uint64_t noise) {
   IgnoreScope ignore;
   forget(r);
   r.interval_s = interval_s;
-  r.idle_bytes = std::max(static_cast<double>(noise), kVerdictIdleBytes);
+  r.noise = noise;
   if (run_now && interval_s > 0) start_thread(r);
 }
 
@@ -242,10 +242,12 @@ void history_tick() {
   if (generation != r.generation || !engine::active()) return;  // cleared or stopped meanwhile
   // An idle stretch is kept as its latest point: the point before it closed the last interval
   // of work, so a night without traffic fills no window and pushes no work out of it. The
-  // stretch is idle as a whole (what it allocated, summed, stays under the bound).
+  // stretch is idle as a whole: what it allocated stays under the bound for every interval
+  // it spans (a background trickle of a few hundred bytes a second folds too).
   const std::size_t n = r.points.size();
   const auto idle_since = [&](const Point& from, const Point& to) {
-    return static_cast<double>(to.point.allocated - from.point.allocated) <= r.idle_bytes;
+    return idle_between(from.point.allocated, to.point.allocated, to.point.t_ms - from.point.t_ms,
+                        std::int64_t{r.interval_s} * 1000, r.noise);
   };
   if (n >= 2 && idle_since(r.points[n - 2], r.points[n - 1]) && idle_since(r.points[n - 2], p)) {
     r.points.back() = std::move(p);

@@ -98,7 +98,7 @@ TEST_P(VerdictPreload, EachShapeReadsAsWhatItIsWhileWorkingAndFifteenIdlePointsL
   EXPECT_GE(stat["retention"].get<double>(), 0.9) << stat.dump();
   const int lru = std::stoi(started.substr(started.find("lru=") + 4));
   ASSERT_TRUE(stats.contains(lru)) << seen;
-  EXPECT_LT(stats.at(lru)["retention"].get<double>(), 0.5) << stats.at(lru).dump();  // turns over
+  EXPECT_LT(stats.at(lru)["retention"].get<double>(), 0.8) << stats.at(lru).dump();  // turns over: a leak keeps ~1
   // The history says why: the sixteen idle seconds are one idle point (so that they push no
   // point of work out of the window), the latest.
   const nlohmann::json all = points(port);

@@ -1,7 +1,8 @@
 // The verdict's end-to-end target: serves "requests" (one every 10 ms) until it reads "idle" on
 // stdin, then allocates nothing until stdin closes. Each request exercises the shapes the
 // verdict must tell apart, each at its own line:
-//   leak     a 1 KiB block leaked by every request;
+//   leak     a 4 KiB block leaked by every request (sampled at 16 KiB, its estimate must
+//            outgrow 4 standard errors over the recent window: ~1 MiB at 4 MiB);
 //   bursty   a 64 KiB block leaked by one request in 250;
 //   lru      an LRU of 512 entries of 4 KiB, a new key every request (fills in ~5 s, then
 //            evicts one entry for each it inserts);
@@ -27,7 +28,7 @@ struct Lines {
 
 struct Leaked {
   Leaked* next;
-  char payload[1016];
+  char payload[4088];
 };
 Leaked* g_leaked = nullptr;
 void* g_bursts = nullptr;
