@@ -3,7 +3,9 @@
 #         -DTARGETS="a;b" [-DJOBS=n] [-DLAUNCHER=ccache] -P build_tree.cmake
 # Used by the test command (tests/sanitize/CMakeLists.txt) and by ./build.sh fuzz. -O1 with
 # line tables: what sanitizers and libFuzzer advise, and about a fifth less compile time than
-# RelWithDebInfo for the Beast-heavy files; reports still name file:line.
+# RelWithDebInfo for the Beast-heavy files; reports still name file:line. The build type is
+# None, not empty: empty, the top-level CMakeLists.txt would make it RelWithDebInfo, whose
+# -O2 -g came after these flags and won.
 if(NOT JOBS)
   cmake_host_system_information(RESULT JOBS QUERY NUMBER_OF_LOGICAL_CORES)
 endif()
@@ -12,7 +14,7 @@ if(LAUNCHER)
   set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER} -DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER})
 endif()
 execute_process(
-  COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -DCMAKE_BUILD_TYPE=
+  COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -DCMAKE_BUILD_TYPE=None
     "-DCMAKE_CXX_FLAGS=-O1 -gline-tables-only -DNDEBUG" "-DCMAKE_C_FLAGS=-O1 -gline-tables-only -DNDEBUG"
     -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_C_COMPILER=${CC} -DLIVEHEAP_SANITIZE=${SANITIZE}
     -DLIVEHEAP_BUILD_TESTS=ON -DLIVEHEAP_BUILD_SAMPLES=OFF -DLIVEHEAP_INSTALL=OFF ${launcher}
