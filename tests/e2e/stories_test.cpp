@@ -1,5 +1,10 @@
 // End to end: the real leaky_server, real traffic, and liveheap's HTTP API must find each
 // story where leak_stories.cpp marks it, with exactly the bytes the story says it kept.
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "e2e_support.hpp"
@@ -122,6 +127,42 @@ TEST(CacheTest, PlateausAtItsCapacity) {
   // The shapes now cached, again: hits that allocate nothing.
   for (int i = 2 * capacity; i > capacity; --i) EXPECT_TRUE(server.story(shape(1000 + i))["hit"]);
   expect_full("after hits");
+}
+
+// The README's walkthrough, then the server idles: on the program's work, the three leaks
+// read growing and the full LRU plateaued, and fifteen idle seconds (two minutes when the
+// README was measured) change no verdict. The server records a point a second.
+TEST(WalkthroughTest, LeaksGrowingAndTheFullCachePlateauedAfterTheTrafficStops) {
+  LeakyServer server;
+  server.post("/debug/memory/baseline");
+  for (int i = 0; i < 10; ++i) {
+    server.story("/client");
+    server.story("/figure");
+    server.story("/convert?rows=20000");
+  }
+  for (int i = 1; i <= 64; ++i) {  // paced as the README's loop: the LRU turns over for seconds
+    server.story("/cache?shape=" + std::to_string(i) + "x" + std::to_string(i));
+    server.get("/ok");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto verdicts = [&] {
+    const json diff = server.diff();
+    std::map<std::string, std::string> by_site;
+    for (const char* site : {"site: figure", "site: convert", "site: client", "site: cache"}) {
+      const json stat = stat_at(diff, marked_line(site));
+      by_site[site] = stat.is_null() ? "absent" : stat["verdict"].get<std::string>();
+    }
+    return by_site;
+  };
+  const std::map<std::string, std::string> expected = {{"site: figure", "growing"}, {"site: convert", "growing"},
+                                                       {"site: client", "growing"}, {"site: cache", "plateaued"}};
+  EXPECT_EQ(verdicts(), expected) << "right after the traffic";
+  std::this_thread::sleep_for(std::chrono::seconds(15));
+  EXPECT_EQ(verdicts(), expected) << "fifteen idle seconds later";
+  const std::string text = server.get("/debug/memory/diff?limit=8&verdicts=1").body;
+  EXPECT_NE(text.find("leak_stories.cpp:" + std::to_string(marked_line("site: cache")) + ": size=2048 KiB (+2048 KiB)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("[plateaued, retains "), std::string::npos) << text;
 }
 
 // A route that frees all it allocates shows no growth at any of its lines, nor in total.
