@@ -25,10 +25,18 @@ Fn next(std::atomic<Fn>& slot, const char* name) noexcept {
   return real;
 }
 
-// Never recurse into ourselves: without a next definition (cannot happen with glibc), fail.
-int unavailable() noexcept {
-  errno = ENOSYS;
-  return -1;
+// The next definition of `name` called with `ids`, once this process's socket is made; its
+// result and errno as they are. Never recurses into ourselves: without a next definition
+// (cannot happen with glibc), fails with ENOSYS.
+template <class... Ids>
+int bind_then_forward(std::atomic<int (*)(Ids...)>& slot, const char* name, Ids... ids) noexcept {
+  const auto real = next(slot, name);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  liveheap::http::bind_before_uid_change();
+  return real(ids...);
 }
 
 }  // namespace
@@ -37,34 +45,22 @@ extern "C" {
 
 [[gnu::visibility("default")]] int setuid(uid_t uid) noexcept {
   static std::atomic<int (*)(uid_t)> slot{nullptr};
-  const auto real = next(slot, "setuid");
-  if (real == nullptr) return unavailable();
-  liveheap::http::bind_before_uid_change();
-  return real(uid);
+  return bind_then_forward(slot, "setuid", uid);
 }
 
 [[gnu::visibility("default")]] int seteuid(uid_t euid) noexcept {
   static std::atomic<int (*)(uid_t)> slot{nullptr};
-  const auto real = next(slot, "seteuid");
-  if (real == nullptr) return unavailable();
-  liveheap::http::bind_before_uid_change();
-  return real(euid);
+  return bind_then_forward(slot, "seteuid", euid);
 }
 
 [[gnu::visibility("default")]] int setreuid(uid_t ruid, uid_t euid) noexcept {
   static std::atomic<int (*)(uid_t, uid_t)> slot{nullptr};
-  const auto real = next(slot, "setreuid");
-  if (real == nullptr) return unavailable();
-  liveheap::http::bind_before_uid_change();
-  return real(ruid, euid);
+  return bind_then_forward(slot, "setreuid", ruid, euid);
 }
 
 [[gnu::visibility("default")]] int setresuid(uid_t ruid, uid_t euid, uid_t suid) noexcept {
   static std::atomic<int (*)(uid_t, uid_t, uid_t)> slot{nullptr};
-  const auto real = next(slot, "setresuid");
-  if (real == nullptr) return unavailable();
-  liveheap::http::bind_before_uid_change();
-  return real(ruid, euid, suid);
+  return bind_then_forward(slot, "setresuid", ruid, euid, suid);
 }
 
 }  // extern "C"
