@@ -184,10 +184,18 @@ SymbolizedPair symbolized(const StackSnapshot& now, const StackSnapshot& old);
 
 // What the symbolizer has done since start-up: return addresses asked of it (each report
 // asks each distinct address of the stacks it shows, once) and, of them, those it looked up
-// in debug information (not in its cache). GET /stats shows them as "symbolizer".
+// in debug information (not in its cache). The debug information is read by
+// liveheap-symbolizer, a process shared by the user's traced processes: as of the last
+// request sent to it, its pid, resident memory and the files it holds, or why it could not
+// answer (names then come without lines). GET /stats shows them as "symbolizer".
 struct SymbolizerStats {
   std::uint64_t addresses_asked = 0;
   std::uint64_t addresses_resolved = 0;
+  bool process_asked = false;  // the symbolizer process was needed since start-up
+  int process_pid = 0;
+  std::int64_t process_rss_bytes = 0;
+  std::int64_t process_files = 0;
+  std::string problem;  // "" when the last request was answered
 };
 SymbolizerStats symbolizer_stats() noexcept;
 

@@ -170,6 +170,29 @@ Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& 
 
 }  // namespace
 
+namespace {
+
+// The symbolizer's counts and, once a report needed it, its process: where the debug
+// information's memory is (not in this process), or why names came without lines.
+json symbolizer_json(const SymbolizerStats& s) {
+  json out = {{"addresses_asked", s.addresses_asked}, {"addresses_resolved", s.addresses_resolved}};
+  if (!s.process_asked) return out;
+  if (s.problem.empty())
+    out["process"] = {{"pid", s.process_pid}, {"rss_bytes", s.process_rss_bytes}, {"files", s.process_files}};
+  else
+    out["problem"] = s.problem;
+  return out;
+}
+
+std::string symbolizer_text(const SymbolizerStats& s) {
+  if (!s.problem.empty()) return "symbolizer: unavailable (" + s.problem + "): names without lines";
+  return "symbolizer: pid " + std::to_string(s.process_pid) + ", rss=" +
+         format_size(static_cast<double>(s.process_rss_bytes), false) + ", " +
+         std::to_string(s.process_files) + " files read";
+}
+
+}  // namespace
+
 Response stats_report(const ReplyTo& to, unsigned windows) {
   const bool tracing = is_tracing();
   const Options options = liveheap::options();
@@ -207,9 +230,7 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
          {"live_blocks", engine.live_blocks},
          {"dropped", engine.dropped},
          {"fallback_walks", engine.fallback_walks},
-         {"symbolizer",
-          {{"addresses_asked", symbolizer.addresses_asked},
-           {"addresses_resolved", symbolizer.addresses_resolved}}},
+         {"symbolizer", symbolizer_json(symbolizer)},
          {"rss", process.rss},
          {"peak_rss", process.peak_rss},
          {"mallinfo", std::move(mallinfo)},
@@ -245,6 +266,7 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
                   static_cast<double>(allocator.figures_age_ms) / 1000, allocator.read_ms);
     text += age;
   }
+  if (symbolizer.process_asked) text += "\n" + symbolizer_text(symbolizer);
   text += "\n";
   return make_text(to, Status::ok, std::move(text));
 }

@@ -6,6 +6,19 @@
 
 namespace liveheap::symbolize {
 
+LoaderCounts loader_counts() {
+  LoaderCounts counts;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t size, void* out) {
+        // The counters are there when the callback's size covers them (glibc >= 2.4).
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+          *static_cast<LoaderCounts*>(out) = {info->dlpi_adds, info->dlpi_subs};
+        return 1;  // the same in every entry: one is enough
+      },
+      &counts);
+  return counts;
+}
+
 LoadedCode LoadedCode::now() {
   LoadedCode code;
   dl_iterate_phdr(

@@ -8,9 +8,15 @@
 #include <map>
 #include <string>
 
-#include "debug_info.hpp"
-
 namespace liveheap::symbolize {
+
+// What the dynamic loader has done so far: objects loaded and unloaded since the start.
+struct LoaderCounts {
+  unsigned long long adds = 0;
+  unsigned long long subs = 0;
+  bool operator==(const LoaderCounts&) const = default;
+};
+LoaderCounts loader_counts();
 
 class LoadedCode {
  public:

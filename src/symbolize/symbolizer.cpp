@@ -1,153 +1,162 @@
-// The symbolizer's worker thread, its request queue and its per-address cache.
+// The per-address cache of names, and frames made of the symbolizer's answers (symbolizer.hpp).
 #include "symbolizer.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
-#include <condition_variable>
-#include <deque>
+#include <cstdio>
 #include <mutex>
 #include <new>
-#include <pthread.h>
-#include <thread>
-#include <unistd.h>
 #include <unordered_map>
 
-#include "blocked_signals.hpp"
-#include "debug_info.hpp"
+#include <boost/core/demangle.hpp>
+
+#include "code_locations.hpp"
+#include "fork_safe_once.hpp"
+#include "loaded_code.hpp"
+#include "symbolizer_process.hpp"
 
 namespace liveheap::symbolize {
 namespace {
 
-// Outside the worker, so that reading them never creates it.
 std::atomic<std::uint64_t> g_asked{0};
 std::atomic<std::uint64_t> g_resolved{0};
 
-// Thread-safety: every member is guarded by mutex_.
-class Worker {
+std::string base_name(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// An address's frames from what the symbolizer found there (`answer`, null without it): the
+// inlined functions innermost first, then the function the code is in, named by its dynamic
+// symbol, else the symbol table's, else the debug information's, else module+offset.
+std::vector<Frame> frames_of(std::uintptr_t address, const CodeLocation& where, const wire::Answer* answer) {
+  Frame f;
+  f.address = address;
+  f.module = where.module;
+  std::vector<Frame> frames;
+  if (answer != nullptr) {
+    for (const wire::Located& in : answer->chain) {
+      Frame frame = f;
+      frame.function = in.function;
+      frame.file = in.file;
+      frame.line = in.line;
+      frames.push_back(std::move(frame));
+    }
+  }
+  if (where.in_object && !where.symbol.empty()) f.function = boost::core::demangle(where.symbol.c_str());
+  else if (answer != nullptr) f.function = answer->symbol;
+  if (f.function.empty() && !frames.empty()) f.function = frames.back().function;
+  if (f.function.empty()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "+0x%zx", static_cast<std::size_t>(where.offset));
+    f.function = base_name(f.module.empty() ? "?" : f.module) + text;
+  }
+  if (frames.empty()) return {f};
+  frames.back().function = f.function;
+  return frames;
+}
+
+struct Cache {
+  std::unordered_map<std::uintptr_t, std::vector<Frame>> frames;
+  LoaderCounts loader;
+};
+
+// Never destroyed: reports may run while static destructors do.
+class Names {
  public:
-  static Worker& instance() {
-    static Worker* worker = [] {
-      auto* w = new Worker;  // never destroyed: outlives static destructors
-      // fork(): the parent's worker may hold the lock or wait on a condition variable; the
-      // child has no such thread, and a broadcast to its waiters would hang forever there.
-      pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
-                     [] { instance().reset_in_child(); });
-      return w;
-    }();
-    return *worker;
-  }
-
-  void set_start_hook(std::function<void()> hook) {
-    std::lock_guard lock(mutex_);
-    start_hook_ = std::move(hook);
-  }
-
-  int debug_info_states() const { return debug_info_.states_made(); }
+  static Names& instance() { return engine::fork_safe_once<Names, make>(); }
 
   std::vector<std::vector<Frame>> symbolize(std::span<const std::uintptr_t> addresses) {
-    Request request{{addresses.begin(), addresses.end()}, {}, false};
-    std::unique_lock lock(mutex_);
-    ensure_thread();
-    queue_.push_back(&request);
-    wake_.notify_all();
-    done_.wait(lock, [&] { return request.done; });
-    return std::move(request.frames);
+    std::vector<std::vector<Frame>> out(addresses.size());
+    std::vector<std::uintptr_t> missing;
+    std::vector<std::size_t> missing_at;
+    const LoaderCounts loader = loader_counts();
+    {
+      std::lock_guard lock(mutex_);
+      // After a dlclose, a cached address may name code that is gone.
+      if (loader.subs != cache_->loader.subs) cache_->frames.clear();
+      cache_->loader = loader;
+      for (std::size_t i = 0; i < addresses.size(); ++i) {
+        if (auto it = cache_->frames.find(addresses[i]); it != cache_->frames.end()) {
+          out[i] = it->second;
+        } else {
+          missing.push_back(addresses[i]);
+          missing_at.push_back(i);
+        }
+      }
+    }
+    g_asked.fetch_add(addresses.size(), std::memory_order_relaxed);
+    g_resolved.fetch_add(missing.size(), std::memory_order_relaxed);
+    if (missing.empty()) return out;
+    const CodeLocations located = locate(missing);
+    wire::Request request;
+    request.objects = located.objects;
+    std::vector<std::size_t> query_of(missing.size(), SIZE_MAX);
+    for (std::size_t k = 0; k < missing.size(); ++k) {
+      if (!located.at[k].query) continue;
+      query_of[k] = request.queries.size();
+      request.queries.push_back(*located.at[k].query);
+    }
+    std::optional<wire::Reply> reply;
+    Status now;
+    now.asked = true;
+    if (!request.queries.empty()) {
+      try {
+        reply = ask_symbolizer_process(request);
+        now.pid = static_cast<pid_t>(reply->pid);
+        now.rss_bytes = reply->rss_bytes;
+        now.files = reply->files;
+      } catch (const std::exception& e) {
+        now.problem = e.what();
+      }
+    }
+    std::lock_guard lock(mutex_);
+    if (!request.queries.empty()) status_ = now;
+    for (std::size_t k = 0; k < missing.size(); ++k) {
+      const wire::Answer* answer = reply && query_of[k] != SIZE_MAX ? &reply->answers[query_of[k]] : nullptr;
+      out[missing_at[k]] = frames_of(missing[k], located.at[k], answer);
+      // Names made without the symbolizer are not kept: the next report asks again.
+      if (reply || !located.at[k].query) cache_->frames.emplace(missing[k], out[missing_at[k]]);
+    }
+    return out;
+  }
+
+  Status status() {
+    std::lock_guard lock(mutex_);
+    return status_;
   }
 
  private:
-  struct Request {
-    std::vector<std::uintptr_t> addresses;
-    std::vector<std::vector<Frame>> frames;
-    bool done;
-  };
+  static Names* make() {
+    auto* names = new Names;
+    pthread_atfork(nullptr, nullptr, [] { instance().after_fork_in_child(); });
+    return names;
+  }
 
-  // In a child after fork: fresh synchronization (nothing waits on it here), no requests
-  // (their threads are gone); the cache stays, the worker restarts on first use.
-  void reset_in_child() {
+  // fork() while another thread held the lock or was changing the cache: the child starts
+  // with fresh ones (the parent's copies are left alone, never freed half-changed).
+  void after_fork_in_child() {
     new (&mutex_) std::mutex;
-    new (&wake_) std::condition_variable;
-    new (&done_) std::condition_variable;
-    queue_.clear();
-  }
-
-  // After fork only the forking thread exists in the child: start a new worker there.
-  void ensure_thread() {
-    if (thread_pid_ == getpid()) return;
-    thread_pid_ = getpid();
-    queue_.clear();
-    const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
-    std::thread([this] { run(); }).detach();
-  }
-
-  void run() {
-    std::function<void()> hook;
-    {
-      std::lock_guard lock(mutex_);
-      hook = start_hook_;
-    }
-    if (hook) hook();
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [&] { return !queue_.empty(); });
-      Request* request = queue_.front();
-      queue_.pop_front();
-      serve(*request, lock);
-      request->done = true;
-      done_.notify_all();
-    }
-  }
-
-  // Resolves uncached addresses with the lock released, so cached lookups by other
-  // requests never wait behind a cold one.
-  void serve(Request& request, std::unique_lock<std::mutex>& lock) {
-    const LoaderCounts loader = loader_counts();
-    // After a dlclose, a cached address may name code that is gone (the stack walk's frame
-    // rules and heaptrack's module cache are dropped the same way).
-    if (loader.subs != loader_seen_.subs) cache_.clear();
-    loader_seen_ = loader;
-    std::vector<std::uintptr_t> missing;
-    for (std::uintptr_t a : request.addresses)
-      if (!cache_.contains(a)) missing.push_back(a);
-    g_asked.fetch_add(request.addresses.size(), std::memory_order_relaxed);
-    g_resolved.fetch_add(missing.size(), std::memory_order_relaxed);
-    if (!missing.empty()) {
-      lock.unlock();
-      debug_info_.refresh(loader);  // the worker thread's alone: no lock needed
-      std::vector<std::vector<Frame>> resolved;
-      resolved.reserve(missing.size());
-      for (std::uintptr_t a : missing) resolved.push_back(debug_info_.resolve(a));
-      lock.lock();
-      for (std::size_t i = 0; i < missing.size(); ++i)
-        cache_.emplace(missing[i], std::move(resolved[i]));
-    }
-    request.frames.reserve(request.addresses.size());
-    for (std::uintptr_t a : request.addresses) request.frames.push_back(cache_.at(a));
+    cache_ = new Cache;
+    new (&status_) Status;
   }
 
   std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  std::deque<Request*> queue_;
-  std::unordered_map<std::uintptr_t, std::vector<Frame>> cache_;
-  std::function<void()> start_hook_;
-  pid_t thread_pid_ = 0;
-  LoaderCounts loader_seen_;
-  DebugInfo debug_info_;  // used by the worker thread only, outside the lock
+  Cache* cache_ = new Cache;  // guarded by mutex_
+  Status status_;             // guarded by mutex_
 };
 
 }  // namespace
 
-void set_worker_start_hook(std::function<void()> on_worker_start) {
-  Worker::instance().set_start_hook(std::move(on_worker_start));
-}
-
 std::vector<std::vector<Frame>> symbolize(std::span<const std::uintptr_t> addresses) {
-  return Worker::instance().symbolize(addresses);
+  return Names::instance().symbolize(addresses);
 }
 
 Counts counts() noexcept {
   return {g_asked.load(std::memory_order_relaxed), g_resolved.load(std::memory_order_relaxed)};
 }
 
-int debug_info_states() { return Worker::instance().debug_info_states(); }
+Status status() { return Names::instance().status(); }
 
 }  // namespace liveheap::symbolize

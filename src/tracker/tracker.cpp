@@ -73,14 +73,6 @@ void validate(const Options& o) {
                                                        settings::kTrackerMemory, " bytes"));
 }
 
-void install_symbolizer_hook() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // The worker's allocations (and Boost's per-thread state) are the tracker's own.
-    symbolize::set_worker_start_hook([] { engine::begin_ignore(); });
-  });
-}
-
 struct RawTrace {
   std::vector<std::uintptr_t> frames;
   engine::StackSums sums;
@@ -121,7 +113,6 @@ void start(const Options& options) {
     throw std::runtime_error(
         "liveheap's malloc is not in effect in this process (another allocator was linked "
         "first?): link liveheap before it, or run under LD_PRELOAD=libliveheap_preload.so");
-  install_symbolizer_hook();
   std::lock_guard lock(g_control);
   g_options = options;
   if (!engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
@@ -520,7 +511,21 @@ Snapshot take_allocation_snapshot() {
 
 SymbolizerStats symbolizer_stats() noexcept {
   const symbolize::Counts c = symbolize::counts();
-  return {c.asked, c.resolved};
+  SymbolizerStats stats;
+  stats.addresses_asked = c.asked;
+  stats.addresses_resolved = c.resolved;
+  try {
+    IgnoreScope ignore;
+    const symbolize::Status process = symbolize::status();
+    stats.process_asked = process.asked;
+    stats.process_pid = process.pid;
+    stats.process_rss_bytes = process.rss_bytes;
+    stats.process_files = process.files;
+    stats.problem = process.problem;
+  } catch (...) {
+    // Out of memory copying the reason: the counts stand alone.
+  }
+  return stats;
 }
 
 Snapshot take_peak_snapshot() {

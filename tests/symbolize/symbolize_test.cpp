@@ -1,12 +1,14 @@
 // The symbolizer against modules that come and go: an address is named after the code that
-// is there now, not after what was there when it was first asked about.
+// is there now, not after what was there when it was first asked about; and the symbolizer
+// process, which reads the debug information, restarted when it dies.
 #include <gtest/gtest.h>
+
+#include <signal.h>
 
 #include <cstdint>
 #include <dlfcn.h>
 #include <string>
 
-#include "debug_info.hpp"
 #include "symbolizer.hpp"
 
 namespace {
@@ -63,8 +65,7 @@ std::uintptr_t load_and_name(const Plugin& plugin) {
 
 TEST(Symbolizer, AModuleLoadedWhereAnUnloadedOneWasGetsItsOwnNames) {
   int reused = 0;
-  // Two loads a round, each needing a debug-information state of its own.
-  for (int round = 0; round < liveheap::symbolize::DebugInfo::kMaxStates / 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     const std::uintptr_t alpha = load_and_name(kAlpha);
     const std::uintptr_t gamma = load_and_name(kGamma);
     ASSERT_NE(alpha, 0u);
@@ -75,33 +76,45 @@ TEST(Symbolizer, AModuleLoadedWhereAnUnloadedOneWasGetsItsOwnNames) {
   EXPECT_GT(reused, 0) << "the second module never landed at the first one's address";
 }
 
-// A debug-information state cannot be freed: past the budget, a module loaded since gets its
-// names without lines, never the lines of the module that was there before.
-TEST(Symbolizer, PastTheBudgetAReplacedModuleHasNoLinesRatherThanTheOldOnes) {
-  // What is left of the budget (other tests of this process may have spent some).
-  const int kBudget = liveheap::symbolize::DebugInfo::kMaxStates - liveheap::symbolize::debug_info_states();
-  const int kRounds = 2 * liveheap::symbolize::DebugInfo::kMaxStates + 1;
-  int exact = 0, without_lines = 0;
-  for (int round = 0; round < kRounds; ++round) {
+// The symbolizer reads each file once, by path and build-id: a module replaced at an address
+// any number of times keeps its own lines (no budget of states to run out of).
+TEST(Symbolizer, EveryModuleLoadedInTurnAtOneAddressHasItsOwnLines) {
+  for (int round = 0; round < 12; ++round) {
     const Plugin& plugin = round % 2 == 1 ? kGamma : kAlpha;
     Loaded loaded = load(plugin.path, plugin.function);
     ASSERT_NE(loaded.entry, 0u);
     const liveheap::Frame f = outermost(loaded.entry);
     EXPECT_EQ(f.function, plugin.function) << "round " << round;
     EXPECT_EQ(f.module, plugin.path);
-    if (f.line == 0) {
-      ++without_lines;
-      EXPECT_EQ(f.file, "") << "round " << round;
-    } else {
-      ++exact;
-      EXPECT_EQ(without_lines, 0) << "lines came back after the budget was spent, round " << round;
-      EXPECT_EQ(f.line, plugin.line) << "round " << round;
-    }
+    EXPECT_EQ(f.line, plugin.line) << "round " << round;
     ASSERT_EQ(dlclose(loaded.handle), 0);
   }
-  EXPECT_EQ(exact, kBudget) << "one state per module loaded while the budget lasts";
-  EXPECT_EQ(liveheap::symbolize::debug_info_states(), liveheap::symbolize::DebugInfo::kMaxStates);
-  EXPECT_EQ(without_lines, kRounds - kBudget);
+  const liveheap::symbolize::Status status = liveheap::symbolize::status();
+  EXPECT_EQ(status.problem, "");
+  EXPECT_GT(status.pid, 0);
+  EXPECT_NE(status.pid, getpid()) << "the debug information is read in a process of its own";
+  EXPECT_GT(status.files, 0);
+}
+
+// A symbolizer killed between two reports is started again by the next one that needs it.
+TEST(Symbolizer, AKilledSymbolizerIsStartedAgainByTheNextReport) {
+  Loaded alpha = load(kAlpha.path, kAlpha.function);
+  ASSERT_NE(alpha.entry, 0u);
+  EXPECT_EQ(outermost(alpha.entry).line, kAlpha.line);
+  const pid_t first = liveheap::symbolize::status().pid;
+  ASSERT_GT(first, 0);
+  ASSERT_EQ(kill(first, SIGKILL), 0);
+  ASSERT_EQ(dlclose(alpha.handle), 0);  // its names leave the cache: the next ask goes out
+  Loaded gamma = load(kGamma.path, kGamma.function);
+  ASSERT_NE(gamma.entry, 0u);
+  const liveheap::Frame f = outermost(gamma.entry);
+  EXPECT_EQ(f.function, kGamma.function);
+  EXPECT_EQ(f.line, kGamma.line);
+  const liveheap::symbolize::Status status = liveheap::symbolize::status();
+  EXPECT_EQ(status.problem, "");
+  EXPECT_NE(status.pid, first);
+  EXPECT_GT(status.pid, 0);
+  ASSERT_EQ(dlclose(gamma.handle), 0);
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+// liveheap-symbolizer: names code addresses for the traced processes of one user, so that
+// no traced process reads debug information itself (tens of megabytes each). A traced
+// process starts it on demand (src/symbolize/symbolizer_process.cpp) and connects to it on
+// an abstract Unix socket named after the user; it answers one request per connection,
+// keeps what it read for the next ones, and exits after a minute without requests (or
+// once it holds FileDebugInfo::kMaxFiles files, to be started afresh).
+//
+//   liveheap-symbolizer --socket NAME [--detach] [--idle-exit SECONDS]
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "file_debug_info.hpp"
+#include "wire.hpp"
+
+namespace {
+
+using namespace liveheap::symbolize;
+
+constexpr std::uint64_t kMaxRequestBytes = 64u << 20;
+constexpr int kClientTimeoutS = 10;
+
+struct Settings {
+  std::string socket;
+  bool detach = false;
+  int idle_exit_s = 60;
+};
+
+Settings parse(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (flag == "--detach") {
+      s.detach = true;
+    } else if (flag == "--socket" && i + 1 < argc) {
+      s.socket = argv[++i];
+    } else if (flag == "--idle-exit" && i + 1 < argc) {
+      s.idle_exit_s = std::atoi(argv[++i]);
+      if (s.idle_exit_s <= 0) throw std::invalid_argument("--idle-exit takes a positive number of seconds");
+    } else {
+      throw std::invalid_argument("unknown argument '" + std::string(flag) + "'");
+    }
+  }
+  if (s.socket.empty() || s.socket.size() > sizeof(sockaddr_un::sun_path) - 1)
+    throw std::invalid_argument("--socket NAME is required (at most 107 bytes)");
+  return s;
+}
+
+// Started by liveheap from inside someone else's process: nothing of it is ours to keep. Its signal
+// mask (liveheap's threads block the host's signals), its descriptors, its terminal.
+void leave_the_host() {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGHUP, SIGINT, SIGTERM, SIGPIPE}) signal(sig, SIG_DFL);
+  const int null = ::open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+    if (null > 2) ::close(null);
+  }
+  ::close_range(3, ~0u, 0);
+}
+
+// One process answers: with --detach the parent returns at once (its starter waits for
+// it) and the server carries on in a new session, a child of init, not of the host.
+void detach() {
+  const pid_t child = ::fork();
+  if (child < 0) std::exit(1);
+  if (child > 0) std::_Exit(0);
+  ::setsid();
+}
+
+sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return address;
+}
+
+std::int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+wire::Reply answer(server::FileDebugInfo& info, std::string_view body) {
+  wire::Reply reply;
+  try {
+    const wire::Request request = wire::decode_request(body);
+    reply.answers.reserve(request.queries.size());
+    for (const wire::Query& q : request.queries) reply.answers.push_back(info.resolve(request.objects[q.object], q.pc));
+  } catch (const std::exception& e) {
+    reply.answers.clear();
+    reply.error = e.what();
+  }
+  reply.pid = ::getpid();
+  reply.rss_bytes = resident_bytes();
+  reply.files = static_cast<std::int64_t>(info.files());
+  return reply;
+}
+
+// Only the user the symbolizer runs as may ask it: it reads files with that user's rights.
+bool same_user(int fd) {
+  ucred peer{};
+  socklen_t length = sizeof peer;
+  return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && peer.uid == ::geteuid();
+}
+
+void serve_one(server::FileDebugInfo& info, int client) {
+  const timeval timeout{kClientTimeoutS, 0};
+  ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  if (!same_user(client)) return;
+  const std::optional<std::string> body = wire::read_message(client, kMaxRequestBytes);
+  if (!body) return;
+  wire::write_message(client, wire::encode(answer(info, *body)));
+}
+
+int serve(const Settings& s) {
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0) return 1;
+  socklen_t length = 0;
+  const sockaddr_un address = abstract_address(s.socket, length);
+  // Taken: another symbolizer of this user serves already (two processes started one at once).
+  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0) return 0;
+  if (::listen(listener, 64) != 0) return 1;
+  server::FileDebugInfo info;
+  for (;;) {
+    pollfd ready{listener, POLLIN, 0};
+    const int n = ::poll(&ready, 1, s.idle_exit_s * 1000);
+    if (n == 0) return 0;  // idle: what it read is freed with it
+    if (n < 0) continue;
+    const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    serve_one(info, client);
+    ::close(client);
+    if (info.files() >= server::FileDebugInfo::kMaxFiles) return 0;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings settings;
+  try {
+    settings = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "liveheap-symbolizer: %s\n", e.what());
+    return 2;
+  }
+  if (settings.detach) {
+    leave_the_host();
+    detach();
+  }
+  return serve(settings);
+}

@@ -1,0 +1,183 @@
+// Finding, starting and asking liveheap-symbolizer (symbolizer_process.hpp).
+#include "symbolizer_process.hpp"
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+namespace liveheap::symbolize {
+namespace {
+
+constexpr const char* kExecutable = "liveheap-symbolizer";
+constexpr std::chrono::seconds kStartTimeout{5};
+constexpr int kSendTimeoutS = 10;
+// The first answer about a big library (libpython's debug information) takes seconds.
+constexpr int kReceiveTimeoutS = 60;
+constexpr std::uint64_t kMaxReplyBytes = 1ull << 30;
+
+// LIVEHEAP_SYMBOLIZER, read as the library loads: getenv on a liveheap thread later could
+// race the host's setenv.
+char g_override[4096];
+[[gnu::constructor]] void read_symbolizer_override() {
+  const char* value = std::getenv("LIVEHEAP_SYMBOLIZER");
+  if (value != nullptr && std::strlen(value) < sizeof g_override) std::strcpy(g_override, value);
+}
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+// LIVEHEAP_SYMBOLIZER; else next to the library (or program) this code is in; else, in a
+// build tree, the one built with it.
+std::string find_executable() {
+  if (g_override[0] != '\0') {
+    if (executable(g_override)) return g_override;
+    throw std::runtime_error("LIVEHEAP_SYMBOLIZER=" + std::string(g_override) + " is not an executable file");
+  }
+  Dl_info info{};
+  std::string next_to;
+  if (dladdr(reinterpret_cast<void*>(&find_executable), &info) != 0 && info.dli_fname != nullptr) {
+    next_to = directory_of(info.dli_fname);
+    if (executable(next_to + "/" + kExecutable)) return next_to + "/" + kExecutable;
+  }
+#ifdef LIVEHEAP_SYMBOLIZER_IN_BUILD
+  if (executable(LIVEHEAP_SYMBOLIZER_IN_BUILD)) return LIVEHEAP_SYMBOLIZER_IN_BUILD;
+#endif
+  throw std::runtime_error(std::string(kExecutable) + " is not in " + next_to +
+                           " (LIVEHEAP_SYMBOLIZER may name it)");
+}
+
+// One per user and protocol; the abstract namespace needs no file, and a symbolizer that
+// exits leaves nothing behind.
+std::string socket_name() { return "liveheap-symbolizer.1." + std::to_string(::geteuid()); }
+
+sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return address;
+}
+
+// A connected socket, or -1 when nothing listens.
+int connect_to(const std::string& name) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  socklen_t length = 0;
+  const sockaddr_un address = abstract_address(name, length);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), length) == 0) return fd;
+  ::close(fd);
+  return -1;
+}
+
+struct Exec {
+  const char* path;
+  char* const* argv;
+};
+
+int exec_child(void* arg) {
+  const auto* exec = static_cast<const Exec*>(arg);
+  char* const no_environment[] = {nullptr};
+  ::execve(exec->path, exec->argv, no_environment);
+  ::_exit(127);
+}
+
+// Runs `path --socket NAME --detach` and waits for its first process, which returns once
+// the server has forked off into a session of its own. The child is cloned with no exit
+// signal: the host gets no SIGCHLD, and its wait()/waitpid(-1) (without __WALL) never see it.
+void start(const std::string& path, const std::string& name) {
+  std::string a0 = path, a1 = "--socket", a2 = name, a3 = "--detach";
+  char* const argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), nullptr};
+  const Exec exec{path.c_str(), argv};
+  constexpr std::size_t kStack = 64 * 1024;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) throw std::runtime_error("no memory to start " + path);
+  // The child shares this memory until it execs: no signal handler of the host may run in it.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::clone(exec_child, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK,
+                            const_cast<Exec*>(&exec));
+  const int clone_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ::munmap(stack, kStack);
+  if (pid < 0) throw std::runtime_error("could not start " + path + ": " + std::strerror(clone_errno));
+  int status = 0;
+  while (::waitpid(pid, &status, __WCLONE) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("could not run " + path + (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? " (exec failed)" : ""));
+}
+
+int connect_starting(const std::string& name) {
+  if (const int fd = connect_to(name); fd >= 0) return fd;
+  start(find_executable(), name);
+  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  for (;;) {
+    if (const int fd = connect_to(name); fd >= 0) return fd;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error(std::string(kExecutable) + " was started but did not listen within 5 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+// The abstract namespace has no permissions: whoever listens first has the name.
+void check_peer(int fd, const std::string& name) {
+  ucred peer{};
+  socklen_t length = sizeof peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0)
+    throw std::runtime_error("cannot tell who holds @" + name);
+  if (peer.uid != ::geteuid())
+    throw std::runtime_error("@" + name + " is held by uid " + std::to_string(peer.uid) + ", not this user");
+}
+
+struct Descriptor {
+  int fd;
+  ~Descriptor() { ::close(fd); }
+};
+
+}  // namespace
+
+wire::Reply ask_symbolizer_process(const wire::Request& request) {
+  const std::string name = socket_name();
+  const std::string body = wire::encode(request);
+  // Twice: a symbolizer that was exiting (idle) or was killed may close a connection it took.
+  for (int attempt = 0;; ++attempt) {
+    const Descriptor connection{connect_starting(name)};
+    check_peer(connection.fd, name);
+    const timeval send_timeout{kSendTimeoutS, 0}, receive_timeout{kReceiveTimeoutS, 0};
+    ::setsockopt(connection.fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+    ::setsockopt(connection.fd, SOL_SOCKET, SO_RCVTIMEO, &receive_timeout, sizeof receive_timeout);
+    std::optional<std::string> reply;
+    errno = 0;
+    if (wire::write_message(connection.fd, body)) reply = wire::read_message(connection.fd, kMaxReplyBytes);
+    const bool timed_out = errno == EAGAIN || errno == EWOULDBLOCK;
+    if (reply) {
+      wire::Reply decoded = wire::decode_reply(*reply);
+      if (!decoded.error.empty()) throw std::runtime_error(std::string(kExecutable) + " refused: " + decoded.error);
+      if (decoded.answers.size() != request.queries.size())
+        throw std::runtime_error(std::string(kExecutable) + " answered " + std::to_string(decoded.answers.size()) +
+                                 " of " + std::to_string(request.queries.size()) + " addresses");
+      return decoded;
+    }
+    if (timed_out) throw std::runtime_error(std::string(kExecutable) + " did not answer within 60 s");
+    if (attempt > 0) throw std::runtime_error(std::string(kExecutable) + " closed the connection without answering");
+  }
+}
+
+}  // namespace liveheap::symbolize
