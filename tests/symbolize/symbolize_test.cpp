@@ -3,12 +3,21 @@
 // process, which reads the debug information, restarted when it dies.
 #include <gtest/gtest.h>
 
+#include <backtrace.h>
+#include <execinfo.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <boost/core/demangle.hpp>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <dlfcn.h>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "main_program.hpp"
 #include "symbolizer.hpp"
 
 namespace {
@@ -115,6 +124,102 @@ TEST(Symbolizer, AKilledSymbolizerIsStartedAgainByTheNextReport) {
   EXPECT_NE(status.pid, first);
   EXPECT_GT(status.pid, 0);
   ASSERT_EQ(dlclose(gamma.handle), 0);
+}
+
+// What liveheap named in the process itself before the symbolizer was a process of its own:
+// one libbacktrace state over every loaded object, the inline chain at address - 1, the
+// function by its dynamic symbol, else the symbol table's, else module+offset.
+std::vector<liveheap::Frame> named_in_process(backtrace_state* state, std::uintptr_t address) {
+  liveheap::Frame f;
+  f.address = address;
+  const std::uintptr_t pc = address - 1;
+  Dl_info info{};
+  f.module = liveheap::symbolize::object_file(reinterpret_cast<void*>(pc), info);
+  std::vector<liveheap::Frame> frames;
+  backtrace_pcinfo(
+      state, pc,
+      [](void* out, std::uintptr_t, const char* file, int line, const char* function) {
+        if (file == nullptr && function == nullptr) return 0;
+        liveheap::Frame frame;
+        frame.function = function == nullptr ? "" : boost::core::demangle(function);
+        frame.file = file == nullptr ? "" : file;
+        frame.line = static_cast<unsigned>(line < 0 ? 0 : line);
+        static_cast<std::vector<liveheap::Frame>*>(out)->push_back(frame);
+        return 0;
+      },
+      [](void*, const char*, int) {}, &frames);
+  for (liveheap::Frame& frame : frames) {
+    frame.address = address;
+    frame.module = f.module;
+  }
+  if (info.dli_fbase != nullptr && info.dli_sname != nullptr) {
+    f.function = boost::core::demangle(info.dli_sname);
+  } else {
+    backtrace_syminfo(
+        state, pc,
+        [](void* out, std::uintptr_t, const char* symbol, std::uintptr_t, std::uintptr_t) {
+          if (symbol != nullptr) *static_cast<std::string*>(out) = boost::core::demangle(symbol);
+        },
+        [](void*, const char*, int) {}, &f.function);
+  }
+  if (f.function.empty() && !frames.empty()) f.function = frames.back().function;
+  if (f.function.empty()) {
+    const std::uintptr_t offset = address - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+    char text[32];
+    std::snprintf(text, sizeof text, "+0x%zx", static_cast<std::size_t>(offset));
+    f.function = f.module.substr(f.module.rfind('/') + 1) + text;
+  }
+  if (frames.empty()) return {f};
+  frames.back().function = f.function;
+  return frames;
+}
+
+[[gnu::noinline]] std::vector<std::uintptr_t> stack_here() {
+  void* pcs[64];
+  const int n = backtrace(pcs, 64);
+  std::vector<std::uintptr_t> out;
+  for (int i = 0; i < n; ++i) out.push_back(reinterpret_cast<std::uintptr_t>(pcs[i]));
+  return out;
+}
+
+// The names the symbolizer process gives are the ones the process would have read itself,
+// frame for frame (function, file, line, module), over the test's own code, libstdc++'s
+// templates inlined into it, libc and libstdc++ (their debug information when installed).
+TEST(Symbolizer, NamesAreTheOnesTheProcessWouldHaveReadItself) {
+  std::vector<std::uintptr_t> addresses;
+  std::vector<int> values = {3, 1, 2};
+  std::sort(values.begin(), values.end(), [&](int a, int b) {
+    if (addresses.empty()) addresses = stack_here();
+    return a < b;
+  });
+  const std::function<void()> through_function = [&] {
+    for (std::uintptr_t a : stack_here()) addresses.push_back(a);
+  };
+  through_function();
+  for (const void* code : {reinterpret_cast<const void*>(&qsort), reinterpret_cast<const void*>(&malloc),
+                           reinterpret_cast<const void*>(&snprintf), reinterpret_cast<const void*>(&stack_here),
+                           reinterpret_cast<const void*>(&named_in_process)})
+    for (std::uintptr_t offset = 1; offset < 200; offset += 13) addresses.push_back(reinterpret_cast<std::uintptr_t>(code) + offset);
+  ASSERT_GT(addresses.size(), 60u);
+
+  backtrace_state* state = backtrace_create_state(nullptr, 0, [](void*, const char*, int) {}, nullptr);
+  ASSERT_NE(state, nullptr);
+  const auto named = liveheap::symbolize::symbolize(addresses);
+  ASSERT_EQ(named.size(), addresses.size());
+  int with_lines = 0;
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    const std::vector<liveheap::Frame> expected = named_in_process(state, addresses[i]);
+    ASSERT_EQ(named[i].size(), expected.size()) << "at " << std::hex << addresses[i] << " " << expected.back().function;
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_EQ(named[i][k].function, expected[k].function) << std::hex << addresses[i];
+      EXPECT_EQ(named[i][k].file, expected[k].file) << std::hex << addresses[i];
+      EXPECT_EQ(named[i][k].line, expected[k].line) << std::hex << addresses[i];
+      EXPECT_EQ(named[i][k].module, expected[k].module) << std::hex << addresses[i];
+      EXPECT_EQ(named[i][k].address, expected[k].address);
+    }
+    with_lines += expected.front().line != 0;
+  }
+  EXPECT_GT(with_lines, 20) << "the comparison covered code with debug information";
 }
 
 }  // namespace
