@@ -5,6 +5,8 @@ include(CMakePackageConfigHelpers)
 install(TARGETS liveheap EXPORT liveheapTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS liveheap_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# Next to the libraries: where a traced process looks for it (src/symbolize/symbolizer_process.hpp).
+install(TARGETS liveheap-symbolizer RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/liveheap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT liveheapTargets NAMESPACE liveheap::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/liveheap)

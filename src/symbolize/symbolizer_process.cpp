@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -62,9 +63,18 @@ std::string find_executable() {
                            " (LIVEHEAP_SYMBOLIZER may name it)");
 }
 
-// One per user and protocol; the abstract namespace needs no file, and a symbolizer that
-// exits leaves nothing behind.
-std::string socket_name() { return "liveheap-symbolizer.1." + std::to_string(::geteuid()); }
+// One per user and protocol (and per LIVEHEAP_SYMBOLIZER: a symbolizer named there is that
+// one, not the one other processes started); the abstract namespace needs no file, and a
+// symbolizer that exits leaves nothing behind.
+std::string socket_name() {
+  std::string name = "liveheap-symbolizer.1." + std::to_string(::geteuid());
+  if (g_override[0] == '\0') return name;
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a: the same in every process
+  for (const char* c = g_override; *c != '\0'; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ".%016llx", static_cast<unsigned long long>(hash));
+  return name + suffix;
+}
 
 sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
   sockaddr_un address{};

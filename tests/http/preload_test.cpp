@@ -2,6 +2,7 @@
 // known bytes at known lines; liveheap_preload's admin server, started by LIVEHEAP_ADDR,
 // must report exactly that through POST /baseline + GET /diff?format=json.
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "child_process.hpp"
@@ -80,6 +81,68 @@ TEST_F(PreloadTest, LookingAtTheHeapDoesNotGrowIt) {
   const auto report = get(port_, "/debug/memory/diff?format=json&limit=10000").json();
   EXPECT_EQ(report["total"]["size_diff"], 0) << report.dump(1);
   EXPECT_EQ(report["total"]["count_diff"], 0) << report.dump(1);
+}
+
+// The process's resident memory, from /proc.
+long resident_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("VmRSS:")) return std::stol(line.substr(6)) * 1024;
+  return -1;
+}
+
+// Debug information is read by the symbolizer process, not the traced one: twenty reports
+// of every kind grow the program by its tracker's tables and little else (libc's debug
+// information alone is 20 MB, libstdc++'s more).
+TEST_F(PreloadTest, LookingCostsTheProcessNoDebugInformation) {
+  allocate();
+  const long before = resident_bytes(program_->pid());
+  const long tracker_before = get(port_, "/debug/memory/stats?format=json").json()["tracker_memory"].get<long>();
+  ASSERT_EQ(post(port_, "/debug/memory/baseline").status, 200);
+  for (int i = 0; i < 4; ++i)
+    for (const char* target : {"/debug/memory/top?key=traceback&limit=1000", "/debug/memory/diff?limit=1000&verdicts=1",
+                               "/debug/memory/tracebacks?format=json", "/debug/memory/peak",
+                               "/debug/memory/pprof/heap"})
+      ASSERT_EQ(get(port_, target).status, 200) << target;
+  const nlohmann::json stats = get(port_, "/debug/memory/stats?format=json").json();
+  const long grown = resident_bytes(program_->pid()) - before;
+  const long tracker_grown = stats["tracker_memory"].get<long>() - tracker_before;
+  EXPECT_LE(grown - tracker_grown, 2L << 20) << "grew " << grown << " B, the tracker's own " << tracker_grown;
+  EXPECT_GT(stats["symbolizer"]["addresses_resolved"].get<long>(), 20) << stats.dump(1);
+  ASSERT_TRUE(stats["symbolizer"].contains("process")) << stats.dump(1);
+  EXPECT_NE(stats["symbolizer"]["process"]["pid"].get<long>(), program_->pid());
+  EXPECT_GT(stats["symbolizer"]["process"]["rss_bytes"].get<long>(), 0);
+}
+
+// No symbolizer to start: reports still answer, their functions named by their symbols (or
+// module+offset) without lines, and /stats says why. The program runs on, quietly.
+TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
+  const std::uint16_t port = free_port();
+  ChildProcess program({LIVEHEAP_EXACT_TRUTH, "--phases"},
+                       {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
+                        "LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"});
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_EQ(post(port, "/debug/memory/baseline").status, 200);
+  program.write_line("go");
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "ALLOCATED");
+  const Reply diff = get(port, "/debug/memory/diff?format=json&key=traceback&limit=5");
+  ASSERT_EQ(diff.status, 200) << diff.body;
+  const nlohmann::json report = diff.json();
+  ASSERT_FALSE(report["stats"].empty()) << report.dump(1);
+  for (const nlohmann::json& stat : report["stats"])
+    for (const nlohmann::json& frame : stat["traceback"]) {
+      EXPECT_EQ(frame["line"], 0) << frame.dump();
+      EXPECT_FALSE(frame["function"].get<std::string>().empty()) << frame.dump();
+    }
+  const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
+  EXPECT_NE(stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
+            std::string::npos) << stats.dump(1);
+  EXPECT_NE(get(port, "/debug/memory/stats").body.find("symbolizer: unavailable"), std::string::npos);
+  program.write_line("go");
+  while (program.read_line(2000)) {
+  }
+  EXPECT_EQ(program.wait(10000), 0);
 }
 
 // A wrapper that execs the program (pyenv's shims, `env`, a shell's `exec`) loads the
