@@ -22,8 +22,8 @@ TEST_PACKAGES=(libgtest-dev chromium valgrind libjemalloc2 libtcmalloc-minimal4 
                redis-server redis-tools nginx postgresql-15 nodejs)
 # The fuzzers: clang's libFuzzer and sanitizer runtimes (docs/fuzzing.md).
 FUZZ_PACKAGES=(libgtest-dev clang libclang-rt-14-dev)
-# python3-matplotlib and python3-torch (~136 MB of archives): the real workloads of issue 11.
-BENCH_PACKAGES=(heaptrack libjemalloc2 wrk python3 python3-matplotlib python3-torch)
+# python3-matplotlib and python3-torch (~136 MB of archives): the real workloads of the bench rows.
+BENCH_PACKAGES=(heaptrack libjemalloc2 wrk python3 python3-matplotlib python3-torch python3-flask gunicorn)
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -6,8 +6,9 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,large,matplotlib,torch,report,scale,history] [--judge cpu|wall]
-//                  [--heaptrack-lib PATH] [--jemalloc-lib PATH]
+//                  [--only loop,server,large,matplotlib,torch,report,scale,history,looking]
+//                  [--judge cpu|wall] [--heaptrack-lib PATH] [--jemalloc-lib PATH]
+//                  [--baseline-preload PATH]
 #include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -38,9 +39,10 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop",   "server", "large",  "matplotlib",
-                                "torch",  "report", "scale", "history"};
+  std::set<std::string> only = {"loop",   "server", "large",  "matplotlib", "torch",
+                                "report", "scale",  "history", "looking"};
   std::string heaptrack_lib;
+  std::string baseline_preload;  // another build's preload library, for the looking row
   std::string jemalloc_lib;
   bench::Clock judged_by = bench::Clock::cpu;
 };
@@ -269,7 +271,7 @@ void run_process_row(const ProcessRow& row, const std::vector<bench::Tool>& tool
   print_process_row(row, used, runs, ratios);
 }
 
-void run_issue11_rows(const std::vector<bench::Tool>& tools, const Settings& s) {
+void run_workload_rows(const std::vector<bench::Tool>& tools, const Settings& s) {
   const std::string python = "/usr/bin/python3", scripts = LIVEHEAP_BENCH_SCRIPTS;
   if (s.only.count("large"))
     run_process_row({"large",
@@ -292,6 +294,20 @@ void run_issue11_rows(const std::vector<bench::Tool>& tools, const Settings& s) 
                      {python, scripts + "/torch_step.py", "--count", "30", "--warmup", "5"},
                      "step", "step", true, true},
                     tools, s);
+}
+
+// What asking costs the processes looked at (samples/bench/looking_cost.py): the resident
+// memory each process of a 4-worker gunicorn app and of the sample Beast server gains over
+// 20 reports, and the symbolizer process's; with --baseline-preload, the gunicorn app again
+// under that build.
+void run_looking_row(const Settings& s) {
+  std::fprintf(stderr, "looking...\n");
+  std::vector<std::string> argv = {"/usr/bin/python3", std::string(LIVEHEAP_BENCH_SCRIPTS) + "/looking_cost.py",
+                                   "--preload", LIVEHEAP_BENCH_PRELOAD, "--server", LIVEHEAP_BENCH_LEAKY_SERVER};
+  if (!s.baseline_preload.empty()) argv.insert(argv.end(), {"--baseline-preload", s.baseline_preload});
+  const bench::Outcome outcome = bench::run(argv, {}, 600s);
+  std::printf("\nlooking: what 20 reports cost each process of a program%s", outcome.output.c_str());
+  if (!outcome.ok()) note_failure("looking", argv, {}, outcome);
 }
 
 // The in-process section: median of each key over `processes` fresh runs (cold is cold
@@ -359,9 +375,9 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking]\n"
                   "                      [--judge cpu|wall]\n"
-                  "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH]\n");
+                  "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--baseline-preload PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
     }
     ++i;
@@ -373,6 +389,7 @@ Settings parse_settings(int argc, char** argv) {
       s.judged_by = std::strcmp(value, "wall") == 0 ? bench::Clock::wall : bench::Clock::cpu;
     else if (flag == "--heaptrack-lib") s.heaptrack_lib = value;
     else if (flag == "--jemalloc-lib") s.jemalloc_lib = value;
+    else if (flag == "--baseline-preload") s.baseline_preload = value;
     else if (flag == "--only") {
       s.only.clear();
       for (std::string rest = value; !rest.empty();) {
@@ -445,7 +462,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!workloads.empty()) bench::print_overhead_table(workloads, tools, m, s.judged_by);
-  run_issue11_rows(tools, s);
+  run_workload_rows(tools, s);
+  if (s.only.count("looking")) run_looking_row(s);
 
   if (s.only.count("history")) bench::print_history_loop_table(measure_history_loop(tools, s));
   if (s.only.count("report")) {
@@ -453,8 +471,8 @@ int main(int argc, char** argv) {
     bench::print_report_table(measure_reports(std::min(s.rounds, 3)));
   }
   if (s.only.count("scale")) {
-    // Issue 11's scale row: ten times the blocks and the stacks (~1 GiB of RSS, ~30 s a
-    // process), so one process unless asked for more rounds than 3.
+    // The scale row: ten times the blocks and the stacks (~1 GiB of RSS, ~30 s a process),
+    // so one process unless asked for more rounds than 3.
     std::fprintf(stderr, "report_bench at scale...\n");
     bench::print_scale_table(
         measure_reports(s.rounds > 3 ? 3 : 1, {"--blocks", "10000000", "--stacks", "100000"}));
