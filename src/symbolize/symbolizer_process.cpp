@@ -5,7 +5,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,17 +65,16 @@ std::string find_executable() {
                            " (LIVEHEAP_SYMBOLIZER may name it)");
 }
 
-// One per user and protocol (and per LIVEHEAP_SYMBOLIZER: a symbolizer named there is that
-// one, not the one other processes started); the abstract namespace needs no file, and a
+// One per user, protocol and executable: every process of the user that uses this
+// installation shares one, and another installation (another version, or the one
+// LIVEHEAP_SYMBOLIZER names) has its own. The abstract namespace needs no file, and a
 // symbolizer that exits leaves nothing behind.
-std::string socket_name() {
-  std::string name = "liveheap-symbolizer.1." + std::to_string(::geteuid());
-  if (g_override[0] == '\0') return name;
+std::string socket_name(const std::string& executable) {
   std::uint64_t hash = 14695981039346656037ull;  // FNV-1a: the same in every process
-  for (const char* c = g_override; *c != '\0'; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  for (const char c : executable) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   char suffix[24];
   std::snprintf(suffix, sizeof suffix, ".%016llx", static_cast<unsigned long long>(hash));
-  return name + suffix;
+  return "liveheap-symbolizer.1." + std::to_string(::geteuid()) + suffix;
 }
 
 sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
@@ -100,43 +101,63 @@ struct Exec {
   char* const* argv;
 };
 
-int exec_child(void* arg) {
+// The intermediate process (start()): shares the host's memory, has no exit signal, never
+// execs. It makes the symbolizer with a raw fork (no atfork handler of the host or of
+// liveheap runs; the copy only execs) and exits at once, leaving it to init.
+int start_orphan(void* arg) {
   const auto* exec = static_cast<const Exec*>(arg);
-  char* const no_environment[] = {nullptr};
-  ::execve(exec->path, exec->argv, no_environment);
-  ::_exit(127);
+  const long pid = ::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    char* const no_environment[] = {nullptr};
+    ::execve(exec->path, exec->argv, no_environment);
+    ::_exit(127);
+  }
+  ::_exit(pid < 0 ? 1 : 0);
 }
 
-// Runs `path --socket NAME --detach` and waits for its first process, which returns once
-// the server has forked off into a session of its own. The child is cloned with no exit
-// signal: the host gets no SIGCHLD, and its wait()/waitpid(-1) (without __WALL) never see it.
+// Whether this process adopts orphans (PID 1 of a container, a subreaper): the symbolizer
+// would be its child, and its exit a SIGCHLD the host never expected.
+bool adopts_orphans() {
+  int subreaper = 0;
+  return ::getpid() == 1 || (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) == 0 && subreaper != 0);
+}
+
+// Starts `path --socket NAME --detach` as nobody's child the host knows. A process cloned
+// with no exit signal sends its parent no SIGCHLD and is invisible to wait()/waitpid(-1)
+// without __WALL, but exec gives every process SIGCHLD back; so the clone does not exec:
+// it forks the symbolizer and exits (reaped here), and the symbolizer, orphaned, is init's.
+// Where the host adopts orphans, it would be the host's again: it is told so (--stay-with)
+// and never exits while the host lives, re-executing itself when idle to give its memory
+// back instead.
 void start(const std::string& path, const std::string& name) {
-  std::string a0 = path, a1 = "--socket", a2 = name, a3 = "--detach";
-  char* const argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), nullptr};
+  std::string stay = std::to_string(::getpid());
+  std::string a0 = path, a1 = "--socket", a2 = name, a3 = "--detach", a4 = "--stay-with";
+  char* const argv[] = {a0.data(), a1.data(), a2.data(), a3.data(),
+                        adopts_orphans() ? a4.data() : nullptr, stay.data(), nullptr};
   const Exec exec{path.c_str(), argv};
   constexpr std::size_t kStack = 64 * 1024;
   void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) throw std::runtime_error("no memory to start " + path);
-  // The child shares this memory until it execs: no signal handler of the host may run in it.
+  // The clone shares this memory: no signal handler of the host may run in it.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = ::clone(exec_child, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK,
+  const pid_t pid = ::clone(start_orphan, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK,
                             const_cast<Exec*>(&exec));
   const int clone_errno = errno;
+  int status = 0;
+  if (pid > 0)
+    while (::waitpid(pid, &status, __WCLONE) < 0 && errno == EINTR) {
+    }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::munmap(stack, kStack);
   if (pid < 0) throw std::runtime_error("could not start " + path + ": " + std::strerror(clone_errno));
-  int status = 0;
-  while (::waitpid(pid, &status, __WCLONE) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error("could not run " + path + (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? " (exec failed)" : ""));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("could not fork to start " + path);
 }
 
-int connect_starting(const std::string& name) {
+int connect_starting(const std::string& executable, const std::string& name) {
   if (const int fd = connect_to(name); fd >= 0) return fd;
-  start(find_executable(), name);
+  start(executable, name);
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   for (;;) {
     if (const int fd = connect_to(name); fd >= 0) return fd;
@@ -164,11 +185,12 @@ struct Descriptor {
 }  // namespace
 
 wire::Reply ask_symbolizer_process(const wire::Request& request) {
-  const std::string name = socket_name();
+  const std::string executable = find_executable();
+  const std::string name = socket_name(executable);
   const std::string body = wire::encode(request);
   // Twice: a symbolizer that was exiting (idle) or was killed may close a connection it took.
   for (int attempt = 0;; ++attempt) {
-    const Descriptor connection{connect_starting(name)};
+    const Descriptor connection{connect_starting(executable, name)};
     check_peer(connection.fd, name);
     const timeval send_timeout{kSendTimeoutS, 0}, receive_timeout{kReceiveTimeoutS, 0};
     ::setsockopt(connection.fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);

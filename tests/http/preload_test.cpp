@@ -1,14 +1,18 @@
 // End to end under LD_PRELOAD: an unmodified program (samples/exact_truth.cpp) allocates
 // known bytes at known lines; liveheap_preload's admin server, started by LIVEHEAP_ADDR,
 // must report exactly that through POST /baseline + GET /diff?format=json.
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "child_process.hpp"
 #include "client.hpp"
 #include "gtest/gtest.h"
 #include "truth_sites.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace http_test {
 namespace {
@@ -143,6 +147,70 @@ TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
   while (program.read_line(2000)) {
   }
   EXPECT_EQ(program.wait(10000), 0);
+}
+
+// Fields of /proc/<pid>/stat after the command's closing parenthesis (field 3 is [0]).
+std::vector<std::string> stat_fields(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::istringstream rest(text.substr(text.rfind(')') + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
+}
+
+// Starts `argv` (exact_truth, maybe through a wrapper) with a symbolizer of its own (a path
+// of its own to the same executable: its own socket), asks one report and, while the
+// program still runs, the symbolizer's pid, ppid and exit signal (/proc/<pid>/stat).
+struct SymbolizerSeen {
+  pid_t program = 0;
+  pid_t pid = 0;
+  pid_t parent = 0;
+  std::string command_line;  // its arguments, joined by spaces
+};
+SymbolizerSeen symbolizer_of_a_report(const std::string& link, std::vector<std::string> argv) {
+  const std::uint16_t port = free_port();
+  ChildProcess program(std::move(argv), {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                                         "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
+                                         "LIVEHEAP_MODE=exact", "LIVEHEAP_SYMBOLIZER=" + link});
+  SymbolizerSeen seen;
+  EXPECT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  seen.program = program.pid();
+  EXPECT_EQ(get(port, "/debug/memory/top?key=traceback&limit=3").status, 200);
+  const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
+  EXPECT_TRUE(stats["symbolizer"].contains("process")) << stats.dump(1);
+  seen.pid = stats["symbolizer"].value("process", nlohmann::json::object()).value("pid", 0);
+  if (seen.pid <= 0) return seen;
+  const std::vector<std::string> fields = stat_fields(seen.pid);
+  seen.parent = std::stoi(fields.at(1));
+  std::ifstream cmdline("/proc/" + std::to_string(seen.pid) + "/cmdline");
+  for (std::string arg; std::getline(cmdline, arg, '\0');) seen.command_line += arg + " ";
+  ::kill(seen.pid, SIGTERM);  // this test's symbolizer: not left for its idle minute
+  return seen;
+}
+
+// The symbolizer is never a child the host sees exit: it is init's, or, in a host that
+// adopts orphans (PID 1 of a container, a subreaper), it is told so and never exits while
+// the host lives (SymbolizerProcess.* in tests/symbolize shows what it does instead).
+TEST(PreloadSymbolizer, NoHostGetsASigchldFromIt) {
+  test_support::TempDir dir;
+  const std::string link = dir.path() + "/liveheap-symbolizer";
+  ASSERT_EQ(::symlink(LIVEHEAP_SYMBOLIZER_EXECUTABLE, link.c_str()), 0);
+
+  const SymbolizerSeen detached = symbolizer_of_a_report(link, {LIVEHEAP_EXACT_TRUTH, "--phases"});
+  ASSERT_GT(detached.pid, 0);
+  EXPECT_NE(detached.parent, detached.program) << "the symbolizer is the host's child";
+
+  // PR_SET_CHILD_SUBREAPER (36) is kept across exec: the program adopts its orphans.
+  const SymbolizerSeen kept = symbolizer_of_a_report(
+      link, {"/usr/bin/python3", "-c",
+             "import ctypes, os, sys; ctypes.CDLL(None).prctl(36, 1, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])",
+             LIVEHEAP_EXACT_TRUTH, "--phases"});
+  ASSERT_GT(kept.pid, 0);
+  EXPECT_EQ(kept.parent, kept.program) << "a subreaper adopts the symbolizer";
+  EXPECT_NE(kept.command_line.find("--stay-with " + std::to_string(kept.program) + " "), std::string::npos)
+      << kept.command_line;
+  EXPECT_EQ(detached.command_line.find("--stay-with"), std::string::npos) << detached.command_line;
 }
 
 // A wrapper that execs the program (pyenv's shims, `env`, a shell's `exec`) loads the

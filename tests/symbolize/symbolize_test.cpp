@@ -12,13 +12,26 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
+#include <link.h>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
 #include "main_program.hpp"
 #include "symbolizer.hpp"
+#include "wire.hpp"
 
 namespace {
 
@@ -220,6 +233,109 @@ TEST(Symbolizer, NamesAreTheOnesTheProcessWouldHaveReadItself) {
     with_lines += expected.front().line != 0;
   }
   EXPECT_GT(with_lines, 20) << "the comparison covered code with debug information";
+}
+
+// The symbolizer run by hand, as a child of this test, on a socket of its own.
+class SymbolizerProcess : public ::testing::Test {
+ protected:
+  void start(std::vector<std::string> extra) {
+    socket_ = "liveheap-symbolizer-test." + std::to_string(getpid());
+    std::vector<std::string> args = {LIVEHEAP_SYMBOLIZER_EXECUTABLE, "--socket", socket_, "--idle-exit", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ASSERT_EQ(posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  }
+  void TearDown() override {
+    if (pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Asks the name of a function of this test (its debug information is megabytes); the
+  // reply, or nullopt when nothing answered.
+  std::optional<liveheap::symbolize::wire::Reply> ask() {
+    for (int attempt = 0; attempt < 500; ++attempt) {
+      const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un address{};
+      address.sun_family = AF_UNIX;
+      std::memcpy(address.sun_path + 1, socket_.data(), socket_.size());
+      const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + socket_.size());
+      if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+        close(fd);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      Dl_info info{};
+      link_map* map = nullptr;
+      dladdr1(reinterpret_cast<void*>(&stack_here), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP);
+      liveheap::symbolize::wire::Request request;
+      request.objects.push_back({liveheap::symbolize::main_program_path(), ""});
+      request.queries.push_back({0, reinterpret_cast<std::uintptr_t>(&stack_here) + 4 - map->l_addr});
+      std::optional<liveheap::symbolize::wire::Reply> reply;
+      if (liveheap::symbolize::wire::write_message(fd, liveheap::symbolize::wire::encode(request)))
+        if (auto body = liveheap::symbolize::wire::read_message(fd, 1 << 20))
+          reply = liveheap::symbolize::wire::decode_reply(*body);
+      close(fd);
+      return reply;
+    }
+    return std::nullopt;
+  }
+
+  std::int64_t resident_bytes() {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.starts_with("VmRSS:")) return std::stoll(line.substr(6)) * 1024;
+    return -1;
+  }
+
+  bool exited_within(std::chrono::milliseconds patience) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = 0;
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  std::string socket_;
+  pid_t pid_ = 0;
+};
+
+TEST_F(SymbolizerProcess, AnswersThenExitsWhenIdle) {
+  start({});
+  const auto reply = ask();
+  ASSERT_TRUE(reply);
+  ASSERT_EQ(reply->answers.size(), 1u);
+  ASSERT_FALSE(reply->answers[0].chain.empty());
+  EXPECT_EQ(reply->answers[0].chain.back().function, "stack_here");
+  EXPECT_EQ(reply->pid, pid_);
+  EXPECT_EQ(reply->files, 1);
+  EXPECT_TRUE(exited_within(std::chrono::seconds(5))) << "still running after its idle second";
+}
+
+// With --stay-with its parent (one that adopts orphans would get a SIGCHLD at its exit): it
+// never exits while that parent lives; when idle it re-executes itself, the same process
+// afresh, holding no file any more, and answers on the same socket.
+TEST_F(SymbolizerProcess, StayingWithItsParentItStartsAfreshWhenIdleInsteadOfExiting) {
+  start({"--stay-with", std::to_string(getpid())});
+  const auto first = ask();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->files, 1);
+  EXPECT_FALSE(exited_within(std::chrono::milliseconds(2500))) << "it exited: its parent would get a SIGCHLD";
+  const std::int64_t idle = resident_bytes();
+  EXPECT_LT(idle, first->rss_bytes - (2 << 20)) << "the debug information it read is still held: " << idle << " B now, " << first->rss_bytes << " B after reading";
+  const auto again = ask();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->pid, pid_) << "the same process";
+  ASSERT_EQ(again->answers.size(), 1u);
+  ASSERT_FALSE(again->answers[0].chain.empty());
+  EXPECT_EQ(again->answers[0].chain.back().function, "stack_here");
 }
 
 }  // namespace

@@ -5,7 +5,13 @@
 // keeps what it read for the next ones, and exits after a minute without requests (or
 // once it holds FileDebugInfo::kMaxFiles files, to be started afresh).
 //
-//   liveheap-symbolizer --socket NAME [--detach] [--idle-exit SECONDS]
+//   liveheap-symbolizer --socket NAME [--detach] [--stay-with PID] [--idle-exit SECONDS]
+//
+// --detach: started from inside a traced process, it keeps nothing of it (descriptors,
+// signal mask, terminal). --stay-with PID: its parent PID adopts orphans (PID 1 of a
+// container, a subreaper), so its exit would be a SIGCHLD that process never expected:
+// while PID is its parent it never exits, and when idle it re-executes itself instead,
+// which gives back what it read (--listen-fd passes its socket on).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -34,6 +40,8 @@ constexpr int kClientTimeoutS = 10;
 struct Settings {
   std::string socket;
   bool detach = false;
+  pid_t stay_with = 0;
+  int listen_fd = -1;
   int idle_exit_s = 60;
 };
 
@@ -43,6 +51,12 @@ Settings parse(int argc, char** argv) {
     const std::string_view flag = argv[i];
     if (flag == "--detach") {
       s.detach = true;
+    } else if (flag == "--stay-with" && i + 1 < argc) {
+      s.stay_with = std::atoi(argv[++i]);
+      if (s.stay_with <= 0) throw std::invalid_argument("--stay-with takes a process id");
+    } else if (flag == "--listen-fd" && i + 1 < argc) {
+      s.listen_fd = std::atoi(argv[++i]);
+      if (s.listen_fd < 3) throw std::invalid_argument("--listen-fd takes a descriptor past 2");
     } else if (flag == "--socket" && i + 1 < argc) {
       s.socket = argv[++i];
     } else if (flag == "--idle-exit" && i + 1 < argc) {
@@ -70,15 +84,6 @@ void leave_the_host() {
     if (null > 2) ::close(null);
   }
   ::close_range(3, ~0u, 0);
-}
-
-// One process answers: with --detach the parent returns at once (its starter waits for
-// it) and the server carries on in a new session, a child of init, not of the host.
-void detach() {
-  const pid_t child = ::fork();
-  if (child < 0) std::exit(1);
-  if (child > 0) std::_Exit(0);
-  ::setsid();
 }
 
 sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
@@ -129,25 +134,55 @@ void serve_one(server::FileDebugInfo& info, int client) {
   wire::write_message(client, wire::encode(answer(info, *body)));
 }
 
-int serve(const Settings& s) {
+// The listening socket: bound here, or passed on by the process this one re-executed.
+// -1 when another symbolizer holds the name (two processes started one at once).
+int listening_socket(const Settings& s) {
+  if (s.listen_fd >= 0) return s.listen_fd;
   const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listener < 0) return 1;
+  if (listener < 0) return -1;
   socklen_t length = 0;
   const sockaddr_un address = abstract_address(s.socket, length);
-  // Taken: another symbolizer of this user serves already (two processes started one at once).
-  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0) return 0;
-  if (::listen(listener, 64) != 0) return 1;
+  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0 || ::listen(listener, 64) != 0) {
+    ::close(listener);
+    return -1;
+  }
+  return listener;
+}
+
+// --stay-with: the same process, afresh, with the same socket.
+[[noreturn]] void reexecute(const Settings& s, int listener) {
+  ::fcntl(listener, F_SETFD, 0);
+  std::string fd = std::to_string(listener), parent = std::to_string(s.stay_with),
+              idle = std::to_string(s.idle_exit_s);
+  std::string a[] = {"liveheap-symbolizer", "--socket", s.socket, "--stay-with", parent,
+                     "--listen-fd", fd, "--idle-exit", idle};
+  char* argv[std::size(a) + 1] = {};
+  for (std::size_t i = 0; i < std::size(a); ++i) argv[i] = a[i].data();
+  ::execv("/proc/self/exe", argv);
+  std::_Exit(1);  // the socket goes with it; the next request starts another
+}
+
+int serve(const Settings& s) {
+  const int listener = listening_socket(s);
+  if (listener < 0) return 0;
   server::FileDebugInfo info;
   for (;;) {
     pollfd ready{listener, POLLIN, 0};
     const int n = ::poll(&ready, 1, s.idle_exit_s * 1000);
-    if (n == 0) return 0;  // idle: what it read is freed with it
+    if (n == 0) {  // idle: what it read is given back
+      if (s.stay_with == 0 || ::getppid() != s.stay_with) return 0;
+      if (info.files() > 0) reexecute(s, listener);
+      continue;
+    }
     if (n < 0) continue;
     const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (client < 0) continue;
     serve_one(info, client);
     ::close(client);
-    if (info.files() >= server::FileDebugInfo::kMaxFiles) return 0;
+    if (info.files() >= server::FileDebugInfo::kMaxFiles) {
+      if (s.stay_with != 0 && ::getppid() == s.stay_with) reexecute(s, listener);
+      return 0;
+    }
   }
 }
 
@@ -163,7 +198,7 @@ int main(int argc, char** argv) {
   }
   if (settings.detach) {
     leave_the_host();
-    detach();
+    ::setsid();  // the host's terminal and process group are not ours
   }
   return serve(settings);
 }
