@@ -33,9 +33,12 @@ constexpr std::uint64_t kMaxReplyBytes = 1ull << 30;
 // LIVEHEAP_SYMBOLIZER, read as the library loads: getenv on a liveheap thread later could
 // race the host's setenv.
 char g_override[4096];
+bool g_override_too_long = false;
 [[gnu::constructor]] void read_symbolizer_override() {
   const char* value = std::getenv("LIVEHEAP_SYMBOLIZER");
-  if (value != nullptr && std::strlen(value) < sizeof g_override) std::strcpy(g_override, value);
+  if (value == nullptr) return;
+  if (std::strlen(value) < sizeof g_override) std::strcpy(g_override, value);
+  else g_override_too_long = true;
 }
 
 std::string directory_of(const std::string& path) {
@@ -48,6 +51,7 @@ bool executable(const std::string& path) { return ::access(path.c_str(), X_OK) =
 // LIVEHEAP_SYMBOLIZER; else next to the library (or program) this code is in; else, in a
 // build tree, the one built with it.
 std::string find_executable() {
+  if (g_override_too_long) throw std::runtime_error("LIVEHEAP_SYMBOLIZER is longer than a path may be");
   if (g_override[0] != '\0') {
     if (executable(g_override)) return g_override;
     throw std::runtime_error("LIVEHEAP_SYMBOLIZER=" + std::string(g_override) + " is not an executable file");
@@ -77,20 +81,12 @@ std::string socket_name(const std::string& executable) {
   return "liveheap-symbolizer.1." + std::to_string(::geteuid()) + suffix;
 }
 
-sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path + 1, name.data(), name.size());
-  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  return address;
-}
-
 // A connected socket, or -1 when nothing listens.
 int connect_to(const std::string& name) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   socklen_t length = 0;
-  const sockaddr_un address = abstract_address(name, length);
+  const sockaddr_un address = wire::abstract_address(name, length);
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), length) == 0) return fd;
   ::close(fd);
   return -1;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -109,6 +110,15 @@ Reply decode_reply(std::string_view body) {
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("a malformed reply: ") + e.what());
   }
+}
+
+sockaddr_un abstract_address(std::string_view name, socklen_t& length) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  name = name.substr(0, sizeof address.sun_path - 1);
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return address;
 }
 
 std::optional<std::string> read_message(int fd, std::uint64_t max_bytes) {

@@ -6,6 +6,9 @@
 // Thread-safety: pure functions; read_message/write_message block on their descriptor.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,6 +62,10 @@ std::string encode(const Reply& reply);
 // Throw std::runtime_error on a body that is not what encode() writes.
 Request decode_request(std::string_view body);
 Reply decode_reply(std::string_view body);
+
+// The address of `name` (at most 107 bytes) in Linux's abstract socket namespace, and its
+// length in *length.
+sockaddr_un abstract_address(std::string_view name, socklen_t& length);
 
 // A message's body, or nullopt on end of file, a bad magic, a length past `max_bytes` or a
 // read error (a timeout set on the socket included).

@@ -259,11 +259,9 @@ class SymbolizerProcess : public ::testing::Test {
   std::optional<liveheap::symbolize::wire::Reply> ask() {
     for (int attempt = 0; attempt < 500; ++attempt) {
       const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_un address{};
-      address.sun_family = AF_UNIX;
-      std::memcpy(address.sun_path + 1, socket_.data(), socket_.size());
-      const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + socket_.size());
-      if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+      socklen_t length = 0;
+      const sockaddr_un address = liveheap::symbolize::wire::abstract_address(socket_, length);
+      if (connect(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
         close(fd);
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         continue;

@@ -86,14 +86,6 @@ void leave_the_host() {
   ::close_range(3, ~0u, 0);
 }
 
-sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path + 1, name.data(), name.size());
-  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  return address;
-}
-
 std::int64_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   std::int64_t size = 0, resident = 0;
@@ -141,7 +133,7 @@ int listening_socket(const Settings& s) {
   const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener < 0) return -1;
   socklen_t length = 0;
-  const sockaddr_un address = abstract_address(s.socket, length);
+  const sockaddr_un address = wire::abstract_address(s.socket, length);
   if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0 || ::listen(listener, 64) != 0) {
     ::close(listener);
     return -1;
