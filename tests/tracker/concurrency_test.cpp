@@ -87,15 +87,16 @@ TEST(Concurrency, ThreadsWhileSnapshotsAreTakenEndExact) {
   (void)base;
 }
 
-// The symbolizer's worker waits on a condition variable while idle: a child forked then
-// must still symbolize (a broadcast to the parent's waiter used to hang the child forever).
+// A child forked right after a report must still symbolize: it starts with a lock and a
+// cache of names of its own, whatever the parent's threads held (it once waited forever on
+// a condition variable of the parent's symbolizer thread; names now come from a process).
 TEST(Concurrency, AChildForkedWhileTheSymbolizerIdlesSymbolizes) {
   TracingSession tracing({Mode::exact, 32});
   void* parent_block = std::malloc(4343); const int parent_line = __LINE__;
   std::int64_t count = 0;
-  ASSERT_EQ(size_at_line(liveheap::take_snapshot(), parent_line, &count), 4343);  // worker up
+  ASSERT_EQ(size_at_line(liveheap::take_snapshot(), parent_line, &count), 4343);  // names cached
   for (int i = 0; i < 5; ++i) {
-    (void)liveheap::take_snapshot();  // the worker has just answered: it waits again
+    (void)liveheap::take_snapshot();  // a report has just been answered
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -123,7 +124,7 @@ TEST(Concurrency, ForkedChildKeepsWorking) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      // Child: allocate, free, snapshot (a new symbolizer thread starts here).
+      // Child: allocate, free, snapshot (it asks the symbolizer process itself).
       void* p = std::malloc(9999); const int child_line = __LINE__;
       std::int64_t count = 0;
       const auto snap = liveheap::take_snapshot();
