@@ -109,6 +109,19 @@ void hold(State& s) noexcept {
 
 void schedule_retry(State& s, std::chrono::milliseconds after) noexcept;
 
+// What processes killed without their exit handlers left in the registry, removed (see
+// sweep_registry): in our group, and with `other_groups` in the others. On the endpoint's
+// thread, once registered. Throws std::bad_alloc only.
+void sweep(State& s, bool other_groups) {
+  std::string dir;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.registered_pid != ::getpid() || s.exiting) return;
+    dir = s.dir;
+  }
+  sweep_registry(dir, other_groups);
+}
+
 // The port is taken: retry while a live liveheap of this group holds it (it may exit, and
 // one of the group takes over), or a few times when none is recorded (it is exiting, or
 // starting); else something else holds the port, and it is left alone. On the endpoint's
@@ -136,7 +149,14 @@ void schedule_retry(State& s, std::chrono::milliseconds after) noexcept {
       if (ec) return;
       IgnoreScope ignore;
       const int error = listen_on_port(s);
-      if (error == 0) return hold(s);  // quietly: a child that takes over says nothing
+      if (error == 0) {
+        hold(s);  // quietly: a child that takes over says nothing
+        try {
+          sweep(s, false);  // the holder before may have been killed: what it left goes
+        } catch (...) {
+        }
+        return;
+      }
       if (error == EADDRINUSE) port_is_taken(s);
       // Anything else (out of descriptors, say): no more tries, quietly.
     });
@@ -209,11 +229,16 @@ void register_socket(State& s) {
   IgnoreScope ignore;
   try {
     register_in_registry(s);
-    std::lock_guard lock(s.mutex);
-    if (s.registered_pid == ::getpid()) {
-      s.holder = holder_path(s.dir);
-      if (s.holding && !s.exiting) record_port_holder(s.dir, ::getpid());
+    {
+      std::lock_guard lock(s.mutex);
+      if (s.registered_pid == ::getpid()) {
+        s.holder = holder_path(s.dir);
+        if (s.holding && !s.exiting) record_port_holder(s.dir, ::getpid());
+      }
     }
+    // A process the user started also sweeps the other groups (a forked child's parent
+    // did): groups whose processes were all killed leave nothing behind for long.
+    sweep(s, !s.forked);
   } catch (...) {
     // Out of memory: not reachable through the registry.
   }
