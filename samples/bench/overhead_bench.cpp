@@ -6,7 +6,8 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,large,matplotlib,torch,report,scale,history] [--judge cpu|wall]
+//                  [--only loop,server,large,matplotlib,torch,report,scale,history,idle]
+//                  [--judge cpu|wall]
 //                  [--heaptrack-lib PATH] [--jemalloc-lib PATH]
 #include <signal.h>
 #include <sys/utsname.h>
@@ -26,6 +27,7 @@
 
 #include "bench_targets.hpp"
 #include "child_process.hpp"
+#include "idle_wakeups.hpp"
 
 namespace {
 
@@ -38,8 +40,8 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop",   "server", "large",  "matplotlib",
-                                "torch",  "report", "scale", "history"};
+  std::set<std::string> only = {"loop",   "server", "large",  "matplotlib", "torch",
+                                "report", "scale",  "history", "idle"};
   std::string heaptrack_lib;
   std::string jemalloc_lib;
   bench::Clock judged_by = bench::Clock::cpu;
@@ -359,7 +361,7 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,idle]\n"
                   "                      [--judge cpu|wall]\n"
                   "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
@@ -448,6 +450,11 @@ int main(int argc, char** argv) {
   run_issue11_rows(tools, s);
 
   if (s.only.count("history")) bench::print_history_loop_table(measure_history_loop(tools, s));
+  if (s.only.count("idle")) {
+    constexpr auto window = 10s;  // with the settling, under 12 s for every mode at once
+    std::fprintf(stderr, "idle wake-ups...\n");
+    bench::print_idle_wakeups_table(bench::measure_idle_wakeups(LIVEHEAP_BENCH_PRELOAD, window), window);
+  }
   if (s.only.count("report")) {
     std::fprintf(stderr, "report_bench...\n");
     bench::print_report_table(measure_reports(std::min(s.rounds, 3)));
