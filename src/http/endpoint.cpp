@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
@@ -37,6 +39,11 @@ namespace {
 namespace net = boost::asio;
 
 constexpr auto kPortRetry = std::chrono::seconds(1);
+// A process of the group that does not hold the port sleeps until the holder exits (its
+// pidfd becomes readable), then tries the port; and besides every kHolderCheck, for a record
+// left by a killed holder whose pid another process now has. Without pidfds (kernels before
+// 5.3) it tries the port every kPortRetry instead.
+constexpr auto kHolderCheck = std::chrono::seconds(30);
 // A process that finds the port taken and no live holder recorded looks once more after
 // this: the holder of a group started a moment before may be between listen and its record.
 constexpr auto kStartRetry = std::chrono::milliseconds(200);
@@ -77,6 +84,8 @@ struct State {
   bool holding = false;  // this process listens on the port
   std::unique_ptr<net::steady_timer> retry;
   std::unique_ptr<net::steady_timer> recorders;
+  std::unique_ptr<net::posix::stream_descriptor> holder_exit;  // the holder's pidfd, waited on
+  int holder_pidfd = -1;  // its number, which a forked child closes (guarded by mutex)
 
   // The endpoint's thread's alone (and the forked child's before it has one).
   bool announce = true;      // a process the user started (not a fork): may say a line
@@ -108,6 +117,7 @@ void hold(State& s) noexcept {
 }
 
 void schedule_retry(State& s, std::chrono::milliseconds after) noexcept;
+void wait_for_holder(State& s, pid_t holder) noexcept;
 
 // What processes killed without their exit handlers left in the registry, removed (see
 // sweep_registry): in our group, and with `other_groups` in the others. On the endpoint's
@@ -122,16 +132,16 @@ void sweep(State& s, bool other_groups) {
   sweep_registry(dir, other_groups);
 }
 
-// The port is taken: retry while a live liveheap of this group holds it (it may exit, and
-// one of the group takes over), or a few times when none is recorded (it is exiting, or
-// starting); else something else holds the port, and it is left alone. On the endpoint's
-// thread: one readlink and one kill a second, no allocation, no message.
+// The port is taken: retry when the live liveheap of this group that holds it exits (one of
+// the group takes over), or a few times when none is recorded (it is exiting, or starting);
+// else something else holds the port, and it is left alone. On the endpoint's thread: a
+// readlink and a kill, no message.
 void port_is_taken(State& s) noexcept {
   const pid_t holder = s.holder.empty() ? 0 : recorded_port_holder(s.holder.c_str());
   if (holder != 0 && holder != ::getpid() && process_exists(holder)) {
     s.seen_holder = true;
     s.tries_without_holder = 0;
-    return schedule_retry(s, kPortRetry);
+    return wait_for_holder(s, holder);
   }
   if (s.tries_without_holder < (s.seen_holder ? kTakeoverTries : kStartTries)) {
     ++s.tries_without_holder;
@@ -142,27 +152,76 @@ void port_is_taken(State& s) noexcept {
   // port's own answer, tells the operator).
 }
 
+// Closes the holder's pidfd, if one is waited on.
+void stop_waiting_for_holder(State& s) noexcept {
+  if (!s.holder_exit) return;
+  {
+    // Forgotten before it is closed: a fork in between leaves the child one descriptor to
+    // keep, where the other order could have it close a number the program reused.
+    std::lock_guard lock(s.mutex);
+    s.holder_pidfd = -1;
+  }
+  boost::system::error_code ignored;
+  s.holder_exit->close(ignored);
+  s.holder_exit.reset();
+}
+
+// The port once more: held from now on, or taken still.
+void try_port(State& s) noexcept {
+  IgnoreScope ignore;
+  stop_waiting_for_holder(s);
+  const int error = listen_on_port(s);
+  if (error == 0) {
+    hold(s);  // quietly: a child that takes over says nothing
+    try {
+      sweep(s, false);  // the holder before may have been killed: what it left goes
+    } catch (...) {
+    }
+    return;
+  }
+  if (error == EADDRINUSE) port_is_taken(s);
+  // Anything else (out of descriptors, say): no more tries, quietly.
+}
+
 void schedule_retry(State& s, std::chrono::milliseconds after) noexcept {
   try {
     s.retry->expires_after(after);
     s.retry->async_wait([&s](boost::system::error_code ec) {
-      if (ec) return;
-      IgnoreScope ignore;
-      const int error = listen_on_port(s);
-      if (error == 0) {
-        hold(s);  // quietly: a child that takes over says nothing
-        try {
-          sweep(s, false);  // the holder before may have been killed: what it left goes
-        } catch (...) {
-        }
-        return;
-      }
-      if (error == EADDRINUSE) port_is_taken(s);
-      // Anything else (out of descriptors, say): no more tries, quietly.
+      if (!ec) try_port(s);
     });
   } catch (...) {
     // Out of memory: no more tries.
   }
+}
+
+void wait_for_holder(State& s, pid_t holder) noexcept {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, holder, 0));  // close-on-exec
+  if (fd < 0) return schedule_retry(s, kPortRetry);
+  try {
+    {
+      std::lock_guard lock(s.mutex);
+      s.holder_pidfd = fd;
+    }
+    s.holder_exit = std::make_unique<net::posix::stream_descriptor>(s.server->io(), fd);
+    s.holder_exit->async_wait(net::posix::descriptor_base::wait_read, [&s](boost::system::error_code ec) {
+      if (ec) return;  // closed: the check came first
+      s.retry->cancel();
+      try_port(s);
+    });
+  } catch (...) {
+    // Out of memory: no descriptor took it (or the one that did is closed with it).
+    if (s.holder_exit) {
+      stop_waiting_for_holder(s);
+    } else {
+      {
+        std::lock_guard lock(s.mutex);
+        s.holder_pidfd = -1;
+      }
+      ::close(fd);
+    }
+    return schedule_retry(s, kPortRetry);
+  }
+  schedule_retry(s, kHolderCheck);
 }
 
 // The socket bound before a uid change, served from now on; false when this process has
@@ -350,6 +409,8 @@ void after_fork_in_child() {
   s.server = nullptr;         // leaked with its io_context
   (void)s.retry.release();    // belongs to that io_context
   (void)s.recorders.release();
+  (void)s.holder_exit.release();
+  if (s.holder_pidfd >= 0) ::close(std::exchange(s.holder_pidfd, -1));  // the parent's wait
   // The parent's directory stays: a child that drops privileges binds in it first
   // (bind_before_uid_change), so that the group's holder still reaches it.
   s.state_pid = ::getpid();

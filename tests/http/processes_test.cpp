@@ -641,6 +641,30 @@ TEST(Processes, AKilledProcessesSocketIsRemovedByTheNextOfItsGroupToStart) {
   EXPECT_EQ(listed[0]["pid"], next.pid());
 }
 
+// The holder killed, another process of the group takes the port at once (it waits for the
+// holder's exit, not for a timer) and removes what the holder left.
+TEST(Processes, AKilledHoldersPortIsTakenByAnotherOfItsGroupWhichRemovesItsSocket) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  auto holder = std::make_unique<ChildProcess>(std::vector<std::string>{LIVEHEAP_EXACT_TRUTH, "--phases"},
+                                               preload_env(dir, port));
+  ASSERT_EQ(holder->read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_TRUE(wait_until(kPatience, [&] { return fs::is_symlink(dir.group(port) + "/holder"); }));
+  ChildProcess other({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ASSERT_EQ(other.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_EQ(wait_for_processes(port, 2).size(), 2u);
+  const std::string stale = dir.group(port) + "/" + std::to_string(holder->pid()) + ".sock";
+  holder.reset();  // SIGKILL: no exit handler runs
+  EXPECT_TRUE(wait_until(kPatience, [&] {
+    std::error_code ec;
+    return fs::read_symlink(dir.group(port) + "/holder", ec).string() == std::to_string(other.pid()) &&
+           !fs::exists(stale);
+  }, std::chrono::milliseconds(10))) << "the other process did not take the port, or left the holder's socket";
+  const nlohmann::json listed = wait_for_processes(port, 1);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]["pid"], other.pid());
+}
+
 // A group whose processes were all killed leaves its directory; the next process of the
 // user, of whatever group, removes it.
 TEST(Processes, AGroupWhoseProcessesWereAllKilledIsRemovedByTheNextProcessToStart) {

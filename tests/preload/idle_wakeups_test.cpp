@@ -1,15 +1,19 @@
 // A traced process in which nothing happens is not woken by liveheap: `sleep` under the
-// preload library, in each mode, with and without an endpoint; the voluntary context
-// switches of all its threads over a few seconds (a recorder that polled every 5 ms made
-// 200 a second).
+// preload library, in each mode, with and without an endpoint, and as the second process of
+// a group; the voluntary context switches of all its threads over a few seconds (a peak
+// recorder that polled every 5 ms made 200 a second).
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -120,6 +124,41 @@ TEST_P(IdleWakeups, AnIdleTracedProcessIsWokenAtMostThreeTimesASecond) {
   const double per_second = static_cast<double>(after.first - before.first) / std::chrono::duration<double>(kWindow).count();
   EXPECT_LE(per_second, kMostPerSecond) << after.first - before.first << " wake-ups in "
                                         << kWindow.count() << " s";
+}
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A process of a group whose port another holds waits for that holder's exit, not on a
+// timer (a retry every second, before): with no history thread, its threads do not wake.
+TEST(IdleWakeupsOfAGroup, AProcessWhosePortAnotherHoldsSleepsUntilTheHolderExits) {
+  test_support::TempDir registry;
+  const std::vector<std::string> env = {"LIVEHEAP_MODE=exact", "LIVEHEAP_HISTORY_INTERVAL=0",
+                                        "XDG_RUNTIME_DIR=" + registry.path(),
+                                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(free_port())};
+  IdleProcess holder(env);
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
+    return voluntary_switches(holder.pid()).second == 3;  // main, the endpoint, the peak recorder
+  }));
+  IdleProcess other(env);
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
+    return voluntary_switches(other.pid()).second == 3;
+  }));
+  std::this_thread::sleep_for(500ms);
+  const auto before = voluntary_switches(other.pid());
+  std::this_thread::sleep_for(kWindow);
+  const long woken = voluntary_switches(other.pid()).first - before.first;
+  EXPECT_LE(woken, 1) << "wake-ups in " << kWindow.count() << " s";
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, IdleWakeups,
