@@ -1,9 +1,13 @@
 // Wake-ups of idle traced processes (see idle_wakeups.hpp).
 #include "idle_wakeups.hpp"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -51,7 +55,21 @@ std::optional<std::pair<long, int>> voluntary_switches(int pid) {
 struct Row {
   std::string name;
   Environment env;
+  bool shown = true;  // false: started only for another row (the holder of its port)
 };
+
+// A TCP port on 127.0.0.1 that was free a moment ago; 0 when none could be had.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof addr;
+  const bool bound = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0;
+  if (fd >= 0) close(fd);
+  return bound ? ntohs(addr.sin_port) : 0;
+}
 
 }  // namespace
 
@@ -69,6 +87,14 @@ std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preloa
       if (!registry.empty()) env.push_back({"XDG_RUNTIME_DIR", registry});
       rows.push_back({std::string(mode) + (endpoint ? ", LIVEHEAP_ADDR" : ""), env});
     }
+  // The second process of a group (a prefork server's worker): another holds the port.
+  if (const int port = free_port()) {
+    Environment env = {{"LD_PRELOAD", liveheap_preload}, {"LIVEHEAP_MODE", "exact"},
+                       {"LIVEHEAP_ADDR", "127.0.0.1:" + std::to_string(port)}};
+    if (!registry.empty()) env.push_back({"XDG_RUNTIME_DIR", registry});
+    rows.push_back({"holder", env, false});
+    rows.push_back({"exact, port held by another", env});
+  }
   std::vector<IdleWakeups> results(rows.size());
   std::vector<std::unique_ptr<Child>> children(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -78,6 +104,7 @@ std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preloa
     } catch (const std::exception& e) {
       results[i].failed = e.what();
     }
+    if (!rows[i].shown) std::this_thread::sleep_for(300ms);  // holding before the next starts
   }
   std::this_thread::sleep_for(kSettle);
   std::vector<std::optional<std::pair<long, int>>> before(rows.size());
@@ -100,22 +127,25 @@ std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preloa
     std::error_code ignored;
     std::filesystem::remove_all(registry, ignored);
   }
-  return results;
+  std::vector<IdleWakeups> shown;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].shown) shown.push_back(results[i]);
+  return shown;
 }
 
 void print_idle_wakeups_table(const std::vector<IdleWakeups>& rows, std::chrono::seconds window) {
   std::printf("\nidle wake-ups: `sleep` under each mode, all at once, voluntary context switches "
               "of all its threads over %lld s (after %.1f s to settle)\n",
               static_cast<long long>(window.count()), std::chrono::duration<double>(kSettle).count());
-  std::printf("  %-26s %8s %12s %12s  %s\n", "", "threads", "wake-ups/s", "over bare", "target");
+  std::printf("  %-28s %8s %12s %12s  %s\n", "", "threads", "wake-ups/s", "over bare", "target");
   const double bare = rows.empty() || !rows.front().failed.empty() ? NAN : rows.front().per_second;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const IdleWakeups& r = rows[i];
     if (!r.failed.empty()) {
-      std::printf("  %-26s FAILED: %s\n", r.name.c_str(), r.failed.c_str());
+      std::printf("  %-28s FAILED: %s\n", r.name.c_str(), r.failed.c_str());
       continue;
     }
-    std::printf("  %-26s %8d %12.2f", r.name.c_str(), r.threads, r.per_second);
+    std::printf("  %-28s %8d %12.2f", r.name.c_str(), r.threads, r.per_second);
     if (i == 0 || std::isnan(bare)) {
       std::printf("\n");
       continue;

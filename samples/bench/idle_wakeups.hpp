@@ -1,6 +1,6 @@
 // How often liveheap wakes a traced process in which nothing happens: `sleep` under the
-// preload library in each mode, with and without an endpoint, beside the same `sleep`
-// untraced, all at once; the voluntary context switches of all their threads over one
+// preload library in each mode, with and without an endpoint, and as the second process of a
+// group (another holds the port), beside the same `sleep` untraced, all at once; the voluntary context switches of all their threads over one
 // window. A library inside someone else's process must not keep its CPU from idling.
 // Thread-safety: none needed; the driver is single-threaded.
 #pragma once
