@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 
 namespace liveheap::engine::peak_signal {
 namespace {
@@ -24,7 +25,9 @@ void signal() noexcept {
   if (g_pending.load(std::memory_order_relaxed) || g_pending.exchange(true, std::memory_order_acq_rel))
     return;
   g_sent.fetch_add(1, std::memory_order_release);
+  const int saved = errno;  // called from malloc, which leaves errno alone when it succeeds
   ::syscall(SYS_futex, word(), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  errno = saved;
 }
 
 void take() noexcept {
