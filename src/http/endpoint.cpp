@@ -4,7 +4,6 @@
 
 #include <pthread.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -20,7 +19,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
@@ -29,6 +27,7 @@
 #include "fork_fds.hpp"
 #include "liveheap/tracker.hpp"
 #include "listen_address.hpp"
+#include "process_exit_wait.hpp"
 #include "registry.hpp"
 #include "serve.hpp"
 
@@ -39,8 +38,8 @@ namespace {
 namespace net = boost::asio;
 
 constexpr auto kPortRetry = std::chrono::seconds(1);
-// A process of the group that does not hold the port sleeps until the holder exits (its
-// pidfd becomes readable), then tries the port; and besides every kHolderCheck, for a record
+// A process of the group that does not hold the port sleeps until the holder exits
+// (process_exit_wait.hpp), then tries the port; and besides every kHolderCheck, for a record
 // left by a killed holder whose pid another process now has. Without pidfds (kernels before
 // 5.3) it tries the port every kPortRetry instead.
 constexpr auto kHolderCheck = std::chrono::seconds(30);
@@ -84,8 +83,7 @@ struct State {
   bool holding = false;  // this process listens on the port
   std::unique_ptr<net::steady_timer> retry;
   std::unique_ptr<net::steady_timer> recorders;
-  std::unique_ptr<net::posix::stream_descriptor> holder_exit;  // the holder's pidfd, waited on
-  int holder_pidfd = -1;  // its number, which a forked child closes (guarded by mutex)
+  ProcessExitWait holder_exit;  // the holder's, while another holds the port
 
   // The endpoint's thread's alone (and the forked child's before it has one).
   bool announce = true;      // a process the user started (not a fork): may say a line
@@ -138,11 +136,13 @@ void sweep(State& s, bool other_groups) {
 // readlink and a kill, no message.
 void port_is_taken(State& s) noexcept {
   const pid_t holder = s.holder.empty() ? 0 : recorded_port_holder(s.holder.c_str());
-  if (holder != 0 && holder != ::getpid() && process_exists(holder)) {
+  // A holder seen to exit is gone, though a zombie until its parent reaps it.
+  if (holder != 0 && holder != ::getpid() && holder != s.holder_exit.exited() && process_exists(holder)) {
     s.seen_holder = true;
     s.tries_without_holder = 0;
     return wait_for_holder(s, holder);
   }
+  s.holder_exit.stop();
   if (s.tries_without_holder < (s.seen_holder ? kTakeoverTries : kStartTries)) {
     ++s.tries_without_holder;
     return schedule_retry(s, s.seen_holder ? std::chrono::milliseconds(kPortRetry) : kStartRetry);
@@ -152,25 +152,11 @@ void port_is_taken(State& s) noexcept {
   // port's own answer, tells the operator).
 }
 
-// Closes the holder's pidfd, if one is waited on.
-void stop_waiting_for_holder(State& s) noexcept {
-  if (!s.holder_exit) return;
-  {
-    // Forgotten before it is closed: a fork in between leaves the child one descriptor to
-    // keep, where the other order could have it close a number the program reused.
-    std::lock_guard lock(s.mutex);
-    s.holder_pidfd = -1;
-  }
-  boost::system::error_code ignored;
-  s.holder_exit->close(ignored);
-  s.holder_exit.reset();
-}
-
 // The port once more: held from now on, or taken still.
 void try_port(State& s) noexcept {
   IgnoreScope ignore;
-  stop_waiting_for_holder(s);
   const int error = listen_on_port(s);
+  if (error != EADDRINUSE) s.holder_exit.stop();
   if (error == 0) {
     hold(s);  // quietly: a child that takes over says nothing
     try {
@@ -194,32 +180,20 @@ void schedule_retry(State& s, std::chrono::milliseconds after) noexcept {
   }
 }
 
+// Until `holder` exits, then the port (or every kHolderCheck); every kPortRetry where no
+// pidfd can be had.
 void wait_for_holder(State& s, pid_t holder) noexcept {
-  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, holder, 0));  // close-on-exec
-  if (fd < 0) return schedule_retry(s, kPortRetry);
-  try {
-    {
-      std::lock_guard lock(s.mutex);
-      s.holder_pidfd = fd;
+  if (s.holder_exit.waiting_for() != holder) {
+    std::function<void()> on_exit;
+    try {
+      on_exit = [&s] {
+        s.retry->cancel();
+        try_port(s);
+      };
+    } catch (...) {
+      return schedule_retry(s, kPortRetry);  // out of memory
     }
-    s.holder_exit = std::make_unique<net::posix::stream_descriptor>(s.server->io(), fd);
-    s.holder_exit->async_wait(net::posix::descriptor_base::wait_read, [&s](boost::system::error_code ec) {
-      if (ec) return;  // closed: the check came first
-      s.retry->cancel();
-      try_port(s);
-    });
-  } catch (...) {
-    // Out of memory: no descriptor took it (or the one that did is closed with it).
-    if (s.holder_exit) {
-      stop_waiting_for_holder(s);
-    } else {
-      {
-        std::lock_guard lock(s.mutex);
-        s.holder_pidfd = -1;
-      }
-      ::close(fd);
-    }
-    return schedule_retry(s, kPortRetry);
+    if (!s.holder_exit.start(s.server->io(), holder, std::move(on_exit))) return schedule_retry(s, kPortRetry);
   }
   schedule_retry(s, kHolderCheck);
 }
@@ -409,8 +383,10 @@ void after_fork_in_child() {
   s.server = nullptr;         // leaked with its io_context
   (void)s.retry.release();    // belongs to that io_context
   (void)s.recorders.release();
-  (void)s.holder_exit.release();
-  if (s.holder_pidfd >= 0) ::close(std::exchange(s.holder_pidfd, -1));  // the parent's wait
+  // The parent's pidfd stays open here, as that io_context's own descriptors do (all
+  // close-on-exec): nothing here may read /proc to tell it from what the program opened
+  // under its number since.
+  s.holder_exit.abandon();
   // The parent's directory stays: a child that drops privileges binds in it first
   // (bind_before_uid_change), so that the group's holder still reaches it.
   s.state_pid = ::getpid();
