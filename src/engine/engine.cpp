@@ -473,10 +473,22 @@ void restore(void* p, const Forgotten& f) noexcept {
 
 namespace {
 
+// No thread's index: the stream of liveheap's own allocations (pass_sample_point).
+constexpr std::uint64_t kOwnAllocationsStream = ~std::uint64_t{0};
+
 // The countdown crossed zero at an allocation of `size` in `session`: the next sample point
 // is drawn. False when the crossing does not count (the countdown was of another session).
 bool pass_sample_point(std::size_t size, std::uint32_t session) noexcept {
   ThreadState& t = t_thread;
+  if (t.sampler_epoch != session && (t.ignore_depth > 0 || t.in_hook)) {
+    // liveheap's own allocation (never sampled) before this thread's first draw of the
+    // session: a countdown from a stream of its own, and no thread index, which would
+    // shift the seeded streams of the program's threads by when liveheap's threads happen
+    // to allocate. The thread draws its index at its first crossing outside.
+    std::uint64_t own = thread_seed(g_settings.sample_seed, kOwnAllocationsStream);
+    t.bytes_until_sample = next_sample_countdown(&own, g_settings.sample_interval);
+    return false;
+  }
   if (t.sampler_epoch != session) {
     // First crossing in this session: this thread's countdown was drawn for another (or
     // never): draw one now, from its seed, and count this allocation against it.
