@@ -2,6 +2,7 @@
 #include "registry.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -107,6 +109,24 @@ std::string group_name(std::string_view address) {
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
+// Exited, though its parent has not reaped it yet: its descriptors are closed already.
+bool zombie(pid_t pid) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[512];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char* end_of_name = std::strrchr(text, ')');  // "pid (name) state ...": the name may hold anything
+  return end_of_name != nullptr && end_of_name[1] == ' ' && (end_of_name[2] == 'Z' || end_of_name[2] == 'X');
+}
+
+// No process of that pid runs: none exists, or it has exited and awaits its reaping.
+bool gone(pid_t pid) { return !alive(pid) || zombie(pid); }
+
 // A directory's listing, closed however the reading ends (an allocation may throw): the
 // descriptor is the host's to have.
 class Listing {
@@ -157,11 +177,11 @@ bool old_enough(const std::string& path) {
 }
 
 // The socket of process `pid` is left by a process that died without its exit handler
-// (SIGKILL): the pid is gone and nothing accepts on it. Whatever accepts, whoever serves it,
+// (SIGKILL): the pid is gone (or a zombie) and nothing accepts on it. Whatever accepts, whoever serves it,
 // stays; a socket whose pid lives is never connected to here (it may be starting, and a
 // connection would wake its server for nothing).
 bool abandoned_socket(const std::string& path, pid_t pid) {
-  if (alive(pid)) return false;
+  if (!gone(pid)) return false;
   const int error = try_connect(path, true);
   return error == ECONNREFUSED || error == ENOENT;
 }
@@ -207,7 +227,7 @@ std::vector<pid_t> list_registry(const std::string& dir) {
     const pid_t pid = pid_in_name(name, "", ".sock");
     if (pid == 0) continue;
     const std::string path = dir + "/" + name;
-    if (!alive(pid)) {
+    if (gone(pid)) {
       if (abandoned_socket(path, pid)) ::unlink(path.c_str());
       continue;  // listed only while its process lives
     }
