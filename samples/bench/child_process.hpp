@@ -36,6 +36,7 @@ class Child {
   Child& operator=(Child&&) = delete;
   ~Child();
 
+  int pid() const noexcept { return pid_; }
   // The next line of output (without '\n'), or nullopt at end of output or on timeout.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
   // Sends `signal` (0: none), collects the rest of the output, waits up to `timeout`

@@ -6,7 +6,7 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,large,matplotlib,torch,report,scale,history,looking]
+//                  [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle]
 //                  [--judge cpu|wall] [--heaptrack-lib PATH] [--jemalloc-lib PATH]
 //                  [--baseline-preload PATH]
 #include <signal.h>
@@ -27,6 +27,7 @@
 
 #include "bench_targets.hpp"
 #include "child_process.hpp"
+#include "idle_wakeups.hpp"
 
 namespace {
 
@@ -40,7 +41,7 @@ struct Settings {
   int seconds = 3;
   int connections = 8;
   std::set<std::string> only = {"loop",   "server", "large",  "matplotlib", "torch",
-                                "report", "scale",  "history", "looking"};
+                                "report", "scale",  "history", "looking", "idle"};
   std::string heaptrack_lib;
   std::string baseline_preload;  // another build's preload library, for the looking row
   std::string jemalloc_lib;
@@ -375,7 +376,7 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle]\n"
                   "                      [--judge cpu|wall]\n"
                   "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--baseline-preload PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
@@ -466,6 +467,11 @@ int main(int argc, char** argv) {
   if (s.only.count("looking")) run_looking_row(s);
 
   if (s.only.count("history")) bench::print_history_loop_table(measure_history_loop(tools, s));
+  if (s.only.count("idle")) {
+    constexpr auto window = 10s;  // with the settling, under 12 s for every mode at once
+    std::fprintf(stderr, "idle wake-ups...\n");
+    bench::print_idle_wakeups_table(bench::measure_idle_wakeups(LIVEHEAP_BENCH_PRELOAD, window), window);
+  }
   if (s.only.count("report")) {
     std::fprintf(stderr, "report_bench...\n");
     bench::print_report_table(measure_reports(std::min(s.rounds, 3)));

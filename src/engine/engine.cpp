@@ -11,6 +11,7 @@
 #include "next_usable.hpp"
 #include "own_code.hpp"
 #include "pages.hpp"
+#include "peak_signal.hpp"
 #include "sampler.hpp"
 #include "stack_capture.hpp"
 #include "stack_table.hpp"
@@ -70,8 +71,14 @@ CurrentSlot g_current[kThreadSlots + 1];
 std::atomic<std::uint32_t> g_slots_taken{0};
 alignas(64) std::atomic<std::int64_t> g_peak{0};
 // With several threads the peak is checked after each kPeakCheckBytes of a thread's growth
-// (so it may read low by less than that per thread); with one thread, at every allocation.
+// (so it may read low by less than that per thread); with one thread, at every allocation,
+// against g_high: that thread's highest count since the peak was reset, or lower, down to
+// the peak recorder's mark, so that the one compare finds a new high and a crossing of the
+// mark alike. g_peak is raised to g_high before g_high is lowered (traced() reads both).
 constexpr std::int64_t kPeakCheckBytes = 64 * 1024;
+std::atomic<std::int64_t> g_high{0};
+// The traced bytes past which the peak recorder wants to look (set_peak_mark).
+std::atomic<std::int64_t> g_peak_mark{kNoPeakMark};
 std::atomic<std::int64_t> g_own_bytes{0};
 std::atomic<std::int64_t> g_live_samples{0};
 std::atomic<std::uint64_t> g_dropped{0};
@@ -137,6 +144,28 @@ void raise_peak(std::int64_t now) noexcept {
   }
 }
 
+// The traced bytes are `now` at a check: past the recorder's mark, it is woken.
+void check_peak_mark(std::int64_t now) noexcept {
+  if (now > g_peak_mark.load(std::memory_order_seq_cst)) peak_signal::signal();
+}
+
+// The only traced thread passed g_high: a new high, or a crossing of the mark it was
+// lowered to. Out of line: in a steady heap it is not called at all.
+[[gnu::noinline]] void passed_high(std::int64_t now) noexcept {
+  // A CAS, not a store: where set_peak_mark() lowered it meanwhile, the CAS reads that,
+  // and the mark read after it is the new one.
+  std::int64_t high = g_high.load(std::memory_order_relaxed);
+  while (now > high && !g_high.compare_exchange_weak(high, now, std::memory_order_seq_cst)) {
+  }
+  check_peak_mark(now);
+}
+
+// The peak and the single thread's high restart at `now` (clear, reset_peak).
+void reset_high(std::int64_t now) noexcept {
+  g_peak.store(now, std::memory_order_relaxed);
+  g_high.store(now, std::memory_order_seq_cst);
+}
+
 // Adds `bytes` (negative: freed) to this thread's share of the traced bytes (`slot`: its
 // thread_slot()); returns it.
 [[gnu::always_inline]] inline CurrentSlot& add_current(std::int64_t bytes, std::uint32_t slot) noexcept {
@@ -163,14 +192,16 @@ void raise_peak(std::int64_t now) noexcept {
     // it uncounted) is the whole current figure (the shared last slot is used past
     // kThreadSlots threads only), so only a new high needs the CAS.
     const std::int64_t now = mine.counted();
-    if (now > g_peak.load(std::memory_order_relaxed)) raise_peak(now);
+    if (now > g_high.load(std::memory_order_relaxed)) passed_high(now);
     return;
   }
   std::int64_t& growth = t_thread.growth_since_peak_check;
   growth += bytes;
   if (growth >= kPeakCheckBytes) {
     growth = 0;
-    raise_peak(current_bytes());
+    const std::int64_t now = current_bytes();
+    raise_peak(now);
+    check_peak_mark(now);
   }
 }
 
@@ -313,7 +344,7 @@ void empty_tables(Mode was) noexcept {
     g_live_samples.store(0, std::memory_order_relaxed);
     g_sample_clearing.store(false, std::memory_order_seq_cst);
   }
-  g_peak.store(current_bytes(), std::memory_order_relaxed);
+  reset_high(current_bytes());
 }
 
 // A fork from a signal handler that interrupted the only thread inside the engine: the lock
@@ -442,10 +473,22 @@ void restore(void* p, const Forgotten& f) noexcept {
 
 namespace {
 
+// No thread's index: the stream of liveheap's own allocations (pass_sample_point).
+constexpr std::uint64_t kOwnAllocationsStream = ~std::uint64_t{0};
+
 // The countdown crossed zero at an allocation of `size` in `session`: the next sample point
 // is drawn. False when the crossing does not count (the countdown was of another session).
 bool pass_sample_point(std::size_t size, std::uint32_t session) noexcept {
   ThreadState& t = t_thread;
+  if (t.sampler_epoch != session && (t.ignore_depth > 0 || t.in_hook)) {
+    // liveheap's own allocation (never sampled) before this thread's first draw of the
+    // session: a countdown from a stream of its own, and no thread index, which would
+    // shift the seeded streams of the program's threads by when liveheap's threads happen
+    // to allocate. The thread draws its index at its first crossing outside.
+    std::uint64_t own = thread_seed(g_settings.sample_seed, kOwnAllocationsStream);
+    t.bytes_until_sample = next_sample_countdown(&own, g_settings.sample_interval);
+    return false;
+  }
   if (t.sampler_epoch != session) {
     // First crossing in this session: this thread's countdown was drawn for another (or
     // never): draw one now, from its seed, and count this allocation against it.
@@ -563,11 +606,26 @@ LIVEHEAP_OWN_CODE void* sample_resize(void* p, std::size_t size, const WalkStart
 
 Totals traced() noexcept {
   const std::int64_t current = current_bytes();
-  const std::int64_t peak = g_peak.load(std::memory_order_relaxed);
+  const std::int64_t high = g_high.load(std::memory_order_relaxed);
+  std::int64_t peak = g_peak.load(std::memory_order_relaxed);
+  if (high > peak) peak = high;  // the single thread's, not raised into g_peak yet
   return {current, peak > current ? peak : current};
 }
 
-void reset_peak() noexcept { g_peak.store(current_bytes(), std::memory_order_relaxed); }
+void reset_peak() noexcept { reset_high(current_bytes()); }
+
+void set_peak_mark(std::int64_t mark) noexcept {
+  g_peak_mark.store(mark, std::memory_order_seq_cst);
+  // The single thread's next check is at the mark now, if that is below its high: the high
+  // goes into the peak first, which it must not lose.
+  std::int64_t high = g_high.load(std::memory_order_relaxed);
+  while (high > mark) {
+    raise_peak(high);
+    if (g_high.compare_exchange_weak(high, mark, std::memory_order_seq_cst)) break;
+  }
+}
+
+std::int64_t peak_mark() noexcept { return g_peak_mark.load(std::memory_order_seq_cst); }
 
 std::int64_t own_memory() noexcept {
   return mapped_bytes() + g_own_bytes.load(std::memory_order_relaxed) + region_overhead_bytes();

@@ -97,6 +97,15 @@ struct Totals {
 Totals traced() noexcept;
 void reset_peak() noexcept;
 
+// The peak recorder's mark (src/tracker/peak.cpp): the allocation that finds the traced
+// bytes past it signals the recorder (peak_signal.hpp), which sleeps until then. It is
+// found by the checks that keep the peak: the single traced thread's compare at every
+// allocation, or each kPeakCheckBytes of a thread's growth with several (so up to 64 KiB a
+// thread late). kNoPeakMark (the start): never.
+inline constexpr std::int64_t kNoPeakMark = INT64_MAX;
+void set_peak_mark(std::int64_t mark) noexcept;
+std::int64_t peak_mark() noexcept;
+
 // Bytes the tracker holds: table pages, sample headers, allocations under ignore scopes.
 std::int64_t own_memory() noexcept;
 std::uint64_t stack_count() noexcept;

@@ -27,6 +27,7 @@
 #include "fork_fds.hpp"
 #include "liveheap/tracker.hpp"
 #include "listen_address.hpp"
+#include "process_exit_wait.hpp"
 #include "registry.hpp"
 #include "serve.hpp"
 
@@ -37,6 +38,11 @@ namespace {
 namespace net = boost::asio;
 
 constexpr auto kPortRetry = std::chrono::seconds(1);
+// A process of the group that does not hold the port sleeps until the holder exits
+// (process_exit_wait.hpp), then tries the port; and besides every kHolderCheck, for a record
+// left by a killed holder whose pid another process now has. Without pidfds (kernels before
+// 5.3) it tries the port every kPortRetry instead.
+constexpr auto kHolderCheck = std::chrono::seconds(30);
 // A process that finds the port taken and no live holder recorded looks once more after
 // this: the holder of a group started a moment before may be between listen and its record.
 constexpr auto kStartRetry = std::chrono::milliseconds(200);
@@ -77,6 +83,7 @@ struct State {
   bool holding = false;  // this process listens on the port
   std::unique_ptr<net::steady_timer> retry;
   std::unique_ptr<net::steady_timer> recorders;
+  ProcessExitWait holder_exit;  // the holder's, while another holds the port
 
   // The endpoint's thread's alone (and the forked child's before it has one).
   bool announce = true;      // a process the user started (not a fork): may say a line
@@ -108,18 +115,34 @@ void hold(State& s) noexcept {
 }
 
 void schedule_retry(State& s, std::chrono::milliseconds after) noexcept;
+void wait_for_holder(State& s, pid_t holder) noexcept;
 
-// The port is taken: retry while a live liveheap of this group holds it (it may exit, and
-// one of the group takes over), or a few times when none is recorded (it is exiting, or
-// starting); else something else holds the port, and it is left alone. On the endpoint's
-// thread: one readlink and one kill a second, no allocation, no message.
+// What processes killed without their exit handlers left in the registry, removed (see
+// sweep_registry): in our group, and with `other_groups` in the others. On the endpoint's
+// thread, once registered. Throws std::bad_alloc only.
+void sweep(State& s, bool other_groups) {
+  std::string dir;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.registered_pid != ::getpid() || s.exiting) return;
+    dir = s.dir;
+  }
+  sweep_registry(dir, other_groups);
+}
+
+// The port is taken: retry when the live liveheap of this group that holds it exits (one of
+// the group takes over), or a few times when none is recorded (it is exiting, or starting);
+// else something else holds the port, and it is left alone. On the endpoint's thread: a
+// readlink and a kill, no message.
 void port_is_taken(State& s) noexcept {
   const pid_t holder = s.holder.empty() ? 0 : recorded_port_holder(s.holder.c_str());
-  if (holder != 0 && holder != ::getpid() && process_exists(holder)) {
+  // A holder seen to exit is gone, though a zombie until its parent reaps it.
+  if (holder != 0 && holder != ::getpid() && holder != s.holder_exit.exited() && process_exists(holder)) {
     s.seen_holder = true;
     s.tries_without_holder = 0;
-    return schedule_retry(s, kPortRetry);
+    return wait_for_holder(s, holder);
   }
+  s.holder_exit.stop();
   if (s.tries_without_holder < (s.seen_holder ? kTakeoverTries : kStartTries)) {
     ++s.tries_without_holder;
     return schedule_retry(s, s.seen_holder ? std::chrono::milliseconds(kPortRetry) : kStartRetry);
@@ -129,20 +152,50 @@ void port_is_taken(State& s) noexcept {
   // port's own answer, tells the operator).
 }
 
+// The port once more: held from now on, or taken still.
+void try_port(State& s) noexcept {
+  IgnoreScope ignore;
+  const int error = listen_on_port(s);
+  if (error != EADDRINUSE) s.holder_exit.stop();
+  if (error == 0) {
+    hold(s);  // quietly: a child that takes over says nothing
+    try {
+      sweep(s, false);  // the holder before may have been killed: what it left goes
+    } catch (...) {
+    }
+    return;
+  }
+  if (error == EADDRINUSE) port_is_taken(s);
+  // Anything else (out of descriptors, say): no more tries, quietly.
+}
+
 void schedule_retry(State& s, std::chrono::milliseconds after) noexcept {
   try {
     s.retry->expires_after(after);
     s.retry->async_wait([&s](boost::system::error_code ec) {
-      if (ec) return;
-      IgnoreScope ignore;
-      const int error = listen_on_port(s);
-      if (error == 0) return hold(s);  // quietly: a child that takes over says nothing
-      if (error == EADDRINUSE) port_is_taken(s);
-      // Anything else (out of descriptors, say): no more tries, quietly.
+      if (!ec) try_port(s);
     });
   } catch (...) {
     // Out of memory: no more tries.
   }
+}
+
+// Until `holder` exits, then the port (or every kHolderCheck); every kPortRetry where no
+// pidfd can be had.
+void wait_for_holder(State& s, pid_t holder) noexcept {
+  if (s.holder_exit.waiting_for() != holder) {
+    std::function<void()> on_exit;
+    try {
+      on_exit = [&s] {
+        s.retry->cancel();
+        try_port(s);
+      };
+    } catch (...) {
+      return schedule_retry(s, kPortRetry);  // out of memory
+    }
+    if (!s.holder_exit.start(s.server->io(), holder, std::move(on_exit))) return schedule_retry(s, kPortRetry);
+  }
+  schedule_retry(s, kHolderCheck);
 }
 
 // The socket bound before a uid change, served from now on; false when this process has
@@ -209,11 +262,16 @@ void register_socket(State& s) {
   IgnoreScope ignore;
   try {
     register_in_registry(s);
-    std::lock_guard lock(s.mutex);
-    if (s.registered_pid == ::getpid()) {
-      s.holder = holder_path(s.dir);
-      if (s.holding && !s.exiting) record_port_holder(s.dir, ::getpid());
+    {
+      std::lock_guard lock(s.mutex);
+      if (s.registered_pid == ::getpid()) {
+        s.holder = holder_path(s.dir);
+        if (s.holding && !s.exiting) record_port_holder(s.dir, ::getpid());
+      }
     }
+    // A process the user started also sweeps the other groups (a forked child's parent
+    // did): groups whose processes were all killed leave nothing behind for long.
+    sweep(s, !s.forked);
   } catch (...) {
     // Out of memory: not reachable through the registry.
   }
@@ -325,6 +383,10 @@ void after_fork_in_child() {
   s.server = nullptr;         // leaked with its io_context
   (void)s.retry.release();    // belongs to that io_context
   (void)s.recorders.release();
+  // The parent's pidfd stays open here, as that io_context's own descriptors do (all
+  // close-on-exec): nothing here may read /proc to tell it from what the program opened
+  // under its number since.
+  s.holder_exit.abandon();
   // The parent's directory stays: a child that drops privileges binds in it first
   // (bind_before_uid_change), so that the group's holder still reaches it.
   s.state_pid = ::getpid();

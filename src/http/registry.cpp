@@ -2,6 +2,7 @@
 #include "registry.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -107,9 +109,58 @@ std::string group_name(std::string_view address) {
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
-// 0 when something accepts at `path`, else the errno of connect.
-int try_connect(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// Exited, though its parent has not reaped it yet: its descriptors are closed already.
+bool zombie(pid_t pid) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[512];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char* end_of_name = std::strrchr(text, ')');  // "pid (name) state ...": the name may hold anything
+  return end_of_name != nullptr && end_of_name[1] == ' ' && (end_of_name[2] == 'Z' || end_of_name[2] == 'X');
+}
+
+// No process of that pid runs: none exists, or it has exited and awaits its reaping.
+bool gone(pid_t pid) { return !alive(pid) || zombie(pid); }
+
+// A directory's listing, closed however the reading ends (an allocation may throw): the
+// descriptor is the host's to have.
+class Listing {
+ public:
+  explicit Listing(const std::string& dir) : dir_(::opendir(dir.c_str())) {}
+  ~Listing() {
+    if (dir_ != nullptr) ::closedir(dir_);
+  }
+  Listing(const Listing&) = delete;
+  Listing& operator=(const Listing&) = delete;
+  // The next entry's name, or nullptr at the end (or when the directory could not be opened).
+  const char* next() {
+    const dirent* entry = dir_ == nullptr ? nullptr : ::readdir(dir_);
+    return entry == nullptr ? nullptr : entry->d_name;
+  }
+
+ private:
+  DIR* dir_;
+};
+
+// The pid of "<pid><suffix>", or 0 when `name` is not that.
+pid_t pid_in_name(std::string_view name, std::string_view prefix, std::string_view suffix) {
+  if (!name.starts_with(prefix) || !name.ends_with(suffix) || name.size() <= prefix.size() + suffix.size())
+    return 0;
+  const std::string_view digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  pid_t pid = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  return ec == std::errc() && end == digits.data() + digits.size() && pid > 0 ? pid : 0;
+}
+
+// 0 when something accepts at `path`, else the errno of connect. `nonblocking`: a full
+// backlog is EAGAIN at once instead of a wait for the server to accept.
+int try_connect(const std::string& path, bool nonblocking = false) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
   if (fd < 0) return errno;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -123,6 +174,32 @@ int try_connect(const std::string& path) {
 bool old_enough(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 && std::time(nullptr) - st.st_mtime >= kRefusingGraceSeconds;
+}
+
+// The socket of process `pid` is left by a process that died without its exit handler
+// (SIGKILL): the pid is gone (or a zombie) and nothing accepts on it. Whatever accepts, whoever serves it,
+// stays; a socket whose pid lives is never connected to here (it may be starting, and a
+// connection would wake its server for nothing).
+bool abandoned_socket(const std::string& path, pid_t pid) {
+  if (!gone(pid)) return false;
+  const int error = try_connect(path, true);
+  return error == ECONNREFUSED || error == ENOENT;
+}
+
+// Removes from the group directory `dir` what dead processes left there: sockets
+// (abandoned_socket), a holder record naming a dead pid, a half-made one (holder.<pid>)
+// of a process killed between its two steps.
+void sweep_group(const std::string& dir) {
+  Listing listing(dir);
+  while (const char* name = listing.next()) {
+    const std::string path = dir + "/" + name;
+    if (const pid_t pid = pid_in_name(name, "", ".sock")) {
+      if (abandoned_socket(path, pid)) ::unlink(path.c_str());
+    } else if (const pid_t writer = pid_in_name(name, "holder.", "")) {
+      if (!alive(writer)) ::unlink(path.c_str());
+    }
+  }
+  forget_port_holder(dir, 0);  // only a dead one: no live process is pid 0
 }
 
 }  // namespace
@@ -145,23 +222,46 @@ std::string socket_path(const std::string& dir, pid_t pid) {
 
 std::vector<pid_t> list_registry(const std::string& dir) {
   std::vector<pid_t> pids;
-  DIR* listing = ::opendir(dir.c_str());
-  if (listing == nullptr) return pids;
-  while (const dirent* entry = ::readdir(listing)) {
-    const std::string_view name = entry->d_name;
-    if (!name.ends_with(".sock")) continue;
-    pid_t pid = 0;
-    const auto digits = name.substr(0, name.size() - 5);
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
-    if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) continue;
-    const std::string path = dir + "/" + std::string(name);
-    const int error = alive(pid) ? try_connect(path) : ENOENT;
+  Listing listing(dir);
+  while (const char* name = listing.next()) {
+    const pid_t pid = pid_in_name(name, "", ".sock");
+    if (pid == 0) continue;
+    const std::string path = dir + "/" + name;
+    if (gone(pid)) {
+      if (abandoned_socket(path, pid)) ::unlink(path.c_str());
+      continue;  // listed only while its process lives
+    }
+    // Refusing for longer than a start-up takes: the pid is another process's by now.
+    const int error = try_connect(path);
     if (error == 0) pids.push_back(pid);
-    else if (error == ENOENT || (error == ECONNREFUSED && old_enough(path))) ::unlink(path.c_str());
+    else if (error == ECONNREFUSED && old_enough(path)) ::unlink(path.c_str());
   }
-  ::closedir(listing);
   std::sort(pids.begin(), pids.end());
   return pids;
+}
+
+void sweep_registry(const std::string& dir, bool other_groups) noexcept {
+  try {
+    sweep_group(dir);
+    if (!other_groups) return;
+    const std::string root = dir.substr(0, dir.rfind('/'));
+    Listing listing(root);
+    while (const char* name = listing.next()) {
+      if (std::string_view(name) == "." || std::string_view(name) == "..") continue;
+      const std::string group = root + "/" + name;
+      struct stat st {};
+      // Ours only (the registry is private: anything else is not liveheap's to touch).
+      if (group == dir || ::lstat(group.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+          st.st_uid != ::geteuid())
+        continue;
+      sweep_group(group);
+      // Gone only if empty: a process that just made it and binds in it next finds it
+      // missing and makes it again (register_in_registry's second try).
+      ::rmdir(group.c_str());
+    }
+  } catch (...) {
+    // Out of memory: the next process that starts sweeps.
+  }
 }
 
 std::string holder_path(const std::string& dir) { return dir + "/holder"; }

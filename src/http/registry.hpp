@@ -30,9 +30,18 @@ std::string open_registry(std::string_view address);
 // "<dir>/<pid>.sock". Throws std::runtime_error when the path is too long for a socket.
 std::string socket_path(const std::string& dir, pid_t pid);
 
-// The pids with a live socket in `dir`, ascending. A socket whose process is gone (or no
-// longer listens, for longer than a start-up takes) is removed on the way.
+// The pids with a live socket in `dir`, ascending. A socket whose process is gone (or a
+// zombie) and that refuses connections, or whose pid lives but that has refused for longer than a start-up
+// takes (the pid was reused), is removed on the way.
 std::vector<pid_t> list_registry(const std::string& dir);
+
+// What processes killed without their exit handler (SIGKILL) left, removed: in the group
+// directory `dir`, sockets whose pid is gone (or a zombie, its parent not having reaped
+// it yet) and that refuse connections, and a holder
+// record naming a dead pid; with `other_groups`, the same in every other group directory
+// of its registry that is ours, each removed once empty (a whole group that died). A socket
+// whose pid lives, or that something still accepts on, stays. Quiet, never throws.
+void sweep_registry(const std::string& dir, bool other_groups) noexcept;
 
 // The holder of the group's port records itself as "<dir>/holder", a symbolic link whose
 // target is its pid (written once it listens, replaced atomically, removed as it exits):

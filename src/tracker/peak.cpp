@@ -1,11 +1,14 @@
-// The peak recorder (peak.hpp): one detached liveheap thread polls the traced total; the
-// allocation hooks are not involved at all, so the hot path does not change.
+// The peak recorder (peak.hpp): one detached liveheap thread that sleeps until the
+// allocation path signals it (engine::set_peak_mark, peak_signal.hpp). What the hooks do for
+// it is the compare that keeps the traced peak, against a lower number when the mark is
+// below the peak: nothing more in a steady heap.
 #include "peak.hpp"
 
 #include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -14,21 +17,20 @@
 #include "blocked_signals.hpp"
 #include "engine.hpp"
 #include "liveheap/tracker.hpp"
+#include "peak_signal.hpp"
 
 namespace liveheap::peak {
 namespace {
 
-constexpr std::chrono::milliseconds kIdlePoll{20};  // while tracing is off
-
-// Never destroyed: the detached thread may still poll while static destructors run.
+// Never destroyed: the detached thread may still run while static destructors do.
 struct State {
   std::mutex recording;  // serializes recorders: the thread, record_now, forget
   std::mutex latest_mutex;
   std::shared_ptr<const Record> latest;  // guarded by latest_mutex
-  std::atomic<std::int64_t> mark{0};     // the thread records once traced current exceeds it
   std::atomic<bool> thread_running{false};
   std::atomic<bool> restart_in_child{true};  // else a forked child waits for run()
-  std::atomic<std::uint64_t> polls{0};  // comparisons made while tracing (polls())
+  std::atomic<std::uint64_t> looks{0};       // looks()
+  std::atomic<std::uint32_t> answered{0};    // the signal count the last look answered
 };
 
 State& state() {
@@ -61,28 +63,41 @@ void record(State& s) {
   r->stacks.reserve(engine::stack_count() + 64);
   r->taken_at_ms = now_ms();
   engine::visit_stacks(add_stack, r.get());
-  s.mark.store(r->total + std::max(r->total / kMarginDivisor, kMinMargin), std::memory_order_relaxed);
+  engine::set_peak_mark(r->total + std::max(r->total / kMarginDivisor, kMinMargin));
   std::shared_ptr<const Record> old;  // freed outside the lock
   std::lock_guard lock(s.latest_mutex);
   old = std::exchange(s.latest, std::move(r));
 }
 
-[[noreturn]] void poll_forever() {
+// Takes the signal, then records if the traced total is past the mark. Returns the signal
+// count it answered: a signal sent since wakes the thread again.
+std::uint32_t look(State& s) {
+  const std::uint32_t answering = engine::peak_signal::sent();
+  engine::peak_signal::take();
+  if (engine::active() && engine::traced().current > engine::peak_mark()) {
+    try {
+      std::lock_guard lock(s.recording);
+      record(s);
+    } catch (...) {
+      // Out of memory: the previous record stays; the next crossing tries again.
+    }
+  }
+  // After the record: a waiter on either sees it.
+  s.answered.store(answering, std::memory_order_release);
+  s.looks.fetch_add(1, std::memory_order_release);
+  return answering;
+}
+
+[[noreturn]] void record_forever() {
   State& s = state();
   IgnoreScope ignore;  // for the thread's whole life: everything it allocates is ours
-  for (;;) {
-    std::this_thread::sleep_for(engine::active() ? kPeakPoll : kIdlePoll);
-    if (!engine::active()) continue;
-    if (engine::traced().current > s.mark.load(std::memory_order_relaxed)) {
-      try {
-        std::lock_guard lock(s.recording);
-        record(s);
-      } catch (...) {
-        // Out of memory: the previous record stays; the next poll tries again.
-      }
-    }
-    s.polls.fetch_add(1, std::memory_order_release);  // after the record: a waiter sees it
+  {
+    // The mark was left at "never" while no thread ran: with no record yet, the first look
+    // records the heap as it is.
+    std::lock_guard lock(s.recording);
+    if (!latest()) engine::set_peak_mark(0);
   }
+  for (;;) engine::peak_signal::wait(look(s));
 }
 
 void start_thread(State& s) noexcept {
@@ -90,7 +105,7 @@ void start_thread(State& s) noexcept {
   try {
     IgnoreScope ignore;
     const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
-    std::thread(poll_forever).detach();
+    std::thread(record_forever).detach();
   } catch (...) {
     s.thread_running.store(false);  // out of threads: the next start tries again
   }
@@ -103,6 +118,7 @@ void after_fork_in_child() {
   new (&s.latest_mutex) std::mutex;
   s.thread_running.store(false);
   if (engine::active() && s.restart_in_child.load()) start_thread(s);
+  else engine::set_peak_mark(engine::kNoPeakMark);  // no one to wake until run()
 }
 
 }  // namespace
@@ -120,7 +136,9 @@ void run() { start_thread(state()); }
 void forget() noexcept {
   State& s = state();
   std::lock_guard lock(s.recording);
-  s.mark.store(0, std::memory_order_relaxed);
+  // With the thread running, the next traced allocation wakes it; without, the allocation
+  // path has no one to wake (the thread sets the mark as it starts).
+  engine::set_peak_mark(s.thread_running.load() ? 0 : engine::kNoPeakMark);
   std::shared_ptr<const Record> old;
   std::lock_guard latest_lock(s.latest_mutex);
   old = std::exchange(s.latest, nullptr);
@@ -142,6 +160,10 @@ std::shared_ptr<const Record> latest() {
   return s.latest;
 }
 
-std::uint64_t polls() noexcept { return state().polls.load(std::memory_order_acquire); }
+std::uint64_t looks() noexcept { return state().looks.load(std::memory_order_acquire); }
+
+bool caught_up() noexcept {
+  return state().answered.load(std::memory_order_acquire) == engine::peak_signal::sent();
+}
 
 }  // namespace liveheap::peak

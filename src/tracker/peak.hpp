@@ -1,17 +1,16 @@
 // The heap at its high-water mark (heaptrack's "peak" view), recorded off the allocation path:
-// a liveheap thread reads the traced total every kPeakPoll and, when it has passed the last
-// recorded peak by a margin, records what each stack holds (integers per stack, no symbols).
+// a liveheap thread sleeps until the allocation that takes the traced total past a mark (the
+// last recorded peak plus a margin) wakes it, then records what each stack holds (integers
+// per stack, no symbols). No timer: an idle process is never woken for it.
 // Thread-safety: every function may be called from any thread.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 namespace liveheap::peak {
 
-inline constexpr std::chrono::milliseconds kPeakPoll{5};
 // A new record once the traced heap exceeds the recorded one by 1/32 of it (at least 64 KiB).
 inline constexpr std::int64_t kMarginDivisor = 32;
 inline constexpr std::int64_t kMinMargin = 64 * 1024;
@@ -36,14 +35,18 @@ struct Record {
 void on_start(bool run_now = true, bool restart_in_child = true);
 // Starts the thread on_start() left waiting (or a forked child lost); no-op if it runs.
 void run();
-// clear(), stop(): forgets the record; the next poll records the heap as it is then.
+// clear(), stop(): forgets the record; the next traced allocation wakes the thread, which
+// records the heap as it is then.
 void forget() noexcept;
 // reset_peak(): the record becomes the heap now (recorded on the calling thread).
 void record_now() noexcept;
 // The latest record; null before the first one of this session.
 std::shared_ptr<const Record> latest();
-// How many times the thread has compared the traced total with the record while tracing
-// (each kPeakPoll): tests wait on it to know that the thread has looked, not on a sleep.
-std::uint64_t polls() noexcept;
+// How many times the thread has compared the traced total with the mark (once as it starts,
+// then once per wake-up).
+std::uint64_t looks() noexcept;
+// True when the thread has looked since the last wake-up the allocation path sent it (or
+// none was ever sent): what it would record, it has. Tests wait on it, not on a sleep.
+bool caught_up() noexcept;
 
 }  // namespace liveheap::peak

@@ -532,7 +532,7 @@ Snapshot take_peak_snapshot() {
   IgnoreScope ignore;
   SnapshotInfo info = session_info();
   std::shared_ptr<const peak::Record> record = peak::latest();
-  if (!record) {  // tracing began less than a poll ago: the heap now is its peak so far
+  if (!record) {  // none since tracing began: the heap now is its peak so far
     peak::record_now();
     record = peak::latest();
   }

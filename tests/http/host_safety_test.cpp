@@ -128,8 +128,9 @@ int listen_plainly(std::uint16_t port) {
   return fd;
 }
 
-// A process that retries a taken port every second must not leave descriptor numbers
-// behind for its children to lose: after a few retries, bash's pipe still reaches wc.
+// A process whose port another holds (it waits on the holder's pidfd, or retries the port
+// every second without one) must not leave descriptor numbers behind for its children to
+// lose: bash's pipe still reaches wc.
 TEST(HostSafety, ANonHolderRunsAShellPipelineQuietly) {
   RuntimeDir dir;
   const std::uint16_t port = free_port();
@@ -154,7 +155,7 @@ TEST(HostSafety, AChildKeepsTheProgramsDescriptors) {
     ASSERT_TRUE(ready.starts_with("READY ")) << ready;
     ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == (holds ? 1u : 2u); }))
         << "the program never registered";
-    if (!holds)  // a few retries of the port first
+    if (!holds)  // waiting for the holder (or a few retries of the port) first
       std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     program.write_line("go");
     EXPECT_EQ(program.read_line(20000).value_or("EOF"), "CHILD KEPT 10 OF 10") << "holds: " << holds;

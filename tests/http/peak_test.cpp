@@ -39,13 +39,11 @@ testing::AssertionResult wait_for_peak(std::uint16_t port, int line, long bytes)
   }) << ": /peak never showed " << bytes << " B at line " << line;
 }
 
-// Until the peak thread has compared the heap with its record `n` more times (the server is
-// in this process): what it would record, it has.
-testing::AssertionResult wait_for_polls(std::uint64_t n) {
-  const std::uint64_t until = liveheap::peak::polls() + n;
-  return wait_until(kPatience, [&] { return liveheap::peak::polls() >= until; },
-                    std::chrono::milliseconds(1))
-         << ": the peak thread polled fewer than " << n << " times";
+// Until the peak thread has looked since the last time the allocation path woke it (the
+// server is in this process): what it would record, it has.
+testing::AssertionResult wait_for_recorder() {
+  return wait_until(kPatience, [] { return liveheap::peak::caught_up(); }, std::chrono::milliseconds(1))
+         << ": the peak thread never looked after its last wake-up";
 }
 
 TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
@@ -57,7 +55,7 @@ TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
   std::free(a);
   void* b = std::malloc(kB); const int line_y = __LINE__;
   g_escape = b;
-  ASSERT_TRUE(wait_for_polls(10));  // the record stays
+  ASSERT_TRUE(wait_for_recorder());  // the record stays
 
   const nlohmann::json peak = report(port(), "peak");
   ASSERT_FALSE(at_line(peak, line_x).is_null()) << peak.dump();

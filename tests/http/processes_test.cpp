@@ -615,6 +615,121 @@ TEST(Processes, AKilledProcessesSocketIsCleanedUp) {
   EXPECT_EQ(sockets_in(dir.group(port)), 1u);
 }
 
+// A process of the group that starts after one was killed removes what it left, before
+// anyone lists the group: its socket, and the holder record naming it.
+TEST(Processes, AKilledProcessesSocketIsRemovedByTheNextOfItsGroupToStart) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  pid_t victim_pid = 0;
+  {
+    ChildProcess victim({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+    ASSERT_EQ(victim.read_line(20000).value_or("EOF"), "BASELINE-READY");
+    victim_pid = victim.pid();
+    // The record is a link to a pid, not to a file: its own status, not its target's.
+    ASSERT_TRUE(wait_until(kPatience, [&] { return fs::is_symlink(dir.group(port) + "/holder"); }));
+  }  // SIGKILL: no exit handler runs
+  const std::string stale = dir.group(port) + "/" + std::to_string(victim_pid) + ".sock";
+  ASSERT_TRUE(fs::exists(stale));
+  ChildProcess next({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ASSERT_EQ(next.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  const std::string own = dir.group(port) + "/" + std::to_string(next.pid()) + ".sock";
+  EXPECT_TRUE(wait_until(kPatience, [&] { return fs::exists(own) && !fs::exists(stale); }))
+      << "the killed process's socket is still there";
+  EXPECT_EQ(fs::read_symlink(dir.group(port) + "/holder").string(), std::to_string(next.pid()));
+  const nlohmann::json listed = wait_for_processes(port, 1);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]["pid"], next.pid());
+}
+
+// The holder killed, another process of the group takes the port at once (it waits for the
+// holder's exit, not for a timer) and removes what the holder left.
+TEST(Processes, AKilledHoldersPortIsTakenByAnotherOfItsGroupWhichRemovesItsSocket) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  auto holder = std::make_unique<ChildProcess>(std::vector<std::string>{LIVEHEAP_EXACT_TRUTH, "--phases"},
+                                               preload_env(dir, port));
+  ASSERT_EQ(holder->read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_TRUE(wait_until(kPatience, [&] { return fs::is_symlink(dir.group(port) + "/holder"); }));
+  ChildProcess other({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ASSERT_EQ(other.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_EQ(wait_for_processes(port, 2).size(), 2u);
+  const std::string stale = dir.group(port) + "/" + std::to_string(holder->pid()) + ".sock";
+  holder.reset();  // SIGKILL: no exit handler runs
+  EXPECT_TRUE(wait_until(kPatience, [&] {
+    std::error_code ec;
+    return fs::read_symlink(dir.group(port) + "/holder", ec).string() == std::to_string(other.pid()) &&
+           !fs::exists(stale);
+  }, std::chrono::milliseconds(10))) << "the other process did not take the port, or left the holder's socket";
+  const nlohmann::json listed = wait_for_processes(port, 1);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]["pid"], other.pid());
+}
+
+// A group whose processes were all killed leaves its directory; the next process of the
+// user, of whatever group, removes it.
+TEST(Processes, AGroupWhoseProcessesWereAllKilledIsRemovedByTheNextProcessToStart) {
+  RuntimeDir dir;
+  const std::uint16_t dead_port = free_port();
+  {
+    ChildProcess victim({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, dead_port));
+    ASSERT_EQ(victim.read_line(20000).value_or("EOF"), "BASELINE-READY");
+    ASSERT_TRUE(wait_until(kPatience, [&] { return sockets_in(dir.group(dead_port)) == 1; }));
+  }  // SIGKILL
+  ASSERT_TRUE(fs::exists(dir.group(dead_port)));
+  const std::uint16_t port = free_port();
+  ChildProcess next({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ASSERT_EQ(next.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  EXPECT_TRUE(wait_until(kPatience, [&] { return !fs::exists(dir.group(dead_port)); }))
+      << "the dead group's directory is still there";
+  EXPECT_EQ(sockets_in(dir.group(port)), 1u);
+}
+
+// A pid that is gone and a socket that refuses, both, before a socket goes: one whose pid
+// lives may be starting (or the pid was reused: the holder's listing sees to that once it
+// has refused long enough), one that accepts is served by someone.
+TEST(Processes, TheStartSweepLeavesSocketsThatAreServedOrWhosePidLives) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  const std::string group = dir.group(port);
+  fs::create_directory(dir.path + "/liveheap");
+  fs::create_directory(group);
+  fs::permissions(dir.path + "/liveheap", fs::perms::owner_all, fs::perm_options::replace);
+  fs::permissions(group, fs::perms::owner_all, fs::perm_options::replace);
+  // Pids that were a process a moment ago and are not any more.
+  const auto gone_pid = [] {
+    char truth[] = "/bin/true";
+    char* argv[] = {truth, nullptr};
+    pid_t pid = 0;
+    EXPECT_EQ(::posix_spawn(&pid, truth, nullptr, nullptr, argv, environ), 0);
+    ::waitpid(pid, nullptr, 0);
+    return pid;
+  };
+  const auto bound = [](const std::string& path, bool listening) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+    if (listening) {
+      EXPECT_EQ(::listen(fd, 4), 0);
+    }
+    return fd;
+  };
+  const std::string living = group + "/" + std::to_string(::getpid()) + ".sock";  // refuses
+  const std::string served = group + "/" + std::to_string(gone_pid()) + ".sock";
+  const std::string abandoned = group + "/" + std::to_string(gone_pid()) + ".sock";
+  const int living_fd = bound(living, false);
+  const int served_fd = bound(served, true);
+  ::close(bound(abandoned, false));
+  ChildProcess next({LIVEHEAP_EXACT_TRUTH, "--phases"}, preload_env(dir, port));
+  ASSERT_EQ(next.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_TRUE(wait_until(kPatience, [&] { return !fs::exists(abandoned); })) << "no sweep ran";
+  EXPECT_TRUE(fs::exists(living));
+  EXPECT_TRUE(fs::exists(served));
+  ::close(living_fd);
+  ::close(served_fd);
+}
+
 // Short-lived processes (a shell script's commands) leave nothing behind.
 TEST(Processes, TheLastProcessOfAGroupRemovesItsDirectory) {
   RuntimeDir dir;

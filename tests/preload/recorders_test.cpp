@@ -28,9 +28,9 @@ TEST(PreloadRecorders, WithoutAnEndpointNoRecorderThreadEverStarts) {
 }
 
 TEST(PreloadRecorders, TheEndpointStartsThemOnceTheProcessHasLivedAMoment) {
-  // main, the endpoint's server, the history recorder and the peak poller.
+  // main, the endpoint's server, the history recorder and the peak recorder.
   EXPECT_EQ(run("LIVEHEAP_ADDR=127.0.0.1:0", "until 4 20000"), "4\n");
-  // No history: the peak poller alone joins the endpoint.
+  // No history: the peak recorder alone joins the endpoint.
   EXPECT_EQ(run("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_HISTORY_INTERVAL=0", "until 3 20000"), "3\n");
   EXPECT_EQ(run("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_HISTORY_INTERVAL=0", "400"), "3\n");
 }

@@ -2,14 +2,18 @@
 // liveheap thread, exactly, after the blocks that made the peak are gone.
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <optional>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "../support/tracing_session.hpp"
 #include "../support/wait.hpp"
 #include "liveheap/tracker.hpp"
+#include "engine.hpp"
 #include "peak.hpp"
+#include "peak_signal.hpp"
 
 namespace {
 
@@ -33,14 +37,12 @@ testing::AssertionResult wait_for_record(int line, std::int64_t bytes) {
   }, std::chrono::milliseconds(1)) << ": the peak record never held " << bytes << " B at line " << line;
 }
 
-// Until the recorder's thread has compared the heap with the record `n` more times: what it
-// would record, it has.
-testing::AssertionResult wait_for_polls(std::uint64_t n) {
-  const std::uint64_t until = liveheap::peak::polls() + n;
-  return test_support::wait_until(test_support::kPatience,
-                                  [&] { return liveheap::peak::polls() >= until; },
+// Until the recorder's thread has looked since the last time the allocation path woke it:
+// what it would record, it has.
+testing::AssertionResult wait_for_recorder() {
+  return test_support::wait_until(test_support::kPatience, [] { return liveheap::peak::caught_up(); },
                                   std::chrono::milliseconds(1))
-         << ": the peak thread polled fewer than " << n << " times";
+         << ": the peak thread never looked after its last wake-up";
 }
 
 constexpr std::int64_t kA = 8 << 20;
@@ -52,7 +54,7 @@ TEST(Peak, KeepsWhatWasLiveAtTheHighWaterMark) {
   ASSERT_TRUE(wait_for_record(line_a, kA));
   std::free(a);
   void* b = std::malloc(kB); const int line_b = __LINE__;
-  ASSERT_TRUE(wait_for_polls(10));  // the record stays
+  ASSERT_TRUE(wait_for_recorder());  // the record stays
 
   const Snapshot peak = liveheap::take_peak_snapshot();
   EXPECT_EQ(at_line(peak, line_a).size, kA);
@@ -98,7 +100,7 @@ TEST(Peak, ARiseWithinTheMarginIsNotRecorded) {
   void* a = std::malloc(kA); const int line_a = __LINE__;
   ASSERT_TRUE(wait_for_record(line_a, kA));
   void* small = std::malloc(16 * 1024); const int line_small = __LINE__;
-  ASSERT_TRUE(wait_for_polls(10));
+  ASSERT_TRUE(wait_for_recorder());
   EXPECT_EQ(at_line(liveheap::take_peak_snapshot(), line_small).size, 0);
   void* big = std::malloc(kA / 16); const int line_big = __LINE__;  // 1/16: past the margin
   EXPECT_TRUE(wait_for_record(line_big, kA / 16));
@@ -108,6 +110,78 @@ TEST(Peak, ARiseWithinTheMarginIsNotRecorded) {
   std::free(big);
   std::free(small);
   std::free(a);
+}
+
+// The allocation that takes the heap past the record's mark wakes the recorder (no timer
+// polls): a burst held only until the recorder has looked, and freed at once, is the record.
+// `allocate` runs on the thread under test and returns the line of its malloc.
+void expect_burst_recorded(const std::function<int(void**)>& allocate) {
+  TracingSession tracing({Mode::exact, 16});
+  ASSERT_TRUE(wait_for_recorder());
+  const std::uint64_t looks = liveheap::peak::looks();
+  void* burst = nullptr;
+  const int line = allocate(&burst);
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
+    return liveheap::peak::looks() > looks && liveheap::peak::caught_up();
+  }, std::chrono::milliseconds(1))) << ": the burst never woke the recorder";
+  std::free(burst);
+  ASSERT_TRUE(wait_for_recorder());
+  const Snapshot peak = liveheap::take_peak_snapshot();
+  EXPECT_EQ(at_line(peak, line).size, kA);
+  EXPECT_EQ(at_line(liveheap::take_snapshot(), line).size, 0);
+}
+
+TEST(Peak, ABurstWakesTheRecorder) {
+  expect_burst_recorded([](void** burst) {
+    *burst = std::malloc(kA); return __LINE__;
+  });
+}
+
+// From a thread of its own, the check comes with the thread's growth (each 64 KiB of it).
+TEST(Peak, ABurstOfAnotherThreadWakesTheRecorder) {
+  expect_burst_recorded([](void** burst) {
+    int line = 0;
+    std::thread thread([&] {
+      *burst = std::malloc(kA); line = __LINE__;  // alone on its line: not the thread's own state
+    });
+    thread.join();
+    return line;
+  });
+}
+
+// While the heap stays under the mark nothing wakes the recorder: allocations within the
+// margin, then time (what a 5 ms poll would have filled with looks).
+TEST(Peak, TheRecorderSleepsWhileTheHeapStaysUnderTheMark) {
+  TracingSession tracing({Mode::exact, 16});
+  void* a = std::malloc(kA); const int line_a = __LINE__;
+  ASSERT_TRUE(wait_for_record(line_a, kA));
+  ASSERT_TRUE(wait_for_recorder());
+  const std::uint64_t looks = liveheap::peak::looks();
+  for (int i = 0; i < 1000; ++i) std::free(std::malloc(4096));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(liveheap::peak::looks(), looks);
+  EXPECT_TRUE(liveheap::peak::caught_up());
+  std::free(a);
+}
+
+// A recorder woken after a burst had fallen records below the peak, and its mark with it:
+// a later rise past that mark, still under the peak, wakes it again (it is what the heap
+// held at its highest since), and the peak itself is kept.
+TEST(Peak, ARisePastALateRecordsMarkUnderThePeakWakesTheRecorder) {
+  liveheap::Options deferred{Mode::exact, 16};
+  deferred.defer_recorders = true;  // no recorder of this session: the test plays it
+  TracingSession tracing(deferred);
+  void* burst = std::malloc(kA);
+  std::free(burst);
+  // A recorder thread an earlier test of this process started may have woken: settled.
+  ASSERT_TRUE(wait_for_recorder());
+  liveheap::engine::set_peak_mark(kB / 2);  // the late record's
+  liveheap::engine::peak_signal::take();
+  const std::uint32_t sent = liveheap::engine::peak_signal::sent();
+  void* rise = std::malloc(kB);
+  EXPECT_NE(liveheap::engine::peak_signal::sent(), sent) << "the rise past the mark woke no one";
+  EXPECT_GE(liveheap::traced_memory().peak, kA);
+  std::free(rise);
 }
 
 }  // namespace
