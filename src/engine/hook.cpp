@@ -3,9 +3,14 @@
 // glibc, jemalloc, tcmalloc, mimalloc); by mode, the engine records every block (exact) or
 // one block per ~R bytes (sampled, served from the sample region).
 // Runs before main and on every thread: no allocation and no locks here.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -99,33 +104,78 @@ LIVEHEAP_OWN_CODE void* realloc_exact(void* p, std::size_t size) noexcept {
   return q;
 }
 
-// The new_handler loop, off the fast path.
-[[gnu::noinline]] LIVEHEAP_OWN_CODE void* new_retry(std::size_t size, std::size_t alignment) {
-  for (;;) {
-    std::new_handler handler = std::get_new_handler();
-    if (handler == nullptr) throw std::bad_alloc();
-    handler();
-    void* p = alignment == 0
-                  ? allocate(size, 0, [&] { return g_next.malloc(size); })
-                  : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
-    if (p != nullptr) return p;
+// An operator new the allocator had no block for: the same form of the C++ runtime's own
+// operator new (the next definition after liveheap's: libstdc++'s, or libc++'s) tries
+// again and runs the new_handler loop, then throws that runtime's std::bad_alloc, or
+// returns null for a nothrow form. liveheap throws nothing itself: the engine has no
+// exceptions, and the preload library no C++ runtime of its own.
+enum NewForm : unsigned {
+  kPlain, kArray, kPlainNothrow, kArrayNothrow,
+  kAligned, kAlignedArray, kAlignedNothrow, kAlignedArrayNothrow, kNewForms
+};
+constexpr const char* kNewNames[kNewForms] = {
+    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"};
+std::atomic<void*> g_runtime_new[kNewForms];
+
+// The runtime's operator new of `form`, looked up on the first failure; nullptr when no
+// object after liveheap defines it.
+[[gnu::noinline, gnu::cold]] void* runtime_new(NewForm form) noexcept {
+  void* f = g_runtime_new[form].load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = dlsym(RTLD_NEXT, kNewNames[form]);
+    g_runtime_new[form].store(f, std::memory_order_release);
   }
+  return f;
 }
 
-LIVEHEAP_OWN_CODE inline void* new_impl(std::size_t size, std::size_t alignment) {
-  void* p = alignment == 0
-                ? allocate(size, 0, [&] { return g_next.malloc(size); })
-                : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
+[[noreturn]] void no_runtime() noexcept {
+  constexpr char kMessage[] = "liveheap: operator new failed and no C++ runtime can throw\n";
+  const ssize_t ignored = write(2, kMessage, sizeof kMessage - 1);
+  (void)ignored;
+  abort();
+}
+
+// The forms without a nothrow_t: the runtime's throws, or returns a block.
+[[gnu::noinline, gnu::cold]] void* new_failed(NewForm form, std::size_t size, std::size_t alignment) {
+  void* f = runtime_new(form);
+  if (f == nullptr) no_runtime();
+  if (alignment == 0) return reinterpret_cast<void* (*)(std::size_t)>(f)(size);
+  return reinterpret_cast<void* (*)(std::size_t, std::align_val_t)>(f)(
+      size, static_cast<std::align_val_t>(alignment));
+}
+
+// The nothrow forms: the runtime's returns null when it has no block either.
+[[gnu::noinline, gnu::cold]] void* nothrow_new_failed(NewForm form, std::size_t size,
+                                                     std::size_t alignment) noexcept {
+  void* f = runtime_new(form);
+  if (f == nullptr) return nullptr;
+  // A tag of our own: std::nothrow is an object of the C++ runtime's.
+  static constexpr std::nothrow_t nothrow{};
+  if (alignment == 0)
+    return reinterpret_cast<void* (*)(std::size_t, const std::nothrow_t&) noexcept>(f)(size, nothrow);
+  return reinterpret_cast<void* (*)(std::size_t, std::align_val_t, const std::nothrow_t&) noexcept>(f)(
+      size, static_cast<std::align_val_t>(alignment), nothrow);
+}
+
+LIVEHEAP_OWN_CODE inline void* new_block(std::size_t size, std::size_t alignment) noexcept {
+  return alignment == 0
+             ? allocate(size, 0, [&] { return g_next.malloc(size); })
+             : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
+}
+
+LIVEHEAP_OWN_CODE inline void* new_impl(NewForm form, std::size_t size, std::size_t alignment) {
+  void* p = new_block(size, alignment);
   if (LIVEHEAP_LIKELY(p != nullptr)) return p;
-  return new_retry(size, alignment);
+  return new_failed(form, size, alignment);
 }
 
-LIVEHEAP_OWN_CODE void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
-  try {
-    return new_impl(size, alignment);
-  } catch (...) {
-    return nullptr;
-  }
+LIVEHEAP_OWN_CODE inline void* new_nothrow_impl(NewForm form, std::size_t size,
+                                                std::size_t alignment) noexcept {
+  void* p = new_block(size, alignment);
+  if (LIVEHEAP_LIKELY(p != nullptr)) return p;
+  return nothrow_new_failed(form, size, alignment);
 }
 
 }  // namespace
@@ -217,27 +267,27 @@ LIVEHEAP_OWN_CODE std::size_t malloc_usable_size(void* p) {
 
 }  // extern "C"
 
-LIVEHEAP_OWN_CODE void* operator new(std::size_t size) { return new_impl(size, 0); }
-LIVEHEAP_OWN_CODE void* operator new[](std::size_t size) { return new_impl(size, 0); }
+LIVEHEAP_OWN_CODE void* operator new(std::size_t size) { return new_impl(kPlain, size, 0); }
+LIVEHEAP_OWN_CODE void* operator new[](std::size_t size) { return new_impl(kArray, size, 0); }
 LIVEHEAP_OWN_CODE void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return new_nothrow_impl(size, 0);
+  return new_nothrow_impl(kPlainNothrow, size, 0);
 }
 LIVEHEAP_OWN_CODE void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return new_nothrow_impl(size, 0);
+  return new_nothrow_impl(kArrayNothrow, size, 0);
 }
 LIVEHEAP_OWN_CODE void* operator new(std::size_t size, std::align_val_t al) {
-  return new_impl(size, static_cast<std::size_t>(al));
+  return new_impl(kAligned, size, static_cast<std::size_t>(al));
 }
 LIVEHEAP_OWN_CODE void* operator new[](std::size_t size, std::align_val_t al) {
-  return new_impl(size, static_cast<std::size_t>(al));
+  return new_impl(kAlignedArray, size, static_cast<std::size_t>(al));
 }
 LIVEHEAP_OWN_CODE
 void* operator new(std::size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
-  return new_nothrow_impl(size, static_cast<std::size_t>(al));
+  return new_nothrow_impl(kAlignedNothrow, size, static_cast<std::size_t>(al));
 }
 LIVEHEAP_OWN_CODE
 void* operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
-  return new_nothrow_impl(size, static_cast<std::size_t>(al));
+  return new_nothrow_impl(kAlignedArrayNothrow, size, static_cast<std::size_t>(al));
 }
 
 LIVEHEAP_OWN_CODE void operator delete(void* p) noexcept { free(p); }
