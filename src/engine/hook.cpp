@@ -32,22 +32,36 @@ bool power_of_two(std::size_t alignment) noexcept {
   return alignment != 0 && (alignment & (alignment - 1)) == 0;
 }
 
-// One allocation through the current mode; `next` makes the block the usual way.
-// `alignment` is what a sample needs (0: malloc's); a block whose alignment the region
-// cannot give as the allocator would (not a power of two) is never sampled. Only calloc
-// needs a sample's reused pages `zero`ed.
+// A sample, out of line: then the hooks' fast paths (off, and sampled short of the sample
+// point) are tail calls that set up no frame; only exact mode's path needs one, and GCC
+// places it there (with this path inline too, GCC placed one prologue for all of them, ahead
+// of the mode's test). A hook jumps here: the walk from here() takes one step to the hook's
+// caller, as from the hook itself.
+template <typename Next>
+[[gnu::noinline]] LIVEHEAP_OWN_CODE void* allocate_sampled(std::size_t size, std::size_t alignment,
+                                                            bool zero, Next next) noexcept {
+  if (alignment == 0 || power_of_two(alignment))
+    if (void* p = engine::sample_allocate(size, alignment, zero, engine::here())) return p;
+  return next();
+}
+
+// One allocation through the current mode; `next` makes the block the usual way (a lambda
+// that captures by value: the fast paths keep nothing on the hook's stack). `alignment` is
+// what a sample needs (0: malloc's); a block whose alignment the region cannot give as the
+// allocator would (not a power of two) is never sampled. Only calloc needs a sample's
+// reused pages `zero`ed.
 template <typename Next>
 [[gnu::always_inline]] LIVEHEAP_OWN_CODE
-inline void* allocate(std::size_t size, std::size_t alignment, Next&& next, bool zero = false) noexcept {
+inline void* allocate(std::size_t size, std::size_t alignment, Next next, bool zero = false) noexcept {
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return next();
   if (mode == Mode::sampled) {
     if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return next();
-    if (alignment == 0 || power_of_two(alignment))
-      if (void* p = engine::sample_allocate(size, alignment, zero, engine::here())) return p;
-    return next();
+    return allocate_sampled(size, alignment, zero, next);
   }
-  void* p = next();
+  // Kept in the frame across the call (volatile): in a callee-saved register it cost a
+  // push and a pop more per allocation.
+  void* volatile p = next();
   engine::on_alloc(p, size, engine::here());
   return p;
 }
@@ -64,7 +78,7 @@ LIVEHEAP_OWN_CODE void* realloc_sampled(void* p, std::size_t size) noexcept {
   }
   if (size <= engine::region_live_header(p)->usable)  // else (no room left in the region) moved out
     if (void* q = engine::sample_resize(p, size, engine::here())) return q;
-  void* q = allocate(size, 0, [&] { return g_next.malloc(size); });
+  void* q = allocate(size, 0, [size] { return g_next.malloc(size); });
   if (q == nullptr) return nullptr;
   // All the program was told it may use: it may have written past its request.
   const std::size_t old_size = engine::region_header(p)->usable;
@@ -161,8 +175,8 @@ std::atomic<void*> g_runtime_new[kNewForms];
 
 LIVEHEAP_OWN_CODE inline void* new_block(std::size_t size, std::size_t alignment) noexcept {
   return alignment == 0
-             ? allocate(size, 0, [&] { return g_next.malloc(size); })
-             : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
+             ? allocate(size, 0, [size] { return g_next.malloc(size); })
+             : allocate(size, alignment, [alignment, size] { return g_next.memalign(alignment, size); });
 }
 
 LIVEHEAP_OWN_CODE inline void* new_impl(NewForm form, std::size_t size, std::size_t alignment) {
@@ -187,7 +201,7 @@ LIVEHEAP_OWN_CODE inline void* new_nothrow_impl(NewForm form, std::size_t size,
 extern "C" {
 
 LIVEHEAP_OWN_CODE void* malloc(std::size_t size) {
-  return allocate(size, 0, [&] { return g_next.malloc(size); });
+  return allocate(size, 0, [size] { return g_next.malloc(size); });
 }
 
 LIVEHEAP_OWN_CODE void free(void* p) {
@@ -205,7 +219,7 @@ LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
     return nullptr;
   }
   // Sampled blocks come from pages the kernel zeroed (fresh, or dropped on release).
-  return allocate(bytes, 0, [&] { return g_next.calloc(n, size); }, true);
+  return allocate(bytes, 0, [n, size] { return g_next.calloc(n, size); }, true);
 }
 
 LIVEHEAP_OWN_CODE void* realloc(void* p, std::size_t size) {
@@ -243,20 +257,20 @@ LIVEHEAP_OWN_CODE int posix_memalign(void** out, std::size_t alignment, std::siz
 // refuses a non-power of two) is its own call: such alignments are never sampled.
 LIVEHEAP_OWN_CODE void* aligned_alloc(std::size_t alignment, std::size_t size) {
   return allocate(size, alignment < 16 ? 16 : alignment,
-                  [&] { return g_next.aligned_alloc(alignment, size); });
+                  [alignment, size] { return g_next.aligned_alloc(alignment, size); });
 }
 
 LIVEHEAP_OWN_CODE void* memalign(std::size_t alignment, std::size_t size) {
   return allocate(size, alignment < 16 ? 16 : alignment,
-                  [&] { return g_next.memalign(alignment, size); });
+                  [alignment, size] { return g_next.memalign(alignment, size); });
 }
 
 LIVEHEAP_OWN_CODE void* valloc(std::size_t size) {
-  return allocate(size, kPage, [&] { return g_next.valloc(size); });
+  return allocate(size, kPage, [size] { return g_next.valloc(size); });
 }
 
 LIVEHEAP_OWN_CODE void* pvalloc(std::size_t size) {
-  return allocate(size, kPage, [&] { return g_next.pvalloc(size); });
+  return allocate(size, kPage, [size] { return g_next.pvalloc(size); });
 }
 
 LIVEHEAP_OWN_CODE std::size_t malloc_usable_size(void* p) {
