@@ -41,8 +41,9 @@ inline constexpr std::uintptr_t kOverCapFrame = 1;
 inline Mode mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
 inline bool active() noexcept { return mode() != Mode::off; }
 
-// Begins a tracing session with empty tables (loads the unwinder first, so call it
-// outside the hooks). Settings must already be valid. False when sampled mode cannot
+// Begins a tracing session with empty tables (call it outside the hooks). Settings must
+// already be valid. libunwind is not loaded here (load_unwinder, stack_capture.hpp): until
+// it is, a stack with a frame the rules cannot step goes to libgcc's unwinder. False when sampled mode cannot
 // reserve its address range (tracing stays off).
 bool start(const Settings& settings) noexcept;
 // Ends the session and empties the tables.

@@ -115,6 +115,7 @@ void start(const Options& options) {
         "first?): link liveheap before it, or run under LD_PRELOAD=libliveheap_preload.so");
   std::lock_guard lock(g_control);
   g_options = options;
+  engine::load_unwinder();  // the fallback walks' unwinder, before any walk needs it
   if (!engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
                       options.sample_seed, static_cast<std::int64_t>(options.max_tracker_memory)}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
