@@ -29,6 +29,7 @@
 #include "listen_address.hpp"
 #include "registry.hpp"
 #include "serve.hpp"
+#include "uid_change_hook.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
@@ -72,7 +73,7 @@ struct State {
   pid_t registered_pid = 0;  // the process that bound `socket`
   // A socket bound and listening before a uid change, for the server to adopt; or -1.
   int unadopted_fd = -1;
-  ForkFd unadopted_tracked;  // its fork_fds entry, handed to the server with it
+  boot::ForkFd unadopted_tracked;  // its fork_fds entry, handed to the server with it
   bool exiting = false;
   bool holding = false;  // this process listens on the port
   std::unique_ptr<net::steady_timer> retry;
@@ -244,7 +245,7 @@ void bind_inherited(State& s) {
   }
   // Until the server adopts it, a connection waits in the backlog: the holder lists us.
   // Nothing from here on throws: the socket and its entry are the state's before the post.
-  s.unadopted_tracked = ForkFd(fd);
+  s.unadopted_tracked = boot::ForkFd(fd);
   s.unadopted_fd = fd;
   s.socket = std::move(path);
   s.registered_pid = pid;
@@ -330,7 +331,7 @@ void after_fork_in_child() {
   s.state_pid = ::getpid();
   s.forked = true;
   s.unadopted_fd = -1;  // the parent's, closed by fork_fds
-  new (&s.unadopted_tracked) ForkFd;  // its entry is free here already: abandoned, not reset
+  new (&s.unadopted_tracked) boot::ForkFd;  // its entry is free here already: abandoned, not reset
   s.holder.clear();
   s.holding = false;
   s.announce = false;  // the parent said whatever was to be said
@@ -368,7 +369,8 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
     check_listen_policy(g_state->config, g_state->endpoint.address(),
                         g_state->endpoint.address().to_string(), port);
     std::atexit(unregister_at_exit);
-    on_fork_child(after_fork_in_child);
+    boot::on_fork_child(after_fork_in_child);
+    boot::set_before_uid_change(bind_before_uid_change);
     serve(*g_state);
   } catch (const std::exception& e) {
     say(std::string("admin server not started: ") + e.what());

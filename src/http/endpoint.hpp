@@ -27,7 +27,7 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
 // a process without one (a program that mounts a Handler itself).
 std::optional<std::string> process_registry();
 
-// Just before this process changes its user ids (uid_change_hook.cpp). A forked child
+// Just before this process changes its user ids (boot/uid_change_hook.hpp). A forked child
 // that has not registered yet binds its socket now, in the group directory it inherited,
 // while it still may: after setuid(nobody) it could not enter its root parent's private
 // directory, and would register under nobody's, where the group's holder never looks. Its

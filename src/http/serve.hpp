@@ -48,7 +48,7 @@ class Server {
   // Accept on `fd`, a Unix-domain socket already bound and listening, whose fork_fds.hpp
   // entry `tracked` holds; the server owns both from here. On failure (`ec` as above) the
   // entry is freed and the socket closed.
-  void adopt_local(int fd, ForkFd&& tracked, boost::system::error_code& ec) noexcept;
+  void adopt_local(int fd, boot::ForkFd&& tracked, boost::system::error_code& ec) noexcept;
 
  private:
   struct Impl;

@@ -8,10 +8,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
-LIVEHEAP_NAMESPACE_BEGIN
-namespace http {
+namespace liveheap::boot {
 namespace {
 
 constexpr std::size_t kMaxFds = 256;
@@ -50,9 +48,11 @@ void close_in_child() {
     if (void (*fn)() = hook.load()) fn();
 }
 
-void register_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, close_in_child); });
+void register_handler() noexcept { pthread_atfork(nullptr, nullptr, close_in_child); }
+
+void register_once() noexcept {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_handler);
 }
 
 // The slot now holding the socket `fd` is (its identity), or -1.
@@ -105,5 +105,4 @@ void on_fork_child(void (*hook)()) noexcept {
   }
 }
 
-}  // namespace http
-LIVEHEAP_NAMESPACE_END
+}  // namespace liveheap::boot
