@@ -404,6 +404,8 @@ void stop() noexcept {
 
 void clear() noexcept { empty_tables(g_settings.mode); }
 
+bool active() noexcept { return mode() != Mode::off; }
+
 LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& start) noexcept {
   if (p == nullptr) return;
   HookGuard guard;
