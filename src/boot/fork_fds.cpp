@@ -97,6 +97,16 @@ void ForkFd::reset() noexcept {
   slot_ = -1;
 }
 
+bool ForkFd::still_tracks(int fd) const noexcept {
+  if (slot_ < 0) return false;
+  const Slot& slot = g_fds[static_cast<std::size_t>(slot_)];
+  struct stat st {};
+  return slot.fd.load(std::memory_order_relaxed) == fd && ::fstat(fd, &st) == 0 &&
+         S_ISSOCK(st.st_mode) &&
+         static_cast<std::uint64_t>(st.st_dev) == slot.dev.load(std::memory_order_relaxed) &&
+         static_cast<std::uint64_t>(st.st_ino) == slot.ino.load(std::memory_order_relaxed);
+}
+
 void on_fork_child(void (*hook)()) noexcept {
   register_once();
   for (auto& slot : g_hooks) {

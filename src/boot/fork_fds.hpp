@@ -32,6 +32,10 @@ class LIVEHEAP_SHARED ForkFd {
   // Frees the entry now (the socket is about to close).
   void reset() noexcept;
 
+  // Whether `fd` is still the socket this entry tracks (the host may have closed it and
+  // opened something else under its number since).
+  bool still_tracks(int fd) const noexcept;
+
  private:
   int slot_ = -1;
 };

@@ -4,6 +4,7 @@
 #include "start_plan.hpp"
 
 #include <cstring>
+#include <initializer_list>
 #include <string_view>
 
 #include "liveheap/settings.hpp"
@@ -35,6 +36,12 @@ bool read_mode(engine::Mode* mode) {
   return true;
 }
 
+bool any_set(std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    if (start_env(name) != nullptr) return true;
+  return false;
+}
+
 }  // namespace
 
 StartPlan plan_start() noexcept {
@@ -52,8 +59,13 @@ StartPlan plan_start() noexcept {
            [](std::string_view t) { return settings::detail::size_in_bytes(t, settings::kTrackerMemory); }) &&
       read("LIVEHEAP_HISTORY_INTERVAL", &history,
            [](std::string_view t) { return settings::detail::whole_number(t, settings::kHistoryInterval); });
+  const char* addr = start_env("LIVEHEAP_ADDR");
+  plan.endpoint = addr != nullptr;
+  const bool early_endpoint = addr != nullptr && parse_early_address(addr, plan.address) &&
+                              !any_set({"LIVEHEAP_TOKEN", "LIVEHEAP_ALLOWED_HOSTS", "LIVEHEAP_PREFIX",
+                                        "LIVEHEAP_ALLOW_OPEN", "LIVEHEAP_METRICS_CALLSITES"});
   plan.full_library = !readable || start_env("LIVEHEAP_PLUMBING") != nullptr ||
-                      start_env("LIVEHEAP_ADDR") != nullptr;
+                      (addr != nullptr && !early_endpoint);
   return plan;
 }
 

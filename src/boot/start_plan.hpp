@@ -5,16 +5,22 @@
 // Thread-safety: a pure function of the start environment.
 #pragma once
 
+#include "early_endpoint.hpp"
 #include "engine.hpp"
 
 namespace liveheap::boot {
 
 struct StartPlan {
   // Load the rest of liveheap now and let it start: a value this plan could not read (it
-  // may be bad: the full library names it), LIVEHEAP_PLUMBING, or an endpoint to serve.
+  // may be bad: the full library names it), LIVEHEAP_PLUMBING, or an endpoint the early
+  // endpoint cannot serve alone (an address to resolve or to judge, a token, allowed
+  // hosts, a prefix, a callsite count: the endpoint's settings).
   bool full_library = false;
-  // Otherwise the engine's session (mode off: none).
+  // Otherwise the engine's session (mode off: none),
   engine::Settings engine;
+  // and, with LIVEHEAP_ADDR, the early endpoint's address.
+  bool endpoint = false;
+  EarlyAddress address;
 };
 
 StartPlan plan_start() noexcept;

@@ -50,6 +50,10 @@ void set_before_uid_change(void (*fn)()) noexcept {
   g_before_uid_change.store(fn, std::memory_order_release);
 }
 
+void (*before_uid_change_function() noexcept)() {
+  return g_before_uid_change.load(std::memory_order_acquire);
+}
+
 }  // namespace liveheap::boot
 
 extern "C" {

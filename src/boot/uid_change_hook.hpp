@@ -11,5 +11,7 @@ namespace liveheap::boot {
 // `fn` runs before every change of the user ids from now on (it must keep errno and be
 // cheap after its first run); nullptr runs nothing.
 LIVEHEAP_SHARED void set_before_uid_change(void (*fn)()) noexcept;
+// The function set now, or nullptr.
+LIVEHEAP_SHARED void (*before_uid_change_function() noexcept)();
 
 }  // namespace liveheap::boot

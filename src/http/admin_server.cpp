@@ -333,19 +333,21 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
       ::close(fd);
       return nullptr;
     }
-    return adopt(ioc, fd, boot::ForkFd(fd), handler, ec);
+    return adopt(ioc, fd, boot::ForkFd(fd), handler, ec, endpoint.protocol());
   }
 
-  // Accepts on `fd`, a socket already bound and listening, whose fork_fds entry `tracked`
-  // holds; or nullptr with `ec` set, and the socket untracked and closed. The
-  // socket is closed exactly once on every path, and always after its entry is freed.
+  // Accepts on `fd`, a socket of `protocol` already bound and listening, whose fork_fds
+  // entry `tracked` holds; or nullptr with `ec` set, and the socket untracked and closed.
+  // The socket is closed exactly once on every path, and always after its entry is freed.
   static std::shared_ptr<Listener> adopt(net::io_context& ioc, int fd, boot::ForkFd&& tracked,
-                                         Handler& handler, boost::system::error_code& ec) {
+                                         Handler& handler, boost::system::error_code& ec,
+                                         typename Protocol::endpoint::protocol_type protocol =
+                                             typename Protocol::endpoint().protocol()) {
     ec.clear();
     std::optional<typename Protocol::acceptor> acceptor;
     try {
       acceptor.emplace(ioc);
-      acceptor->assign(typename Protocol::endpoint().protocol(), fd, ec);
+      acceptor->assign(protocol, fd, ec);
     } catch (...) {  // out of memory in the reactor: not assigned
       ec = make_error_code(boost::system::errc::not_enough_memory);
     }
@@ -506,6 +508,25 @@ void Server::adopt_local(int fd, boot::ForkFd&& tracked, boost::system::error_co
     if (listener) listener->run();
   } catch (...) {  // as above: whatever was made of it freed the entry, then closed the socket
     ec = make_error_code(boost::system::errc::not_enough_memory);
+  }
+}
+
+std::uint16_t Server::adopt_tcp(int fd, boot::ForkFd&& tracked, boost::system::error_code& ec) noexcept {
+  try {
+    sockaddr_storage bound{};
+    socklen_t length = sizeof bound;
+    const tcp protocol = ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0 &&
+                                 bound.ss_family == AF_INET6
+                             ? tcp::v6()
+                             : tcp::v4();
+    auto listener =
+        Listener<tcp>::adopt(impl_->ioc, fd, std::move(tracked), impl_->handler, ec, protocol);
+    if (!listener) return 0;
+    listener->run();
+    return listener->port();
+  } catch (...) {  // as adopt_local
+    ec = make_error_code(boost::system::errc::not_enough_memory);
+    return 0;
   }
 }
 

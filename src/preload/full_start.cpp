@@ -1,12 +1,14 @@
-// The full library's start (libliveheap_preload_full.so, loaded by the preload library's
-// constructor when a variable needs it, preload.cpp, boot/full_library.hpp): configures
-// tracking from LIVEHEAP_* variables before main (sampled by default: cheap enough to leave
-// on) and, with LIVEHEAP_ADDR=[host:]port, starts the process's endpoint (endpoint.hpp):
-// the port when it is free, a socket in the private registry always. Every variable is
-// checked at start: a bad value is reported once on stderr, naming the variable, and
-// tracking (or, for the endpoint's variables, the endpoint) stays off: the host program
-// always runs on. Variables are read from the copy made at start
-// (boot/start_environment.hpp), which liveheap's threads read too.
+// The full library's two ways in (libliveheap_preload_full.so, loaded by the preload
+// library, boot/full_library.hpp). At start, when a variable needs it (preload.cpp):
+// configures tracking from LIVEHEAP_* variables before main (sampled by default: cheap
+// enough to leave on) and, with LIVEHEAP_ADDR=[host:]port, starts the process's endpoint
+// (endpoint.hpp): the port when it is free, a socket in the private registry always. Every
+// variable is checked at start: a bad value is reported once on stderr, naming the
+// variable, and tracking (or, for the endpoint's variables, the endpoint) stays off: the
+// host program always runs on. Later, when the early endpoint first needs it
+// (boot/early_endpoint.hpp): takes up the session the preload library started and the
+// endpoint's sockets. Variables are read from the copy made at start
+// (boot/start_environment.hpp): the second way runs beside the host's threads.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -14,6 +16,7 @@
 #include <string_view>
 
 #include "auth.hpp"
+#include "early_endpoint.hpp"
 #include "endpoint.hpp"
 #include "exports.hpp"
 #include "liveheap/http.hpp"
@@ -35,13 +38,16 @@ bool allow_open() {
   throw std::invalid_argument("LIVEHEAP_ALLOW_OPEN='" + std::string(value) + "' is not 0 or 1");
 }
 
-void start_tracking() {
+// Tracking as the variables say; `engine_started`: the preload library started the
+// engine's session with them already.
+void start_tracking(bool engine_started = false) {
   try {
     if (auto options = liveheap::tracker::options_from(liveheap::Mode::sampled, start_env)) {
       // The endpoint starts the recorders once the process has lived a moment; without
       // LIVEHEAP_ADDR nothing could read them, and they never start.
       options->defer_recorders = true;
-      liveheap::start(*options);
+      if (engine_started) liveheap::tracker::adopt_engine_session(*options);
+      else liveheap::start(*options);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "liveheap: %s; tracking stays off\n", e.what());
@@ -91,4 +97,17 @@ void start_admin_server() {
 extern "C" [[gnu::visibility("default")]] void liveheap_preload_full_start() {
   start_tracking();
   start_admin_server();
+}
+
+// Called once, on the early endpoint's thread (boot::kTakeOverFunction). The variables were
+// read by the preload library with these parsers' ranges, and the endpoint's own settings
+// are unset (else the full start would have run): nothing here can be a bad value.
+extern "C" [[gnu::visibility("default")]] void liveheap_preload_take_over(liveheap::boot::EarlyEndpoint& early) {
+  start_tracking(true);
+  try {
+    liveheap::IgnoreScope ignore;
+    liveheap::http::take_over_process_endpoint(endpoint_config(), early);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "liveheap: admin server not started: %s\n", e.what());
+  }
 }

@@ -1,8 +1,10 @@
 // LD_PRELOAD entry point (libliveheap_preload.so: the hooks, the engine and boot, libc
 // only): before main, starts tracking as the LIVEHEAP_* variables say (sampled by default:
-// cheap enough to leave on). Nothing else is loaded unless a variable needs it: then the
+// cheap enough to leave on) and, with LIVEHEAP_ADDR, the early endpoint
+// (boot/early_endpoint.hpp). Nothing else is loaded unless a variable needs it: then the
 // full library (boot/full_library.hpp) starts everything, as one library did before
 // (full_start.cpp). A process that sets nothing pays for the hooks alone.
+#include "early_endpoint.hpp"
 #include "engine.hpp"
 #include "full_library.hpp"
 #include "start_environment.hpp"
@@ -20,8 +22,10 @@ namespace engine = liveheap::engine;
   // could fail (another allocator preloaded first, no address space for the samples) is
   // the full start's to report, in its words.
   if (!plan.full_library && (plan.engine.mode == engine::Mode::off ||
-                             (engine::hooks_installed() && engine::start(plan.engine))))
+                             (engine::hooks_installed() && engine::start(plan.engine)))) {
+    if (plan.endpoint) boot::start_early_endpoint(plan.address);
     return;
+  }
   if (void* start = boot::full_library_function("liveheap_preload_full_start"))
     reinterpret_cast<void (*)()>(start)();
 }
