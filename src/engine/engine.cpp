@@ -97,6 +97,7 @@ struct SampleCounting {
   SampleCounting& operator=(const SampleCounting&) = delete;
 };
 std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads this session
+constexpr std::uint64_t kOwnThreadsStream = ~std::uint64_t{0};  // see pass_sample_point
 Settings g_settings;  // written by start/stop only, before g_mode publishes it
 bool g_started_before = false;  // by start only (serialized)
 
@@ -460,8 +461,12 @@ bool pass_sample_point(std::size_t size, std::uint32_t session) noexcept {
     // First crossing in this session: this thread's countdown was drawn for another (or
     // never): draw one now, from its seed, and count this allocation against it.
     t.sampler_epoch = session;
+    // Arrival order among the program's threads only: liveheap's own (the recorders, the
+    // server; ignored) share one stream, so a repeatable seed stays repeatable whenever
+    // they happen to allocate.
     t.rng = thread_seed(g_settings.sample_seed,
-                        g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
+                        t.ignore_depth > 0 ? kOwnThreadsStream
+                                           : g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
     t.bytes_until_sample =
         next_sample_countdown(&t.rng, g_settings.sample_interval) - static_cast<std::int64_t>(size);
     if (t.bytes_until_sample > 0) return false;
