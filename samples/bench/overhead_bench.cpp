@@ -6,8 +6,9 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,large,matplotlib,torch,report,scale,history,looking]
-//                  [--judge cpu|wall] [--heaptrack-lib PATH] [--jemalloc-lib PATH]
+//                  [--only loop,server,large,matplotlib,torch,report,scale,history,looking,startup]
+//                  [--judge cpu|wall]
+//                  [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]
 //                  [--baseline-preload PATH]
 #include <signal.h>
 #include <sys/utsname.h>
@@ -27,6 +28,7 @@
 
 #include "bench_targets.hpp"
 #include "child_process.hpp"
+#include "startup_row.hpp"
 
 namespace {
 
@@ -39,11 +41,12 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop",   "server", "large",  "matplotlib", "torch",
-                                "report", "scale",  "history", "looking"};
+  std::set<std::string> only = {"loop",   "server", "large",   "matplotlib", "torch",
+                                "report", "scale",  "history", "looking",    "startup"};
   std::string heaptrack_lib;
   std::string baseline_preload;  // another build's preload library, for the looking row
   std::string jemalloc_lib;
+  std::string preload_lib = LIVEHEAP_BENCH_PRELOAD;  // another build's, to compare
   bench::Clock judged_by = bench::Clock::cpu;
 };
 
@@ -375,9 +378,10 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking,startup]\n"
                   "                      [--judge cpu|wall]\n"
-                  "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--baseline-preload PATH]\n");
+                  "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]\n"
+                  "                      [--baseline-preload PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
     }
     ++i;
@@ -390,6 +394,7 @@ Settings parse_settings(int argc, char** argv) {
     else if (flag == "--heaptrack-lib") s.heaptrack_lib = value;
     else if (flag == "--jemalloc-lib") s.jemalloc_lib = value;
     else if (flag == "--baseline-preload") s.baseline_preload = value;
+    else if (flag == "--preload-lib") s.preload_lib = value;
     else if (flag == "--only") {
       s.only.clear();
       for (std::string rest = value; !rest.empty();) {
@@ -436,7 +441,7 @@ void print_header(const Settings& s) {
 int main(int argc, char** argv) {
   const Settings s = parse_settings(argc, argv);
   std::vector<bench::Tool> tools =
-      bench::make_tools(LIVEHEAP_BENCH_PRELOAD, s.heaptrack_lib, s.jemalloc_lib);
+      bench::make_tools(s.preload_lib, s.heaptrack_lib, s.jemalloc_lib);
   print_header(s);
   std::fflush(stdout);
   probe_tools(tools);
@@ -465,6 +470,7 @@ int main(int argc, char** argv) {
   run_workload_rows(tools, s);
   if (s.only.count("looking")) run_looking_row(s);
 
+  if (s.only.count("startup")) bench::run_startup_row(s.preload_lib, s.rounds, s.judged_by);
   if (s.only.count("history")) bench::print_history_loop_table(measure_history_loop(tools, s));
   if (s.only.count("report")) {
     std::fprintf(stderr, "report_bench...\n");
