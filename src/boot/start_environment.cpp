@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 namespace liveheap::boot {
@@ -18,6 +19,7 @@ const char* g_variables[kMaxVariables];
 std::size_t g_count = 0;
 bool g_overflowed = false;
 pthread_once_t g_captured = PTHREAD_ONCE_INIT;
+std::atomic<bool> g_done{false};
 
 bool wanted(const char* entry) noexcept {
   return std::strncmp(entry, "LIVEHEAP_", 9) == 0 || std::strncmp(entry, "XDG_RUNTIME_DIR=", 16) == 0;
@@ -36,11 +38,14 @@ void capture() noexcept {
     g_variables[g_count++] = g_text + used;
     used += length;
   }
+  g_done.store(true, std::memory_order_release);
 }
 
 }  // namespace
 
 void capture_start_environment() noexcept { pthread_once(&g_captured, capture); }
+
+bool start_environment_captured() noexcept { return g_done.load(std::memory_order_acquire); }
 
 const char* start_env(const char* name) noexcept {
   capture_start_environment();

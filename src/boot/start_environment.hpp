@@ -13,6 +13,11 @@ namespace liveheap::boot {
 // Copies the variables. Idempotent: only the first call reads the environment.
 LIVEHEAP_SHARED void capture_start_environment() noexcept;
 
+// Whether the copy was made (without making it): in the full library, loaded later beside
+// the host's threads, it always was (by the preload library's constructor), and code that
+// would otherwise call getenv as it is loaded reads the copy instead.
+LIVEHEAP_SHARED bool start_environment_captured() noexcept;
+
 // The value `name` had at the capture, or nullptr when it was unset (or did not fit: the
 // copies share 16 KiB; a too large value reads as unset and sets start_environment_overflowed).
 LIVEHEAP_SHARED const char* start_env(const char* name) noexcept;

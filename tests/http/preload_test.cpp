@@ -151,6 +151,24 @@ TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
   EXPECT_EQ(program.wait(10000), 0);
 }
 
+// LIVEHEAP_SYMBOLIZER is the value the process started with, though the full library that
+// reads it is loaded later, beside the host's threads: a program that clears its environment
+// meanwhile (as nginx's workers do) keeps the symbolizer it was given.
+TEST(PreloadSymbolizer, TheOneNamedAtStartStaysNamedWhenTheProgramClearsItsEnvironment) {
+  const std::uint16_t port = free_port();
+  ChildProcess program({"/usr/bin/python3", "-c",
+                        "import os, sys; os.environ.clear(); print('READY', flush=True); sys.stdin.read()"},
+                       {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_SAMPLE_INTERVAL=4096",
+                        "LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"});
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
+  ASSERT_EQ(get(port, "/debug/memory/top?key=traceback&limit=3").status, 200);
+  const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
+  EXPECT_NE(stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
+            std::string::npos) << stats.dump(1);
+  EXPECT_EQ(program.wait(10000), 0);
+}
+
 // Fields of /proc/<pid>/stat after the command's closing parenthesis (field 3 is [0]).
 std::vector<std::string> stat_fields(pid_t pid) {
   std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
