@@ -15,4 +15,9 @@ namespace liveheap::boot {
 // when it cannot be loaded, after one line on stderr saying why.
 LIVEHEAP_SHARED void* full_library_function(const char* name) noexcept;
 
+// Finds the full library's file now, for a later full_library_function: the preload
+// library's path may be relative to the working directory at start, which the process
+// may change before then (a daemon's chdir("/")). Call it before any other thread runs.
+void locate_full_library() noexcept;
+
 }  // namespace liveheap::boot

@@ -23,7 +23,10 @@ namespace engine = liveheap::engine;
   // the full start's to report, in its words.
   if (!plan.full_library && (plan.engine.mode == engine::Mode::off ||
                              (engine::hooks_installed() && engine::start(plan.engine)))) {
-    if (plan.endpoint) boot::start_early_endpoint(plan.address);
+    if (plan.endpoint) {
+      boot::locate_full_library();  // its first connection may come after a chdir
+      boot::start_early_endpoint(plan.address);
+    }
     return;
   }
   if (void* start = boot::full_library_function("liveheap_preload_full_start"))

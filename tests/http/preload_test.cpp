@@ -288,6 +288,24 @@ TEST(PreloadSymbolizer, TheOneBesideTheLibrariesIsStarted) {
   EXPECT_EQ(program.wait(10000), 0);
 }
 
+// LD_PRELOAD may name the library relative to the working directory, which the program may
+// leave (a daemon's chdir("/")) before its endpoint's first connection loads the full
+// library: both it and the symbolizer are still found where they were at start.
+TEST(PreloadSymbolizer, ARelativePreloadPathHoldsAfterTheProgramChangesDirectory) {
+  test_support::TempDir dir;
+  copy_preload_files(dir.path());
+  const std::uint16_t port = free_port();
+  ChildProcess program({"/bin/sh", "-c",
+                        "cd \"$1\" && LD_PRELOAD=./libliveheap_preload.so exec /bin/sh -c 'cd / && echo READY && read x || true'",
+                        "sh", dir.path()},
+                       {"LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
+  const Reply top = get(port, "/debug/memory/top?key=traceback&limit=3");
+  ASSERT_EQ(top.status, 200) << top.body;
+  EXPECT_EQ(symbolizer_executable(port), dir.path() + "/liveheap-symbolizer");
+  EXPECT_EQ(program.wait(10000), 0);
+}
+
 // A wrapper that execs the program (pyenv's shims, `env`, a shell's `exec`) loads the
 // preload library first and starts an admin server; exec must close its listening socket,
 // or the program inherits a socket no thread serves (clients hang) and cannot bind its own.
