@@ -301,12 +301,12 @@ void run_workload_rows(const std::vector<bench::Tool>& tools, const Settings& s)
 
 // What asking costs the processes looked at (samples/bench/looking_cost.py): the resident
 // memory each process of a 4-worker gunicorn app and of the sample Beast server gains over
-// 20 reports, and the symbolizer process's; with --baseline-preload, the gunicorn app again
-// under that build.
+// 20 reports, and the symbolizer process's; the gunicorn app under --preload-lib's build when
+// given, and with --baseline-preload again under that build.
 void run_looking_row(const Settings& s) {
   std::fprintf(stderr, "looking...\n");
   std::vector<std::string> argv = {"/usr/bin/python3", std::string(LIVEHEAP_BENCH_SCRIPTS) + "/looking_cost.py",
-                                   "--preload", LIVEHEAP_BENCH_PRELOAD, "--server", LIVEHEAP_BENCH_LEAKY_SERVER};
+                                   "--preload", s.preload_lib, "--server", LIVEHEAP_BENCH_LEAKY_SERVER};
   if (!s.baseline_preload.empty()) argv.insert(argv.end(), {"--baseline-preload", s.baseline_preload});
   const bench::Outcome outcome = bench::run(argv, {}, 600s);
   std::printf("\nlooking: what 20 reports cost each process of a program%s", outcome.output.c_str());
