@@ -108,8 +108,8 @@ LIVEHEAP_SHARED void reset_peak() noexcept;
 // allocation, or each kPeakCheckBytes of a thread's growth with several (so up to 64 KiB a
 // thread late). kNoPeakMark (the start): never.
 inline constexpr std::int64_t kNoPeakMark = INT64_MAX;
-void set_peak_mark(std::int64_t mark) noexcept;
-std::int64_t peak_mark() noexcept;
+LIVEHEAP_SHARED void set_peak_mark(std::int64_t mark) noexcept;
+LIVEHEAP_SHARED std::int64_t peak_mark() noexcept;
 
 // Bytes the tracker holds: table pages, sample headers, allocations under ignore scopes.
 LIVEHEAP_SHARED std::int64_t own_memory() noexcept;
