@@ -4,7 +4,8 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 install(TARGETS liveheap EXPORT liveheapTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS liveheap_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The preload library loads the full one from its own directory (src/boot/full_library.hpp).
+install(TARGETS liveheap_preload liveheap_preload_full LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # Next to the libraries: where a traced process looks for it (src/symbolize/symbolizer_process.hpp).
 install(TARGETS liveheap-symbolizer RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/liveheap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

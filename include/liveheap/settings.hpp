@@ -5,8 +5,10 @@
 // Thread-safety: constants and pure functions.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +39,35 @@ inline constexpr Range kSeconds{1, 60};             // a ?seconds= window
 inline constexpr Range kPid{1, 4194304};            // Linux's PID_MAX_LIMIT
 inline constexpr Range kMetricsCallsites{0, 1000};  // callsites given a /metrics gauge
 inline constexpr Range kTrackerMemory{std::uint64_t{1} << 20, std::uint64_t{1} << 40};  // bytes
+
+// The parsers' cores, inline: the preload library reads the LIVEHEAP_* variables with them
+// before the rest of liveheap (and the functions below) is loaded. Use the functions below.
+namespace detail {
+
+inline std::optional<std::uint64_t> whole_number(std::string_view text, Range range) noexcept {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !range.contains(value))
+    return std::nullopt;
+  return value;
+}
+
+inline std::optional<std::uint64_t> size_in_bytes(std::string_view text, Range range) noexcept {
+  constexpr std::string_view kUnits[] = {"", "B", "KiB", "MiB", "GiB", "TiB"};
+  constexpr unsigned kShifts[] = {0, 0, 10, 20, 30, 40};
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return std::nullopt;
+  const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  for (std::size_t i = 0; i < std::size(kUnits); ++i) {
+    if (unit != kUnits[i]) continue;
+    if (value > (range.max >> kShifts[i]) || (value << kShifts[i]) < range.min) return std::nullopt;
+    return value << kShifts[i];
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
 
 // The number `text` spells: decimal digits only (no sign, space or suffix), within `range`;
 // nullopt otherwise.

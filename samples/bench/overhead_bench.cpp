@@ -6,8 +6,10 @@
 // A benchmark prints; it never fails a build: misses are reported, not asserted.
 //
 //   overhead_bench [--rounds 5] [--pairs 2000000] [--seconds 3] [--connections 8]
-//                  [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle]
-//                  [--judge cpu|wall] [--heaptrack-lib PATH] [--jemalloc-lib PATH]
+//                  [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle,
+//                          startup]
+//                  [--judge cpu|wall]
+//                  [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]
 //                  [--baseline-preload PATH]
 #include <signal.h>
 #include <sys/utsname.h>
@@ -28,6 +30,7 @@
 #include "bench_targets.hpp"
 #include "child_process.hpp"
 #include "idle_wakeups.hpp"
+#include "startup_row.hpp"
 
 namespace {
 
@@ -40,11 +43,12 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop",   "server", "large",  "matplotlib", "torch",
-                                "report", "scale",  "history", "looking", "idle"};
+  std::set<std::string> only = {"loop",   "server", "large",   "matplotlib", "torch",   "report",
+                                "scale",  "history", "looking", "idle",       "startup"};
   std::string heaptrack_lib;
   std::string baseline_preload;  // another build's preload library, for the looking row
   std::string jemalloc_lib;
+  std::string preload_lib = LIVEHEAP_BENCH_PRELOAD;  // another build's, to compare
   bench::Clock judged_by = bench::Clock::cpu;
 };
 
@@ -316,12 +320,12 @@ void run_workload_rows(const std::vector<bench::Tool>& tools, const Settings& s)
 
 // What asking costs the processes looked at (samples/bench/looking_cost.py): the resident
 // memory each process of a 4-worker gunicorn app and of the sample Beast server gains over
-// 20 reports, and the symbolizer process's; with --baseline-preload, the gunicorn app again
-// under that build.
+// 20 reports, and the symbolizer process's; the gunicorn app under --preload-lib's build when
+// given, and with --baseline-preload again under that build.
 void run_looking_row(const Settings& s) {
   std::fprintf(stderr, "looking...\n");
   std::vector<std::string> argv = {"/usr/bin/python3", std::string(LIVEHEAP_BENCH_SCRIPTS) + "/looking_cost.py",
-                                   "--preload", LIVEHEAP_BENCH_PRELOAD, "--server", LIVEHEAP_BENCH_LEAKY_SERVER};
+                                   "--preload", s.preload_lib, "--server", LIVEHEAP_BENCH_LEAKY_SERVER};
   if (!s.baseline_preload.empty()) argv.insert(argv.end(), {"--baseline-preload", s.baseline_preload});
   const bench::Outcome outcome = bench::run(argv, {}, 600s);
   std::printf("\nlooking: what 20 reports cost each process of a program%s", outcome.output.c_str());
@@ -393,9 +397,10 @@ Settings parse_settings(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
       std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle,startup]\n"
                   "                      [--judge cpu|wall]\n"
-                  "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--baseline-preload PATH]\n");
+                  "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]\n"
+                  "                      [--baseline-preload PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
     }
     ++i;
@@ -408,6 +413,7 @@ Settings parse_settings(int argc, char** argv) {
     else if (flag == "--heaptrack-lib") s.heaptrack_lib = value;
     else if (flag == "--jemalloc-lib") s.jemalloc_lib = value;
     else if (flag == "--baseline-preload") s.baseline_preload = value;
+    else if (flag == "--preload-lib") s.preload_lib = value;
     else if (flag == "--only") {
       s.only.clear();
       for (std::string rest = value; !rest.empty();) {
@@ -454,7 +460,7 @@ void print_header(const Settings& s) {
 int main(int argc, char** argv) {
   const Settings s = parse_settings(argc, argv);
   std::vector<bench::Tool> tools =
-      bench::make_tools(LIVEHEAP_BENCH_PRELOAD, s.heaptrack_lib, s.jemalloc_lib);
+      bench::make_tools(s.preload_lib, s.heaptrack_lib, s.jemalloc_lib);
   print_header(s);
   std::fflush(stdout);
   probe_tools(tools);
@@ -483,6 +489,7 @@ int main(int argc, char** argv) {
   run_workload_rows(tools, s);
   if (s.only.count("looking")) run_looking_row(s);
 
+  if (s.only.count("startup")) bench::run_startup_row(s.preload_lib, s.rounds, s.judged_by);
   if (s.only.count("history")) bench::print_history_loop_table(measure_history_loop(tools, s));
   if (s.only.count("idle")) {
     constexpr auto window = 10s;  // with the settling, under 12 s for every mode at once

@@ -104,7 +104,9 @@ struct SampleCounting {
   SampleCounting& operator=(const SampleCounting&) = delete;
 };
 std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads this session
+constexpr std::uint64_t kOwnThreadsStream = ~std::uint64_t{0};  // see pass_sample_point
 Settings g_settings;  // written by start/stop only, before g_mode publishes it
+bool g_started_before = false;  // by start only (serialized)
 
 // This thread's slot, taken in the order threads first record something. It and the
 // counting below (add_to_stack, add_current, add_traced, sub_traced, add_to_totals,
@@ -238,6 +240,13 @@ void count_folded(std::int64_t bytes) noexcept {
   g_folded_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+// The stack allocations fold into, interned before the first stack that could be refused
+// (whatever the cap): not at start, so that a process that never samples never maps the
+// stack table. Threads racing here intern the same one-frame stack: one id.
+[[gnu::noinline]] void intern_fold_stack() noexcept {
+  g_fold_stack.store(g_stacks.find_or_insert(&kOverCapFrame, 1, false), std::memory_order_relaxed);
+}
+
 // The stack's id; when it cannot be interned, the over-the-cap stack's (and *folded set),
 // or kNoStack when even that one does not exist.
 LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& start) noexcept {
@@ -246,6 +255,7 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   KnownStack known;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
   if (known.id != kNoStack) return known.id;
+  if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     remember_stack_id(frames, known, stack);
@@ -404,15 +414,14 @@ void after_fork_in_child() noexcept {
 }  // namespace
 
 bool start(const Settings& settings) noexcept {
-  load_unwinder();
   g_mode.store(Mode::off, std::memory_order_seq_cst);
   if (settings.mode == Mode::sampled && !reserve_sample_region()) return false;
-  empty_tables(g_settings.mode);
+  // The first session finds every table as the loader made it: nothing to empty (and
+  // nothing touched: a process that never allocates much pays no page for it).
+  if (g_started_before) empty_tables(g_settings.mode);
+  g_started_before = true;
   g_settings = settings;
   g_max_memory.store(settings.max_memory, std::memory_order_relaxed);
-  // Interned before any stack can be refused (and whatever the cap): the stack they fold into.
-  if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack)
-    g_fold_stack.store(g_stacks.find_or_insert(&kOverCapFrame, 1, false), std::memory_order_relaxed);
   g_mode.store(settings.mode, std::memory_order_seq_cst);
   return true;
 }
@@ -426,6 +435,8 @@ void stop() noexcept {
 }
 
 void clear() noexcept { empty_tables(g_settings.mode); }
+
+bool active() noexcept { return mode() != Mode::off; }
 
 LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& start) noexcept {
   if (p == nullptr) return;
@@ -493,8 +504,12 @@ bool pass_sample_point(std::size_t size, std::uint32_t session) noexcept {
     // First crossing in this session: this thread's countdown was drawn for another (or
     // never): draw one now, from its seed, and count this allocation against it.
     t.sampler_epoch = session;
+    // Arrival order among the program's threads only: liveheap's own (the recorders, the
+    // server; ignored) share one stream, so a repeatable seed stays repeatable whenever
+    // they happen to allocate.
     t.rng = thread_seed(g_settings.sample_seed,
-                        g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
+                        t.ignore_depth > 0 ? kOwnThreadsStream
+                                           : g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
     t.bytes_until_sample =
         next_sample_countdown(&t.rng, g_settings.sample_interval) - static_cast<std::int64_t>(size);
     if (t.bytes_until_sample > 0) return false;

@@ -13,6 +13,8 @@
 #include "thread_state.hpp"
 #include "walk_start.hpp"
 
+#include "shared.hpp"
+
 namespace liveheap::engine {
 
 enum class Mode : std::uint8_t { off = 0, exact = 1, sampled = 2 };
@@ -39,16 +41,19 @@ inline constexpr std::uintptr_t kOverCapFrame = 1;
 // Read by every hook. One relaxed load; hidden, so it is read PC-relative, not via the GOT.
 [[gnu::visibility("hidden")]] extern std::atomic<Mode> g_mode;
 inline Mode mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
-inline bool active() noexcept { return mode() != Mode::off; }
+// Whether a session runs: what the layers above ask (a call, so that they need no access
+// to g_mode, which the hooks read in place).
+LIVEHEAP_SHARED bool active() noexcept;
 
-// Begins a tracing session with empty tables (loads the unwinder first, so call it
-// outside the hooks). Settings must already be valid. False when sampled mode cannot
+// Begins a tracing session with empty tables (call it outside the hooks). Settings must
+// already be valid. libunwind is not loaded here (load_unwinder, stack_capture.hpp): until
+// it is, a stack with a frame the rules cannot step goes to libgcc's unwinder. False when sampled mode cannot
 // reserve its address range (tracing stays off).
-bool start(const Settings& settings) noexcept;
+LIVEHEAP_SHARED bool start(const Settings& settings) noexcept;
 // Ends the session and empties the tables.
-void stop() noexcept;
+LIVEHEAP_SHARED void stop() noexcept;
 // Empties the tables and resets the peak; tracing goes on.
-void clear() noexcept;
+LIVEHEAP_SHARED void clear() noexcept;
 
 // Exact mode, called only while mode() is exact. `p` may be null (then ignored).
 // `start`: the hook's here(), where the stack walk begins (none: at the walk's own frame,
@@ -105,8 +110,8 @@ struct Totals {
   std::int64_t current = 0;
   std::int64_t peak = 0;
 };
-Totals traced() noexcept;
-void reset_peak() noexcept;
+LIVEHEAP_SHARED Totals traced() noexcept;
+LIVEHEAP_SHARED void reset_peak() noexcept;
 
 // The peak recorder's mark (src/tracker/peak.cpp): the allocation that finds the traced
 // bytes past it signals the recorder (peak_signal.hpp), which sleeps until then. It is
@@ -114,15 +119,15 @@ void reset_peak() noexcept;
 // allocation, or each kPeakCheckBytes of a thread's growth with several (so up to 64 KiB a
 // thread late). kNoPeakMark (the start): never.
 inline constexpr std::int64_t kNoPeakMark = INT64_MAX;
-void set_peak_mark(std::int64_t mark) noexcept;
-std::int64_t peak_mark() noexcept;
+LIVEHEAP_SHARED void set_peak_mark(std::int64_t mark) noexcept;
+LIVEHEAP_SHARED std::int64_t peak_mark() noexcept;
 
 // Bytes the tracker holds: table pages, sample headers, allocations under ignore scopes.
-std::int64_t own_memory() noexcept;
-std::uint64_t stack_count() noexcept;
+LIVEHEAP_SHARED std::int64_t own_memory() noexcept;
+LIVEHEAP_SHARED std::uint64_t stack_count() noexcept;
 // Traced blocks alive now (in sampled mode: samples alive now).
-std::uint64_t live_blocks() noexcept;
-std::uint64_t dropped() noexcept;
+LIVEHEAP_SHARED std::uint64_t live_blocks() noexcept;
+LIVEHEAP_SHARED std::uint64_t dropped() noexcept;
 
 // What the tracker-memory cap did since the process started. Folded: traced at the
 // over-the-cap stack instead of their own (their bytes still count); dropped: not traced
@@ -136,13 +141,13 @@ struct CapFigures {
   std::uint64_t dropped_blocks = 0;
   std::int64_t dropped_bytes = 0;
 };
-CapFigures cap_figures() noexcept;
+LIVEHEAP_SHARED CapFigures cap_figures() noexcept;
 // Bytes mapped now for the stack table and the live-block table (both in own_memory()).
-std::int64_t stack_table_bytes() noexcept;
-std::int64_t live_table_bytes() noexcept;
+LIVEHEAP_SHARED std::int64_t stack_table_bytes() noexcept;
+LIVEHEAP_SHARED std::int64_t live_table_bytes() noexcept;
 // Stack walks that needed libunwind: a frame without a simple CFI rule (signal frames,
 // PLT stubs, code without unwind tables), each ~0.2 us instead of ~0.1 us.
-std::uint64_t fallback_walks() noexcept;
+LIVEHEAP_SHARED std::uint64_t fallback_walks() noexcept;
 
 // What one stack holds now and has allocated since the process started (weighted
 // estimates in sampled mode). The cumulative figures survive clear(), stop() and start().
@@ -157,16 +162,16 @@ struct StackSums {
 // allocate (call it under an ignore scope).
 using StackVisitor = void (*)(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
                               const StackSums& sums);
-void visit_stacks(StackVisitor fn, void* ctx, bool include_freed = false) noexcept;
+LIVEHEAP_SHARED void visit_stacks(StackVisitor fn, void* ctx, bool include_freed = false) noexcept;
 // The same with each stack's id (stable for the life of the process), and the frames of one
 // id: what the history and StackSnapshots record and symbolize when asked.
 using StackIdVisitor = void (*)(void* ctx, std::uint32_t id, const StackSums& sums);
-void visit_stack_ids(StackIdVisitor fn, void* ctx, bool include_freed = false) noexcept;
+LIVEHEAP_SHARED void visit_stack_ids(StackIdVisitor fn, void* ctx, bool include_freed = false) noexcept;
 // The frames of stack `id`; depth 0 (and nullptr) for an id not interned.
-const std::uintptr_t* stack_frames(std::uint32_t id, std::uint32_t* depth) noexcept;
+LIVEHEAP_SHARED const std::uintptr_t* stack_frames(std::uint32_t id, std::uint32_t* depth) noexcept;
 
 // Ignore scopes: allocations on this thread are not traced and count as the tracker's own.
-void begin_ignore() noexcept;
-void end_ignore() noexcept;
+LIVEHEAP_SHARED void begin_ignore() noexcept;
+LIVEHEAP_SHARED void end_ignore() noexcept;
 
 }  // namespace liveheap::engine

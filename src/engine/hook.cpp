@@ -3,9 +3,14 @@
 // glibc, jemalloc, tcmalloc, mimalloc); by mode, the engine records every block (exact) or
 // one block per ~R bytes (sampled, served from the sample region).
 // Runs before main and on every thread: no allocation and no locks here.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -27,22 +32,36 @@ bool power_of_two(std::size_t alignment) noexcept {
   return alignment != 0 && (alignment & (alignment - 1)) == 0;
 }
 
-// One allocation through the current mode; `next` makes the block the usual way.
-// `alignment` is what a sample needs (0: malloc's); a block whose alignment the region
-// cannot give as the allocator would (not a power of two) is never sampled. Only calloc
-// needs a sample's reused pages `zero`ed.
+// A sample, out of line: then the hooks' fast paths (off, and sampled short of the sample
+// point) are tail calls that set up no frame; only exact mode's path needs one, and GCC
+// places it there (with this path inline too, GCC placed one prologue for all of them, ahead
+// of the mode's test). A hook jumps here: the walk from here() takes one step to the hook's
+// caller, as from the hook itself.
+template <typename Next>
+[[gnu::noinline]] LIVEHEAP_OWN_CODE void* allocate_sampled(std::size_t size, std::size_t alignment,
+                                                            bool zero, Next next) noexcept {
+  if (alignment == 0 || power_of_two(alignment))
+    if (void* p = engine::sample_allocate(size, alignment, zero, engine::here())) return p;
+  return next();
+}
+
+// One allocation through the current mode; `next` makes the block the usual way (a lambda
+// that captures by value: the fast paths keep nothing on the hook's stack). `alignment` is
+// what a sample needs (0: malloc's); a block whose alignment the region cannot give as the
+// allocator would (not a power of two) is never sampled. Only calloc needs a sample's
+// reused pages `zero`ed.
 template <typename Next>
 [[gnu::always_inline]] LIVEHEAP_OWN_CODE
-inline void* allocate(std::size_t size, std::size_t alignment, Next&& next, bool zero = false) noexcept {
+inline void* allocate(std::size_t size, std::size_t alignment, Next next, bool zero = false) noexcept {
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return next();
   if (mode == Mode::sampled) {
     if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return next();
-    if (alignment == 0 || power_of_two(alignment))
-      if (void* p = engine::sample_allocate(size, alignment, zero, engine::here())) return p;
-    return next();
+    return allocate_sampled(size, alignment, zero, next);
   }
-  void* p = next();
+  // Kept in the frame across the call (volatile): in a callee-saved register it cost a
+  // push and a pop more per allocation.
+  void* volatile p = next();
   engine::on_alloc(p, size, engine::here());
   return p;
 }
@@ -67,7 +86,7 @@ LIVEHEAP_OWN_CODE void* realloc_sampled(void* p, std::size_t size) noexcept {
       if (void* r = engine::sample_regrow(p, size, engine::here())) return r;
     q = g_next.malloc(size);
   } else {
-    q = allocate(size, 0, [&] { return g_next.malloc(size); });
+    q = allocate(size, 0, [size] { return g_next.malloc(size); });
   }
   if (q == nullptr) return nullptr;
   // All the program was told it may use: it may have written past its request.
@@ -111,33 +130,78 @@ LIVEHEAP_OWN_CODE void* realloc_exact(void* p, std::size_t size) noexcept {
   return q;
 }
 
-// The new_handler loop, off the fast path.
-[[gnu::noinline]] LIVEHEAP_OWN_CODE void* new_retry(std::size_t size, std::size_t alignment) {
-  for (;;) {
-    std::new_handler handler = std::get_new_handler();
-    if (handler == nullptr) throw std::bad_alloc();
-    handler();
-    void* p = alignment == 0
-                  ? allocate(size, 0, [&] { return g_next.malloc(size); })
-                  : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
-    if (p != nullptr) return p;
+// An operator new the allocator had no block for: the same form of the C++ runtime's own
+// operator new (the next definition after liveheap's: libstdc++'s, or libc++'s) tries
+// again and runs the new_handler loop, then throws that runtime's std::bad_alloc, or
+// returns null for a nothrow form. liveheap throws nothing itself: the engine has no
+// exceptions, and the preload library no C++ runtime of its own.
+enum NewForm : unsigned {
+  kPlain, kArray, kPlainNothrow, kArrayNothrow,
+  kAligned, kAlignedArray, kAlignedNothrow, kAlignedArrayNothrow, kNewForms
+};
+constexpr const char* kNewNames[kNewForms] = {
+    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"};
+std::atomic<void*> g_runtime_new[kNewForms];
+
+// The runtime's operator new of `form`, looked up on the first failure; nullptr when no
+// object after liveheap defines it.
+[[gnu::noinline, gnu::cold]] void* runtime_new(NewForm form) noexcept {
+  void* f = g_runtime_new[form].load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = dlsym(RTLD_NEXT, kNewNames[form]);
+    g_runtime_new[form].store(f, std::memory_order_release);
   }
+  return f;
 }
 
-LIVEHEAP_OWN_CODE inline void* new_impl(std::size_t size, std::size_t alignment) {
-  void* p = alignment == 0
-                ? allocate(size, 0, [&] { return g_next.malloc(size); })
-                : allocate(size, alignment, [&] { return g_next.memalign(alignment, size); });
+[[noreturn]] void no_runtime() noexcept {
+  constexpr char kMessage[] = "liveheap: operator new failed and no C++ runtime can throw\n";
+  const ssize_t ignored = write(2, kMessage, sizeof kMessage - 1);
+  (void)ignored;
+  abort();
+}
+
+// The forms without a nothrow_t: the runtime's throws, or returns a block.
+[[gnu::noinline, gnu::cold]] void* new_failed(NewForm form, std::size_t size, std::size_t alignment) {
+  void* f = runtime_new(form);
+  if (f == nullptr) no_runtime();
+  if (alignment == 0) return reinterpret_cast<void* (*)(std::size_t)>(f)(size);
+  return reinterpret_cast<void* (*)(std::size_t, std::align_val_t)>(f)(
+      size, static_cast<std::align_val_t>(alignment));
+}
+
+// The nothrow forms: the runtime's returns null when it has no block either.
+[[gnu::noinline, gnu::cold]] void* nothrow_new_failed(NewForm form, std::size_t size,
+                                                     std::size_t alignment) noexcept {
+  void* f = runtime_new(form);
+  if (f == nullptr) return nullptr;
+  // A tag of our own: std::nothrow is an object of the C++ runtime's.
+  static constexpr std::nothrow_t nothrow{};
+  if (alignment == 0)
+    return reinterpret_cast<void* (*)(std::size_t, const std::nothrow_t&) noexcept>(f)(size, nothrow);
+  return reinterpret_cast<void* (*)(std::size_t, std::align_val_t, const std::nothrow_t&) noexcept>(f)(
+      size, static_cast<std::align_val_t>(alignment), nothrow);
+}
+
+LIVEHEAP_OWN_CODE inline void* new_block(std::size_t size, std::size_t alignment) noexcept {
+  return alignment == 0
+             ? allocate(size, 0, [size] { return g_next.malloc(size); })
+             : allocate(size, alignment, [alignment, size] { return g_next.memalign(alignment, size); });
+}
+
+LIVEHEAP_OWN_CODE inline void* new_impl(NewForm form, std::size_t size, std::size_t alignment) {
+  void* p = new_block(size, alignment);
   if (LIVEHEAP_LIKELY(p != nullptr)) return p;
-  return new_retry(size, alignment);
+  return new_failed(form, size, alignment);
 }
 
-LIVEHEAP_OWN_CODE void* new_nothrow_impl(std::size_t size, std::size_t alignment) noexcept {
-  try {
-    return new_impl(size, alignment);
-  } catch (...) {
-    return nullptr;
-  }
+LIVEHEAP_OWN_CODE inline void* new_nothrow_impl(NewForm form, std::size_t size,
+                                                std::size_t alignment) noexcept {
+  void* p = new_block(size, alignment);
+  if (LIVEHEAP_LIKELY(p != nullptr)) return p;
+  return nothrow_new_failed(form, size, alignment);
 }
 
 }  // namespace
@@ -149,7 +213,7 @@ LIVEHEAP_OWN_CODE void* new_nothrow_impl(std::size_t size, std::size_t alignment
 extern "C" {
 
 LIVEHEAP_OWN_CODE void* malloc(std::size_t size) {
-  return allocate(size, 0, [&] { return g_next.malloc(size); });
+  return allocate(size, 0, [size] { return g_next.malloc(size); });
 }
 
 LIVEHEAP_OWN_CODE void free(void* p) {
@@ -167,7 +231,7 @@ LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
     return nullptr;
   }
   // Sampled blocks come from pages the kernel zeroed (fresh, or dropped on release).
-  return allocate(bytes, 0, [&] { return g_next.calloc(n, size); }, true);
+  return allocate(bytes, 0, [n, size] { return g_next.calloc(n, size); }, true);
 }
 
 LIVEHEAP_OWN_CODE void* realloc(void* p, std::size_t size) {
@@ -205,20 +269,20 @@ LIVEHEAP_OWN_CODE int posix_memalign(void** out, std::size_t alignment, std::siz
 // refuses a non-power of two) is its own call: such alignments are never sampled.
 LIVEHEAP_OWN_CODE void* aligned_alloc(std::size_t alignment, std::size_t size) {
   return allocate(size, alignment < 16 ? 16 : alignment,
-                  [&] { return g_next.aligned_alloc(alignment, size); });
+                  [alignment, size] { return g_next.aligned_alloc(alignment, size); });
 }
 
 LIVEHEAP_OWN_CODE void* memalign(std::size_t alignment, std::size_t size) {
   return allocate(size, alignment < 16 ? 16 : alignment,
-                  [&] { return g_next.memalign(alignment, size); });
+                  [alignment, size] { return g_next.memalign(alignment, size); });
 }
 
 LIVEHEAP_OWN_CODE void* valloc(std::size_t size) {
-  return allocate(size, kPage, [&] { return g_next.valloc(size); });
+  return allocate(size, kPage, [size] { return g_next.valloc(size); });
 }
 
 LIVEHEAP_OWN_CODE void* pvalloc(std::size_t size) {
-  return allocate(size, kPage, [&] { return g_next.pvalloc(size); });
+  return allocate(size, kPage, [size] { return g_next.pvalloc(size); });
 }
 
 LIVEHEAP_OWN_CODE std::size_t malloc_usable_size(void* p) {
@@ -229,27 +293,27 @@ LIVEHEAP_OWN_CODE std::size_t malloc_usable_size(void* p) {
 
 }  // extern "C"
 
-LIVEHEAP_OWN_CODE void* operator new(std::size_t size) { return new_impl(size, 0); }
-LIVEHEAP_OWN_CODE void* operator new[](std::size_t size) { return new_impl(size, 0); }
+LIVEHEAP_OWN_CODE void* operator new(std::size_t size) { return new_impl(kPlain, size, 0); }
+LIVEHEAP_OWN_CODE void* operator new[](std::size_t size) { return new_impl(kArray, size, 0); }
 LIVEHEAP_OWN_CODE void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return new_nothrow_impl(size, 0);
+  return new_nothrow_impl(kPlainNothrow, size, 0);
 }
 LIVEHEAP_OWN_CODE void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return new_nothrow_impl(size, 0);
+  return new_nothrow_impl(kArrayNothrow, size, 0);
 }
 LIVEHEAP_OWN_CODE void* operator new(std::size_t size, std::align_val_t al) {
-  return new_impl(size, static_cast<std::size_t>(al));
+  return new_impl(kAligned, size, static_cast<std::size_t>(al));
 }
 LIVEHEAP_OWN_CODE void* operator new[](std::size_t size, std::align_val_t al) {
-  return new_impl(size, static_cast<std::size_t>(al));
+  return new_impl(kAlignedArray, size, static_cast<std::size_t>(al));
 }
 LIVEHEAP_OWN_CODE
 void* operator new(std::size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
-  return new_nothrow_impl(size, static_cast<std::size_t>(al));
+  return new_nothrow_impl(kAlignedNothrow, size, static_cast<std::size_t>(al));
 }
 LIVEHEAP_OWN_CODE
 void* operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
-  return new_nothrow_impl(size, static_cast<std::size_t>(al));
+  return new_nothrow_impl(kAlignedArrayNothrow, size, static_cast<std::size_t>(al));
 }
 
 LIVEHEAP_OWN_CODE void operator delete(void* p) noexcept { free(p); }

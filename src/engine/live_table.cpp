@@ -29,6 +29,7 @@ bool OpenShards<Entry>::grow(Shard& shard) noexcept {
     slots[i] = e;
   }
   unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
+  grown_.store(true, std::memory_order_release);  // before the slots: see clear()
   shard.slots = slots;
   shard.capacity = capacity;
   return true;
@@ -61,6 +62,8 @@ bool OpenShards<Entry>::contains(std::uintptr_t ptr) noexcept {
 
 template <typename Entry>
 void OpenShards<Entry>::clear(void (*visit)(void* ctx, const LiveBlock& block), void* ctx) noexcept {
+  // Nothing was ever inserted: an insert racing with this clear is one made after it.
+  if (!grown_.load(std::memory_order_acquire)) return;
   for (Shard& shard : shards_) {
     SpinGuard guard(shard.lock);
     for (std::size_t j = 0; j < shard.capacity; ++j) {

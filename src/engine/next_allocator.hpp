@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include "shared.hpp"
+
 namespace liveheap::engine {
 
 struct NextAllocator {
@@ -28,12 +30,12 @@ struct NextAllocator {
 
 // The file of the object whose malloc the hooks forward to ("" when unknown), e.g.
 // "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2". Resolves the table if not yet done.
-const char* next_allocator_file() noexcept;
+LIVEHEAP_SHARED const char* next_allocator_file() noexcept;
 
 // True when this process's calls to malloc reach liveheap's malloc: liveheap's is the first
 // definition in symbol order. A non-PIE executable's canonical PLT entry for malloc (which
 // dlsym(RTLD_DEFAULT) returns) is not a definition: the calls go on through it to the first
 // real one.
-bool hooks_installed() noexcept;
+LIVEHEAP_SHARED bool hooks_installed() noexcept;
 
 }  // namespace liveheap::engine

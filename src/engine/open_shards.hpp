@@ -6,6 +6,8 @@
 // static make(ptr, block); a value-initialized Entry is empty.
 #pragma once
 
+#include <atomic>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -84,6 +86,9 @@ class OpenShards {
 
   Shard shards_[kShards];
   RoomCheck room_ = nullptr;
+  // Whether any shard ever had slots: a clear of a table never used (the live table in
+  // sampled mode, or at the first start) touches none of its 16 KiB of shard lines.
+  std::atomic<bool> grown_{false};
 };
 
 // The probe and the insert and remove of a pointer, here so that they inline into the

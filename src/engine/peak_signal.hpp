@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "shared.hpp"
+
 namespace liveheap::engine::peak_signal {
 
 // The allocation path found the traced bytes past the mark: wakes the recorder unless a
@@ -14,10 +16,10 @@ namespace liveheap::engine::peak_signal {
 // that takes the signal, or that look is followed by another.
 void signal() noexcept;
 // The recorder is about to look: a crossing from now on signals again.
-void take() noexcept;
+LIVEHEAP_SHARED void take() noexcept;
 // How many signals were sent (the futex word).
-std::uint32_t sent() noexcept;
+LIVEHEAP_SHARED std::uint32_t sent() noexcept;
 // Blocks until sent() differs from `seen`; returns it. No timeout: only a signal wakes it.
-std::uint32_t wait(std::uint32_t seen) noexcept;
+LIVEHEAP_SHARED std::uint32_t wait(std::uint32_t seen) noexcept;
 
 }  // namespace liveheap::engine::peak_signal

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "shared.hpp"
+
 namespace liveheap::engine {
 
 struct SampleHeader {
@@ -70,18 +72,18 @@ std::size_t region_usable_size(const void* p) noexcept;
 // its pages stay resident for reuse within the budget; otherwise they go back now.
 void region_release(void* p, bool keep = true) noexcept;
 // Gives every kept free run's pages back to the kernel; the bytes given back.
-std::int64_t region_trim() noexcept;
+LIVEHEAP_SHARED std::int64_t region_trim() noexcept;
 // Bytes held by the region now beyond the blocks' own: headers and rounding of live runs,
 // kept free runs, the first page of each given-back free run (its list node).
 std::int64_t region_overhead_bytes() noexcept;
 // Bytes of freed runs kept resident now, and madvise calls made since start-up.
-std::int64_t region_kept_bytes() noexcept;
+LIVEHEAP_SHARED std::int64_t region_kept_bytes() noexcept;
 // Bytes of the runs of live samples (their pages, headers and rounding included), and the
 // most kept runs may hold now (what the region would take again to be back at its recent
 // peak, 2..64 MiB).
-std::int64_t region_live_bytes() noexcept;
-std::int64_t region_kept_limit() noexcept;
-std::uint64_t region_madvise_calls() noexcept;
+LIVEHEAP_SHARED std::int64_t region_live_bytes() noexcept;
+LIVEHEAP_SHARED std::int64_t region_kept_limit() noexcept;
+LIVEHEAP_SHARED std::uint64_t region_madvise_calls() noexcept;
 
 void region_lock_for_fork() noexcept;
 void region_unlock_after_fork() noexcept;

@@ -1,20 +1,21 @@
 // The sampling maths: exponential countdowns and the weights that make totals unbiased.
 #include "sampler.hpp"
 
-#include <cmath>
 #include <ctime>
+
+#include "exp_log.hpp"
 
 namespace liveheap::engine {
 
 double inverse_probability(std::uint64_t size, std::uint64_t interval) noexcept {
   // -expm1(-x) is 1 - exp(-x) without losing precision for tiny x.
-  const double p = -std::expm1(-static_cast<double>(size) / static_cast<double>(interval));
+  const double p = -exp_minus_one(-static_cast<double>(size) / static_cast<double>(interval));
   return p > 0 ? 1.0 / p : 0.0;
 }
 
 SampleWeight sample_weight(std::uint64_t size, double inverse) noexcept {
-  return {std::llround(static_cast<double>(size) * inverse),
-          std::llround(static_cast<double>(kCountUnit) * inverse)};
+  return {round_to_integer(static_cast<double>(size) * inverse),
+          round_to_integer(static_cast<double>(kCountUnit) * inverse)};
 }
 
 std::int64_t next_sample_countdown(std::uint64_t* rng, std::uint64_t mean) noexcept {
@@ -26,7 +27,7 @@ std::int64_t next_sample_countdown(std::uint64_t* rng, std::uint64_t mean) noexc
   *rng = x;
   const std::uint64_t bits = (x * 0x2545f4914f6cdd1dull) >> 11;  // 53 random bits
   const double u = (static_cast<double>(bits) + 1.0) * (1.0 / 9007199254740992.0);  // (0, 1]
-  const double draw = -std::log(u) * static_cast<double>(mean);
+  const double draw = -natural_log(u) * static_cast<double>(mean);
   return draw < 1.0 ? 1 : static_cast<std::int64_t>(draw);
 }
 

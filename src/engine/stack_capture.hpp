@@ -9,6 +9,8 @@
 #include "walk_cache.hpp"
 #include "walk_start.hpp"
 
+#include "shared.hpp"
+
 namespace liveheap::engine {
 
 // The deepest stack the engine keeps (the tracker checks that settings::kFrames fits).
@@ -19,7 +21,7 @@ inline constexpr std::uint32_t kMaxFramesCapture = 128;
 // exported _Unwind_* would replace libgcc_s's for the whole process and make every C++
 // throw ~90x slower. Without libunwind, libgcc's _Unwind_Backtrace (~10x slower).
 // Call outside the hooks (it allocates); idempotent.
-void load_unwinder() noexcept;
+LIVEHEAP_SHARED void load_unwinder() noexcept;
 
 // Our own frames on top of a captured stack (hook, engine, operator new: the functions in
 // the liveheap_text section, own_code.hpp): captured, then dropped. `frames` must hold

@@ -281,7 +281,7 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
   }
 
   beast::basic_stream<Protocol> stream_;
-  ForkFd tracked_;  // after stream_: untracked before the socket closes
+  boot::ForkFd tracked_;  // after stream_: untracked before the socket closes
   beast::flat_buffer buffer_;
   std::optional<bh::request_parser<bh::string_body>> parser_;
   Handler& handler_;
@@ -333,19 +333,21 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
       ::close(fd);
       return nullptr;
     }
-    return adopt(ioc, fd, ForkFd(fd), handler, ec);
+    return adopt(ioc, fd, boot::ForkFd(fd), handler, ec, endpoint.protocol());
   }
 
-  // Accepts on `fd`, a socket already bound and listening, whose fork_fds entry `tracked`
-  // holds; or nullptr with `ec` set, and the socket untracked and closed. The
-  // socket is closed exactly once on every path, and always after its entry is freed.
-  static std::shared_ptr<Listener> adopt(net::io_context& ioc, int fd, ForkFd&& tracked,
-                                         Handler& handler, boost::system::error_code& ec) {
+  // Accepts on `fd`, a socket of `protocol` already bound and listening, whose fork_fds
+  // entry `tracked` holds; or nullptr with `ec` set, and the socket untracked and closed.
+  // The socket is closed exactly once on every path, and always after its entry is freed.
+  static std::shared_ptr<Listener> adopt(net::io_context& ioc, int fd, boot::ForkFd&& tracked,
+                                         Handler& handler, boost::system::error_code& ec,
+                                         typename Protocol::endpoint::protocol_type protocol =
+                                             typename Protocol::endpoint().protocol()) {
     ec.clear();
     std::optional<typename Protocol::acceptor> acceptor;
     try {
       acceptor.emplace(ioc);
-      acceptor->assign(typename Protocol::endpoint().protocol(), fd, ec);
+      acceptor->assign(protocol, fd, ec);
     } catch (...) {  // out of memory in the reactor: not assigned
       ec = make_error_code(boost::system::errc::not_enough_memory);
     }
@@ -354,13 +356,13 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
       ::close(fd);
       return nullptr;
     }
-    ForkFd owned = std::move(tracked);  // after acceptor: freed before it closes the socket
+    boot::ForkFd owned = std::move(tracked);  // after acceptor: freed before it closes the socket
     return std::make_shared<Listener>(Opened{}, ioc, std::move(*acceptor), std::move(owned),
                                       handler);
   }
 
   Listener(Opened, net::io_context& ioc, typename Protocol::acceptor&& acceptor,
-           ForkFd&& tracked, Handler& handler)
+           boot::ForkFd&& tracked, Handler& handler)
       : ioc_(ioc), acceptor_(std::move(acceptor)), tracked_(std::move(tracked)),
         backoff_(ioc), handler_(handler) {}
 
@@ -406,7 +408,7 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
   typename Protocol::acceptor acceptor_;
   // And closed in a child forked without exec (fork_fds.hpp), for the same reasons. Only a
   // listening socket is tracked: a failed bind leaves nothing behind.
-  ForkFd tracked_;
+  boot::ForkFd tracked_;
   net::steady_timer backoff_;
   Handler& handler_;
   std::shared_ptr<SessionBook<Protocol>> book_ = std::make_shared<SessionBook<Protocol>>();
@@ -500,12 +502,31 @@ void Server::listen_local(const std::string& path, boost::system::error_code& ec
   }
 }
 
-void Server::adopt_local(int fd, ForkFd&& tracked, boost::system::error_code& ec) noexcept {
+void Server::adopt_local(int fd, boot::ForkFd&& tracked, boost::system::error_code& ec) noexcept {
   try {
     auto listener = Listener<local>::adopt(impl_->ioc, fd, std::move(tracked), impl_->handler, ec);
     if (listener) listener->run();
   } catch (...) {  // as above: whatever was made of it freed the entry, then closed the socket
     ec = make_error_code(boost::system::errc::not_enough_memory);
+  }
+}
+
+std::uint16_t Server::adopt_tcp(int fd, boot::ForkFd&& tracked, boost::system::error_code& ec) noexcept {
+  try {
+    sockaddr_storage bound{};
+    socklen_t length = sizeof bound;
+    const tcp protocol = ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0 &&
+                                 bound.ss_family == AF_INET6
+                             ? tcp::v6()
+                             : tcp::v4();
+    auto listener =
+        Listener<tcp>::adopt(impl_->ioc, fd, std::move(tracked), impl_->handler, ec, protocol);
+    if (!listener) return 0;
+    listener->run();
+    return listener->port();
+  } catch (...) {  // as adopt_local
+    ec = make_error_code(boost::system::errc::not_enough_memory);
+    return 0;
   }
 }
 

@@ -8,9 +8,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +32,7 @@
 #include "process_exit_wait.hpp"
 #include "registry.hpp"
 #include "serve.hpp"
+#include "uid_change_hook.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
@@ -78,7 +81,7 @@ struct State {
   pid_t registered_pid = 0;  // the process that bound `socket`
   // A socket bound and listening before a uid change, for the server to adopt; or -1.
   int unadopted_fd = -1;
-  ForkFd unadopted_tracked;  // its fork_fds entry, handed to the server with it
+  boot::ForkFd unadopted_tracked;  // its fork_fds entry, handed to the server with it
   bool exiting = false;
   bool holding = false;  // this process listens on the port
   std::unique_ptr<net::steady_timer> retry;
@@ -302,7 +305,7 @@ void bind_inherited(State& s) {
   }
   // Until the server adopts it, a connection waits in the backlog: the holder lists us.
   // Nothing from here on throws: the socket and its entry are the state's before the post.
-  s.unadopted_tracked = ForkFd(fd);
+  s.unadopted_tracked = boot::ForkFd(fd);
   s.unadopted_fd = fd;
   s.socket = std::move(path);
   s.registered_pid = pid;
@@ -327,17 +330,34 @@ void unregister_at_exit() {
   ::rmdir(s.dir.c_str());
 }
 
+// The Server and its timers; the recorders start after `recorders_delay`.
+void make_server(State& s, std::chrono::nanoseconds recorders_delay) {
+  std::lock_guard lock(s.mutex);
+  s.server = new Server(s.config);  // never deleted: see State
+  s.retry = std::make_unique<net::steady_timer>(s.server->io());
+  s.recorders = std::make_unique<net::steady_timer>(s.server->io(), recorders_delay);
+}
+
+// On the server's thread: into the registry, then the recorders when due.
+void register_then_record(State& s) {
+  net::post(s.server->io(), [&s] { register_socket(s); });
+  s.recorders->async_wait([](boost::system::error_code ec) {
+    if (ec) return;
+    IgnoreScope ignore;
+    try {
+      start_recorders();
+    } catch (...) {
+      // Out of threads or memory: no history or peak in this process, it runs on.
+    }
+  });
+}
+
 // In this process: a Server, the port (or a retry), the socket (on the server's thread).
 // The first try is made here, on the caller's thread, so that the port answers as soon as
 // the process runs; whether to retry is decided once registered (the registry says who holds).
 void serve(State& s) {
   IgnoreScope ignore;
-  {
-    std::lock_guard lock(s.mutex);
-    s.server = new Server(s.config);  // never deleted: see State
-    s.retry = std::make_unique<net::steady_timer>(s.server->io());
-    s.recorders = std::make_unique<net::steady_timer>(s.server->io(), kRecordersDelay);
-  }
+  make_server(s, kRecordersDelay);
   std::uint16_t bound = 0;
   const int error = listen_on_port(s, &bound);
   if (error == 0) {
@@ -351,16 +371,31 @@ void serve(State& s) {
     say("admin server not started: cannot serve on " + s.address + ": " +
         boost::system::error_code(error, boost::system::system_category()).message());
   }
-  net::post(s.server->io(), [&s] { register_socket(s); });
-  s.recorders->async_wait([](boost::system::error_code ec) {
-    if (ec) return;
-    IgnoreScope ignore;
-    try {
-      start_recorders();
-    } catch (...) {
-      // Out of threads or memory: no history or peak in this process, it runs on.
-    }
-  });
+  register_then_record(s);
+}
+
+// What the preload library's early endpoint made (boot/early_endpoint.hpp), served from
+// here on as serve() would have gone on: its port (if it holds it, else the retries a
+// taken port gets), its socket in the registry (adopted as one bound before a uid change
+// is), the recorders when they were due.
+void serve_taken_over(State& s, boot::EarlyEndpoint& e) {
+  IgnoreScope ignore;
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const std::int64_t left =
+      e.recorders_due_ns - (static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec);
+  make_server(s, std::chrono::nanoseconds(std::max<std::int64_t>(left, 0)));
+  if (e.tcp_fd >= 0) {
+    boost::system::error_code ec;
+    s.server->adopt_tcp(std::exchange(e.tcp_fd, -1), std::move(e.tcp_tracked), ec);
+    if (!ec) hold(s);
+  }
+  if (e.local_fd >= 0) {
+    std::lock_guard lock(s.mutex);
+    s.unadopted_fd = std::exchange(e.local_fd, -1);
+    s.unadopted_tracked = std::move(e.local_tracked);
+  }
+  register_then_record(s);
 }
 
 void* serve_in_child(void*) {
@@ -392,7 +427,7 @@ void after_fork_in_child() {
   s.state_pid = ::getpid();
   s.forked = true;
   s.unadopted_fd = -1;  // the parent's, closed by fork_fds
-  new (&s.unadopted_tracked) ForkFd;  // its entry is free here already: abandoned, not reset
+  new (&s.unadopted_tracked) boot::ForkFd;  // its entry is free here already: abandoned, not reset
   s.holder.clear();
   s.holding = false;
   s.announce = false;  // the parent said whatever was to be said
@@ -430,8 +465,39 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
     check_listen_policy(g_state->config, g_state->endpoint.address(),
                         g_state->endpoint.address().to_string(), port);
     std::atexit(unregister_at_exit);
-    on_fork_child(after_fork_in_child);
+    boot::on_fork_child(after_fork_in_child);
+    boot::set_before_uid_change(bind_before_uid_change);
     serve(*g_state);
+  } catch (const std::exception& e) {
+    say(std::string("admin server not started: ") + e.what());
+  }
+}
+
+void take_over_process_endpoint(Config config, boot::EarlyEndpoint& early) {
+  IgnoreScope ignore;
+  try {
+    config.allowed_hosts.push_back(host_header_name(early.listen.host));
+    if (config.metrics_path.empty()) config.metrics_path = "/metrics";
+    g_state = new State;
+    State& s = *g_state;
+    s.config = std::move(config);
+    s.host = early.listen.host;
+    s.port = early.listen.port;
+    s.address = early.address;
+    s.state_pid = ::getpid();
+    s.forked = early.forked;
+    s.announce = false;  // the early endpoint said whatever was to be said
+    s.port_taken = early.port_taken;
+    s.dir = early.dir.text;
+    if (early.registered_pid == ::getpid()) {
+      s.socket = early.socket.text;
+      s.registered_pid = early.registered_pid;
+    }
+    s.endpoint = resolve_tcp(s.host, s.port);  // a loopback literal: nothing to look up
+    std::atexit(unregister_at_exit);
+    boot::on_fork_child(after_fork_in_child);
+    boot::set_before_uid_change(bind_before_uid_change);
+    serve_taken_over(s, early);
   } catch (const std::exception& e) {
     say(std::string("admin server not started: ") + e.what());
   }

@@ -6,14 +6,15 @@
 // the same for itself: it closes its parent's sockets (fork_fds.hpp) and, unless it execs
 // within a moment, registers its own endpoint (in its parent's group directory, also when
 // it drops privileges first: bind_before_uid_change).
-// Thread-safety: start_process_endpoint once, from the preload constructor; the rest from
-// any thread.
+// Thread-safety: start_process_endpoint or take_over_process_endpoint once, from the
+// preload library; the rest from any thread.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "early_endpoint.hpp"
 #include "liveheap/http.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
@@ -23,11 +24,16 @@ namespace http {
 // nothing on the caller's thread (it happens on the endpoint's own thread).
 void start_process_endpoint(Config config, const std::string& host, std::uint16_t port);
 
+// The same for the endpoint the preload library started before this library was loaded
+// (boot/early_endpoint.hpp): its sockets are served from here on, as if made here. Takes
+// the descriptors out of `early`. Never throws.
+void take_over_process_endpoint(Config config, boot::EarlyEndpoint& early);
+
 // The registry directory of this process's group, once it registered; std::nullopt for
 // a process without one (a program that mounts a Handler itself).
 std::optional<std::string> process_registry();
 
-// Just before this process changes its user ids (uid_change_hook.cpp). A forked child
+// Just before this process changes its user ids (boot/uid_change_hook.hpp). A forked child
 // that has not registered yet binds its socket now, in the group directory it inherited,
 // while it still may: after setuid(nobody) it could not enter its root parent's private
 // directory, and would register under nobody's, where the group's holder never looks. Its

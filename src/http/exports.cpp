@@ -147,13 +147,16 @@ std::string escape_label_value(std::string_view value) {
 }
 
 unsigned metrics_callsites(const Config& config) {
+  return metrics_callsites(config, std::getenv("LIVEHEAP_METRICS_CALLSITES"));
+}
+
+unsigned metrics_callsites(const Config& config, const char* env) {
   if (config.metrics_callsites) {
     if (*config.metrics_callsites > kMaxMetricsCallsites)
       throw std::invalid_argument("liveheap::http::Config::metrics_callsites must be 0.." +
                                   std::to_string(kMaxMetricsCallsites));
     return *config.metrics_callsites;
   }
-  const char* env = std::getenv("LIVEHEAP_METRICS_CALLSITES");
   if (env == nullptr || *env == '\0') return kDefaultCallsites;
   const auto n = settings::parse_whole(env, settings::kMetricsCallsites);
   if (!n)

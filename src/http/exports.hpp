@@ -24,6 +24,8 @@ inline constexpr unsigned kMaxMetricsCallsites = static_cast<unsigned>(settings:
 // Config::metrics_callsites, else LIVEHEAP_METRICS_CALLSITES, else 20. Throws
 // std::invalid_argument naming the variable and its bad value.
 unsigned metrics_callsites(const Config& config);
+// The same with the variable's value given (nullptr: unset).
+unsigned metrics_callsites(const Config& config, const char* variable);
 
 // A Prometheus label value with \, " and newline escaped as the text format requires.
 std::string escape_label_value(std::string_view value);

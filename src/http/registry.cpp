@@ -18,6 +18,9 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "registry_dir.hpp"
+#include "start_environment.hpp"
+
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 namespace {
@@ -25,87 +28,6 @@ namespace {
 // A socket that refuses connections is stale only once it is older than this: between
 // bind and listen a starting process refuses too.
 constexpr std::time_t kRefusingGraceSeconds = 5;
-// How many alternatives to a registry directory another user took (registry_root).
-constexpr int kFallbacks = 8;
-
-std::string octal(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
-}
-
-// mkdir -m 0700 unless it exists; then insist it is ours and private.
-void make_private_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw std::runtime_error("cannot create the registry directory " + dir + ": " +
-                             std::strerror(errno));
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0)
-    throw std::runtime_error("cannot inspect " + dir + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode))
-    throw std::runtime_error("the registry " + dir + " is not a directory");
-  if (st.st_uid != ::geteuid())
-    throw std::runtime_error("the registry directory " + dir + " belongs to uid " +
-                             std::to_string(st.st_uid) + ", not to this user");
-  if ((st.st_mode & 077) != 0)
-    throw std::runtime_error("the registry directory " + dir + " has mode " + octal(st.st_mode) +
-                             ": others could reach this process's heap; chmod 700 it");
-}
-
-// XDG_RUNTIME_DIR as it was at start. Read once, before main (read_registry_environment):
-// getenv on liveheap's thread beside the host's setenv reads a freed environment (git
-// crashed so), and a forked child that clears its environment still meets its group.
-const std::string& runtime_dir() {
-  static const std::string dir = [] {
-    const char* value = std::getenv("XDG_RUNTIME_DIR");
-    return std::string(value != nullptr ? value : "");
-  }();
-  return dir;
-}
-
-// Where the user's registry would be without anyone in the way.
-std::string registry_base() {
-  const char* runtime = runtime_dir().c_str();
-  if (runtime[0] == '/') {
-    struct stat st {};
-    if (::stat(runtime, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
-        ::access(runtime, W_OK | X_OK) == 0)
-      return std::string(runtime) + "/liveheap";
-  }
-  return "/tmp/liveheap-" + std::to_string(::geteuid());
-}
-
-// The registry: the base, or where another user took it (in /tmp anyone may create any
-// name first), the first of "<base>.1" ... "<base>.<kFallbacks>" that is or can be made
-// ours and private. Every process of the user walks the same list in the same order, so
-// they still meet. A foreign or open directory is skipped, never "fixed".
-std::string registry_root() {
-  const std::string base = registry_base();
-  std::string first_reason;
-  for (int k = 0; k <= kFallbacks; ++k) {
-    const std::string dir = k == 0 ? base : base + "." + std::to_string(k);
-    try {
-      make_private_dir(dir);
-      return dir;
-    } catch (const std::runtime_error& e) {
-      if (k == 0) first_reason = e.what();
-    }
-  }
-  throw std::runtime_error(first_reason + " (and " + base + ".1 to ." +
-                           std::to_string(kFallbacks) + " are taken too)");
-}
-
-// "127.0.0.1:8080" -> "127.0.0.1-8080": a file name whatever the host is spelled with.
-std::string group_name(std::string_view address) {
-  std::string name;
-  for (const char c : address) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                       (c >= '0' && c <= '9') || c == '.' || c == '-';
-    name += c == ':' ? '-' : plain ? c : '_';
-  }
-  if (name.empty() || name.front() == '.') name.insert(0, "_");
-  return name;
-}
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
@@ -204,20 +126,21 @@ void sweep_group(const std::string& dir) {
 
 }  // namespace
 
-void read_registry_environment() { (void)runtime_dir(); }
+void read_registry_environment() { boot::capture_start_environment(); }
 
 std::string open_registry(std::string_view address) {
-  const std::string root = registry_root();
-  const std::string dir = root + "/" + group_name(address);
-  make_private_dir(dir);
-  return dir;
+  boot::DirPath dir;
+  boot::Reason why;
+  if (!boot::open_group_dir(std::string(address).c_str(), dir, why)) throw std::runtime_error(why.text);
+  return dir.text;
 }
 
 std::string socket_path(const std::string& dir, pid_t pid) {
-  std::string path = dir + "/" + std::to_string(pid) + ".sock";
-  if (path.size() >= sizeof(sockaddr_un::sun_path))
-    throw std::runtime_error("the registry path " + path + " is too long for a Unix socket");
-  return path;
+  boot::SocketPath path;
+  if (!boot::socket_path(dir.c_str(), pid, path))
+    throw std::runtime_error("the registry path " + dir + "/" + std::to_string(pid) +
+                             ".sock is too long for a Unix socket");
+  return path.text;
 }
 
 std::vector<pid_t> list_registry(const std::string& dir) {
@@ -267,38 +190,15 @@ void sweep_registry(const std::string& dir, bool other_groups) noexcept {
 std::string holder_path(const std::string& dir) { return dir + "/holder"; }
 
 bool record_port_holder(const std::string& dir, pid_t pid) noexcept {
-  try {
-    // A link beside it first, renamed over the record: readers never see a half-made one.
-    const std::string target = std::to_string(pid);
-    const std::string temporary = dir + "/holder." + target;
-    ::unlink(temporary.c_str());
-    if (::symlink(target.c_str(), temporary.c_str()) != 0) return false;
-    if (::rename(temporary.c_str(), holder_path(dir).c_str()) == 0) return true;
-    ::unlink(temporary.c_str());
-  } catch (...) {
-    // Out of memory: no record, and the others stop retrying once it is missed.
-  }
-  return false;
+  return boot::record_port_holder(dir.c_str(), pid);
 }
 
-pid_t recorded_port_holder(const char* holder) noexcept {
-  char target[24];
-  const ssize_t n = ::readlink(holder, target, sizeof target);
-  if (n <= 0 || n >= static_cast<ssize_t>(sizeof target)) return 0;
-  pid_t pid = 0;
-  const auto [end, ec] = std::from_chars(target, target + n, pid);
-  return ec == std::errc() && end == target + n && pid > 0 ? pid : 0;
-}
+pid_t recorded_port_holder(const char* holder) noexcept { return boot::recorded_port_holder(holder); }
 
-bool process_exists(pid_t pid) noexcept { return pid > 0 && alive(pid); }
+bool process_exists(pid_t pid) noexcept { return boot::process_exists(pid); }
 
 void forget_port_holder(const std::string& dir, pid_t pid) noexcept {
-  try {
-    const std::string holder = holder_path(dir);
-    const pid_t recorded = recorded_port_holder(holder.c_str());
-    if (recorded != 0 && (recorded == pid || !alive(recorded))) ::unlink(holder.c_str());
-  } catch (...) {
-  }
+  boot::forget_port_holder(dir.c_str(), pid);
 }
 
 }  // namespace http

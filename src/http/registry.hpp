@@ -3,6 +3,8 @@
 // 0700, owned by the user; where another user took that name, the first of "<it>.1" to
 // "<it>.8" that is or can be made so) with one sub-directory per LIVEHEAP_ADDR, holding
 // one Unix-domain socket per process, "<pid>.sock".
+// The directories and the holder's record are made in libc-only code, which the preload
+// library also uses before the rest of liveheap is loaded (boot/registry_dir.hpp).
 // Thread-safety: pure functions over the file system.
 #pragma once
 
@@ -18,7 +20,8 @@ LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 
 // Reads what the registry needs of the environment, once: call before liveheap's threads
-// run (the host may call setenv later, and getenv beside a setenv is not safe).
+// run (the host may call setenv later, and getenv beside a setenv is not safe). The
+// preload library did (boot/start_environment.hpp).
 void read_registry_environment();
 
 // The directory for the group `address` ("host:port"), created 0700 where missing. Throws

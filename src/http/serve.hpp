@@ -48,7 +48,10 @@ class Server {
   // Accept on `fd`, a Unix-domain socket already bound and listening, whose fork_fds.hpp
   // entry `tracked` holds; the server owns both from here. On failure (`ec` as above) the
   // entry is freed and the socket closed.
-  void adopt_local(int fd, ForkFd&& tracked, boost::system::error_code& ec) noexcept;
+  void adopt_local(int fd, boot::ForkFd&& tracked, boost::system::error_code& ec) noexcept;
+  // The same for a TCP socket already bound and listening (the preload library's early
+  // endpoint made it): the port bound, or 0 with `ec` set.
+  std::uint16_t adopt_tcp(int fd, boot::ForkFd&& tracked, boost::system::error_code& ec) noexcept;
 
  private:
   struct Impl;

@@ -1,86 +1,36 @@
-// LD_PRELOAD entry point: configures tracking from LIVEHEAP_* variables before main
-// (sampled by default: cheap enough to leave on) and,
-// with LIVEHEAP_ADDR=[host:]port, starts the process's endpoint (endpoint.hpp): the port
-// when it is free, a socket in the private registry always. Every variable is checked at
-// start: a bad value is reported once on stderr, naming the variable, and tracking (or, for
-// the endpoint's variables, the endpoint) stays off: the host program always runs on.
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
-#include <string>
-#include <string_view>
-
-#include "auth.hpp"
-#include "endpoint.hpp"
-#include "exports.hpp"
-#include "liveheap/http.hpp"
-#include "liveheap/tracker.hpp"
-#include "request_policy.hpp"
-#include "routes.hpp"
+// LD_PRELOAD entry point (libliveheap_preload.so: the hooks, the engine and boot, libc
+// only): before main, starts tracking as the LIVEHEAP_* variables say (sampled by default:
+// cheap enough to leave on) and, with LIVEHEAP_ADDR, the early endpoint
+// (boot/early_endpoint.hpp). Nothing else is loaded unless a variable needs it: then the
+// full library (boot/full_library.hpp) starts everything, as one library did before
+// (full_start.cpp). A process that sets nothing pays for the hooks alone.
+#include "early_endpoint.hpp"
+#include "engine.hpp"
+#include "full_library.hpp"
+#include "start_environment.hpp"
+#include "start_plan.hpp"
 
 namespace {
 
-// LIVEHEAP_ALLOW_OPEN: "1" opts in to a non-loopback address without a token.
-bool allow_open() {
-  const char* value = std::getenv("LIVEHEAP_ALLOW_OPEN");
-  if (value == nullptr || std::string_view(value) == "0") return false;
-  if (std::string_view(value) == "1") return true;
-  throw std::invalid_argument("LIVEHEAP_ALLOW_OPEN='" + std::string(value) + "' is not 0 or 1");
-}
-
-void start_tracking() {
-  try {
-    if (auto options = liveheap::options_from_environment(liveheap::Mode::sampled)) {
-      // The endpoint starts the recorders once the process has lived a moment; without
-      // LIVEHEAP_ADDR nothing could read them, and they never start.
-      options->defer_recorders = true;
-      liveheap::start(*options);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "liveheap: %s; tracking stays off\n", e.what());
-  }
-}
-
-// The endpoint's variables, each checked now: a bad one is a configuration error that keeps
-// the endpoint off (the program runs on), rather than a failure on every request later.
-liveheap::http::Config endpoint_config() {
-  namespace http = liveheap::http;
-  http::Config config;
-  if (const char* token = std::getenv("LIVEHEAP_TOKEN")) {
-    if (*token == '\0') throw std::invalid_argument("LIVEHEAP_TOKEN is empty");
-    if (auto problem = http::token_problem(token))
-      throw std::invalid_argument("LIVEHEAP_TOKEN " + *problem);
-    config.token = token;
-  }
-  config.allow_open_without_token = allow_open();
-  if (const char* hosts = std::getenv("LIVEHEAP_ALLOWED_HOSTS")) {
-    config.allowed_hosts = http::parse_allowed_hosts(hosts);
-    for (const std::string& host : config.allowed_hosts)
-      if (auto problem = http::allowed_host_problem(host))
-        throw std::invalid_argument("LIVEHEAP_ALLOWED_HOSTS: " + *problem);
-  }
-  if (const char* prefix = std::getenv("LIVEHEAP_PREFIX"))
-    config.prefix = http::checked_prefix(prefix, "LIVEHEAP_PREFIX");
-  // Read once here: a scrape then never meets a bad value.
-  config.metrics_callsites = http::metrics_callsites(config);
-  return config;
-}
-
-void start_admin_server() {
-  const char* addr = std::getenv("LIVEHEAP_ADDR");
-  if (addr == nullptr) return;
-  try {
-    liveheap::IgnoreScope ignore;
-    const auto address = liveheap::http::parse_listen_address(addr);
-    liveheap::http::start_process_endpoint(endpoint_config(), address.host, address.port);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "liveheap: admin server not started: %s\n", e.what());
-  }
-}
+namespace boot = liveheap::boot;
+namespace engine = liveheap::engine;
 
 [[gnu::constructor]] void liveheap_preload_init() {
-  start_tracking();
-  start_admin_server();
+  boot::capture_start_environment();
+  const boot::StartPlan plan = boot::plan_start();
+  // The settings were read with the full library's ranges: they are valid. Whatever else
+  // could fail (another allocator preloaded first, no address space for the samples) is
+  // the full start's to report, in its words.
+  if (!plan.full_library && (plan.engine.mode == engine::Mode::off ||
+                             (engine::hooks_installed() && engine::start(plan.engine)))) {
+    if (plan.endpoint) {
+      boot::locate_full_library();  // its first connection may come after a chdir
+      boot::start_early_endpoint(plan.address);
+    }
+    return;
+  }
+  if (void* start = boot::full_library_function("liveheap_preload_full_start"))
+    reinterpret_cast<void (*)()>(start)();
 }
 
 }  // namespace

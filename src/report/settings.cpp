@@ -1,7 +1,6 @@
 // Every setting's limits and parser (see liveheap/settings.hpp).
 #include "liveheap/settings.hpp"
 
-#include <charconv>
 #include <string>
 #include <utility>
 #include <stdexcept>
@@ -10,11 +9,7 @@ LIVEHEAP_NAMESPACE_BEGIN
 namespace settings {
 
 std::optional<std::uint64_t> parse_whole(std::string_view text, Range range) noexcept {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !range.contains(value))
-    return std::nullopt;
-  return value;
+  return detail::whole_number(text, range);
 }
 
 std::string not_a_whole_number(std::string_view name, std::string_view quoted, Range range) {
@@ -62,16 +57,7 @@ std::vector<std::string> parse_plumbing(std::string_view text) {
 }
 
 std::uint64_t size(std::string_view name, std::string_view text, Range range) {
-  static constexpr std::pair<std::string_view, unsigned> kUnits[] = {
-      {"", 0}, {"B", 0}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
-  for (const auto& [suffix, shift] : kUnits) {
-    if (ec != std::errc() || end == text.data() || unit != suffix) continue;
-    if (value > (range.max >> shift) || (value << shift) < range.min) break;
-    return value << shift;
-  }
+  if (const auto value = detail::size_in_bytes(text, range)) return *value;
   throw std::invalid_argument(std::string(name) + "='" + std::string(text) +
                               "' is not a size from " + std::to_string(range.min) + " to " +
                               std::to_string(range.max) +

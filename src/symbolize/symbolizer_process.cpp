@@ -20,6 +20,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "start_environment.hpp"
+
 namespace liveheap::symbolize {
 namespace {
 
@@ -31,11 +33,14 @@ constexpr int kReceiveTimeoutS = 60;
 constexpr std::uint64_t kMaxReplyBytes = 1ull << 30;
 
 // LIVEHEAP_SYMBOLIZER, read as the library loads: getenv on a liveheap thread later could
-// race the host's setenv.
+// race the host's setenv. The preload library's full part is loaded later, maybe on a
+// thread of liveheap's beside the host's: it reads the copy of the variables the preload
+// library made at start (boot/start_environment.hpp).
 char g_override[4096];
 bool g_override_too_long = false;
 [[gnu::constructor]] void read_symbolizer_override() {
-  const char* value = std::getenv("LIVEHEAP_SYMBOLIZER");
+  const char* value = boot::start_environment_captured() ? boot::start_env("LIVEHEAP_SYMBOLIZER")
+                                                         : std::getenv("LIVEHEAP_SYMBOLIZER");
   if (value == nullptr) return;
   if (std::strlen(value) < sizeof g_override) std::strcpy(g_override, value);
   else g_override_too_long = true;

@@ -21,6 +21,7 @@
 #include "loaded_code.hpp"
 #include "main_program.hpp"
 #include "peak.hpp"
+#include "preloaded_session.hpp"
 #include "stack_capture.hpp"
 #include "symbolizer.hpp"
 
@@ -104,9 +105,8 @@ std::int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
-
-void start(const Options& options) {
+// start(), or (engine_started) the tracker's part of it for a session the engine runs.
+void start_session(const Options& options, bool engine_started) {
   validate(options);
   set_plumbing(options.plumbing);  // throws for a bad glob, before anything changes
   if (!engine::hooks_installed())
@@ -115,7 +115,9 @@ void start(const Options& options) {
         "first?): link liveheap before it, or run under LD_PRELOAD=libliveheap_preload.so");
   std::lock_guard lock(g_control);
   g_options = options;
-  if (!engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
+  engine::load_unwinder();  // the fallback walks' unwinder, before any walk needs it
+  if (!engine_started &&
+      !engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
                       options.sample_seed, static_cast<std::int64_t>(options.max_tracker_memory)}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
   static std::once_flag at_fork;
@@ -128,6 +130,16 @@ void start(const Options& options) {
   peak::on_start(run_now, !options.defer_recorders);
   g_recorders_waiting = !run_now;
 }
+
+}  // namespace
+
+void start(const Options& options) { start_session(options, false); }
+
+LIVEHEAP_NAMESPACE_END
+
+void liveheap::tracker::adopt_engine_session(const Options& options) { start_session(options, true); }
+
+LIVEHEAP_NAMESPACE_BEGIN
 
 void start_recorders() {
   std::lock_guard lock(g_control);

@@ -1,9 +1,11 @@
 // End to end under LD_PRELOAD: an unmodified program (samples/exact_truth.cpp) allocates
 // known bytes at known lines; liveheap_preload's admin server, started by LIVEHEAP_ADDR,
 // must report exactly that through POST /baseline + GET /diff?format=json.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -149,6 +151,24 @@ TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
   EXPECT_EQ(program.wait(10000), 0);
 }
 
+// LIVEHEAP_SYMBOLIZER is the value the process started with, though the full library that
+// reads it is loaded later, beside the host's threads: a program that clears its environment
+// meanwhile (as nginx's workers do) keeps the symbolizer it was given.
+TEST(PreloadSymbolizer, TheOneNamedAtStartStaysNamedWhenTheProgramClearsItsEnvironment) {
+  const std::uint16_t port = free_port();
+  ChildProcess program({"/usr/bin/python3", "-c",
+                        "import os, sys; os.environ.clear(); print('READY', flush=True); sys.stdin.read()"},
+                       {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_SAMPLE_INTERVAL=4096",
+                        "LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"});
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
+  ASSERT_EQ(get(port, "/debug/memory/top?key=traceback&limit=3").status, 200);
+  const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
+  EXPECT_NE(stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
+            std::string::npos) << stats.dump(1);
+  EXPECT_EQ(program.wait(10000), 0);
+}
+
 // Fields of /proc/<pid>/stat after the command's closing parenthesis (field 3 is [0]).
 std::vector<std::string> stat_fields(pid_t pid) {
   std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
@@ -211,6 +231,79 @@ TEST(PreloadSymbolizer, NoHostGetsASigchldFromIt) {
   EXPECT_NE(kept.command_line.find("--stay-with " + std::to_string(kept.program) + " "), std::string::npos)
       << kept.command_line;
   EXPECT_EQ(detached.command_line.find("--stay-with"), std::string::npos) << detached.command_line;
+}
+
+// The files a preloaded program needs from this build, copied into `dir` as an installation
+// lays them out: the preload library, its full part and the symbolizer, side by side.
+void copy_preload_files(const std::string& dir) {
+  const std::filesystem::path built = std::filesystem::path(LIVEHEAP_PRELOAD_LIBRARY).parent_path();
+  for (const char* file : {"libliveheap_preload.so", "libliveheap_preload_full.so"})
+    std::filesystem::copy_file(built / file, std::filesystem::path(dir) / file);
+  std::filesystem::copy_file(LIVEHEAP_SYMBOLIZER_EXECUTABLE, dir + "/liveheap-symbolizer");
+}
+
+// The executable of the symbolizer process /stats names (and ends it: it is this test's
+// alone, its socket named after its path), or "" when there is none.
+std::string symbolizer_executable(std::uint16_t port) {
+  const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
+  EXPECT_TRUE(stats["symbolizer"].contains("process")) << stats.dump(1);
+  const int pid = stats["symbolizer"].value("process", nlohmann::json::object()).value("pid", 0);
+  if (pid <= 0) return "";
+  std::error_code error;
+  const std::string executable = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", error);
+  ::kill(pid, SIGTERM);
+  return executable;
+}
+
+// The symbolizer is looked for beside the library whose code asks for it: the preload
+// library's full part, loaded on first need from the preload library's directory. Copied
+// elsewhere with the two libraries (as installed), it is that copy that runs, and names
+// every frame with its line.
+TEST(PreloadSymbolizer, TheOneBesideTheLibrariesIsStarted) {
+  test_support::TempDir dir;
+  copy_preload_files(dir.path());
+  const std::uint16_t port = free_port();
+  ChildProcess program({LIVEHEAP_EXACT_TRUTH, "--phases"},
+                       {"LD_PRELOAD=" + dir.path() + "/libliveheap_preload.so",
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  ASSERT_EQ(post(port, "/debug/memory/baseline").status, 200);
+  program.write_line("go");
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "ALLOCATED");
+  const Reply diff = get(port, "/debug/memory/diff?format=json&key=traceback&limit=5");
+  ASSERT_EQ(diff.status, 200) << diff.body;
+  const nlohmann::json report = diff.json();
+  bool named = false;
+  for (const nlohmann::json& stat : report["stats"])
+    for (const nlohmann::json& frame : stat["traceback"])
+      named |= frame["file"].get<std::string>().ends_with("exact_truth.cpp") && frame["line"].get<int>() > 0;
+  EXPECT_TRUE(named) << diff.body;
+  std::ifstream maps("/proc/" + std::to_string(program.pid()) + "/maps");
+  const std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  EXPECT_NE(mapped.find(dir.path() + "/libliveheap_preload_full.so"), std::string::npos) << mapped;
+  EXPECT_EQ(symbolizer_executable(port), dir.path() + "/liveheap-symbolizer");
+  program.write_line("go");
+  while (program.read_line(2000)) {
+  }
+  EXPECT_EQ(program.wait(10000), 0);
+}
+
+// LD_PRELOAD may name the library relative to the working directory, which the program may
+// leave (a daemon's chdir("/")) before its endpoint's first connection loads the full
+// library: both it and the symbolizer are still found where they were at start.
+TEST(PreloadSymbolizer, ARelativePreloadPathHoldsAfterTheProgramChangesDirectory) {
+  test_support::TempDir dir;
+  copy_preload_files(dir.path());
+  const std::uint16_t port = free_port();
+  ChildProcess program({"/bin/sh", "-c",
+                        "cd \"$1\" && LD_PRELOAD=./libliveheap_preload.so exec /bin/sh -c 'cd / && echo READY && read x || true'",
+                        "sh", dir.path()},
+                       {"LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
+  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
+  const Reply top = get(port, "/debug/memory/top?key=traceback&limit=3");
+  ASSERT_EQ(top.status, 200) << top.body;
+  EXPECT_EQ(symbolizer_executable(port), dir.path() + "/liveheap-symbolizer");
+  EXPECT_EQ(program.wait(10000), 0);
 }
 
 // A wrapper that execs the program (pyenv's shims, `env`, a shell's `exec`) loads the

@@ -100,8 +100,13 @@ TEST(TrackerMemoryCap, PastTheCapNewStacksFoldAndEveryByteIsStillCounted) {
   // arena chunk (under 1 MiB) holds at most 1846 of them, and over 1000 of 3000 must fold.
   o.max_frames = 64;
   liveheap::start(o);
-  // What the tracker holds as a session starts again (its tables, mapped for good; a start
+  // The tables are mapped on first use (a session that recorded nothing holds none): the
+  // first block maps the stack table's arena, as it does in any process, and a first
+  // snapshot the symbolizer's state, which the one below would add under the cap. Then
+  // what the tracker holds as a session starts again (its tables, mapped for good; a start
   // forgets its own allocations of the session before).
+  allocate_new_stacks(keep, 0, 1, 48, 60);
+  (void)liveheap::take_snapshot();
   liveheap::start(o);
   const std::int64_t own = liveheap::tracker_memory();
   // Stacks get 3/4 of the cap: 64 KiB less than the tracker holds (its own allocations as a
@@ -168,6 +173,9 @@ TEST(TrackerMemoryCap, WithNoRoomAtAllBlocksAreDroppedAndCounted) {
   // total under a full cap, an open question kept apart from what this test checks.
   o.history_interval_s = 0;
   liveheap::start(o);
+  // The first block maps the stack table's arena (whatever the cap: the stack that blocks
+  // fold into is interned with it), and is dropped itself.
+  allocate_new_stacks(keep, 800000, 1, 100);
   ASSERT_GT(liveheap::tracker_memory(), static_cast<std::int64_t>(liveheap::kMinTrackerMemory));
   const EngineStats before = liveheap::engine_stats();
   const std::int64_t traced_before = liveheap::traced_memory().current;

@@ -10,17 +10,16 @@
 // ForkFd is used by one thread at a time.
 #pragma once
 
-#include "liveheap/export.hpp"
+#include "shared.hpp"
 
-LIVEHEAP_NAMESPACE_BEGIN
-namespace http {
+namespace liveheap::boot {
 
 // Owns one entry of the table: the socket `fd` as it is now (number, device, inode) from
 // construction to destruction (or until moved from or reset). Destroy or reset it before
 // closing the socket. A descriptor that is not a socket, or a full table (256), tracks
 // nothing. In a forked child every entry is already free: an owner the child inherited
 // must be abandoned (placement-new over it), never destroyed or reset.
-class ForkFd {
+class LIVEHEAP_SHARED ForkFd {
  public:
   ForkFd() noexcept = default;
   explicit ForkFd(int fd) noexcept;
@@ -33,12 +32,15 @@ class ForkFd {
   // Frees the entry now (the socket is about to close).
   void reset() noexcept;
 
+  // Whether `fd` is still the socket this entry tracks (the host may have closed it and
+  // opened something else under its number since).
+  bool still_tracks(int fd) const noexcept;
+
  private:
   int slot_ = -1;
 };
 
 // Run `hook` in every forked child, after the tracked sockets are closed. At most 8 hooks.
-void on_fork_child(void (*hook)()) noexcept;
+LIVEHEAP_SHARED void on_fork_child(void (*hook)()) noexcept;
 
-}  // namespace http
-LIVEHEAP_NAMESPACE_END
+}  // namespace liveheap::boot

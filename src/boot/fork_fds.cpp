@@ -8,10 +8,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
-LIVEHEAP_NAMESPACE_BEGIN
-namespace http {
+namespace liveheap::boot {
 namespace {
 
 constexpr std::size_t kMaxFds = 256;
@@ -50,9 +48,11 @@ void close_in_child() {
     if (void (*fn)() = hook.load()) fn();
 }
 
-void register_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, close_in_child); });
+void register_handler() noexcept { pthread_atfork(nullptr, nullptr, close_in_child); }
+
+void register_once() noexcept {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_handler);
 }
 
 // The slot now holding the socket `fd` is (its identity), or -1.
@@ -97,6 +97,16 @@ void ForkFd::reset() noexcept {
   slot_ = -1;
 }
 
+bool ForkFd::still_tracks(int fd) const noexcept {
+  if (slot_ < 0) return false;
+  const Slot& slot = g_fds[static_cast<std::size_t>(slot_)];
+  struct stat st {};
+  return slot.fd.load(std::memory_order_relaxed) == fd && ::fstat(fd, &st) == 0 &&
+         S_ISSOCK(st.st_mode) &&
+         static_cast<std::uint64_t>(st.st_dev) == slot.dev.load(std::memory_order_relaxed) &&
+         static_cast<std::uint64_t>(st.st_ino) == slot.ino.load(std::memory_order_relaxed);
+}
+
 void on_fork_child(void (*hook)()) noexcept {
   register_once();
   for (auto& slot : g_hooks) {
@@ -105,5 +115,4 @@ void on_fork_child(void (*hook)()) noexcept {
   }
 }
 
-}  // namespace http
-LIVEHEAP_NAMESPACE_END
+}  // namespace liveheap::boot

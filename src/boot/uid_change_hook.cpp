@@ -1,18 +1,21 @@
 // Interposes the calls that change the effective user id (setuid, seteuid, setreuid,
 // setresuid): a forked worker that drops privileges (nginx's `user nobody;`, Apache
 // prefork, php-fpm, postfix) binds its registry socket first, while it can still enter
-// its group's directory (endpoint.hpp, bind_before_uid_change). Linked or preloaded before
-// libc, as the allocator hooks are; each forwards to the next definition (libc's) and
-// returns exactly what it returns, with its errno.
+// its group's directory (http/endpoint.hpp, bind_before_uid_change). Linked or preloaded
+// before libc, as the allocator hooks are; each forwards to the next definition (libc's)
+// and returns exactly what it returns, with its errno.
+#include "uid_change_hook.hpp"
+
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 
-#include "endpoint.hpp"
-
 namespace {
+
+// What runs before each change; nullptr until an endpoint sets it.
+std::atomic<void (*)()> g_before_uid_change{nullptr};
 
 // The next definition of `name`, resolved once; nullptr where there is none.
 template <class Fn>
@@ -35,11 +38,23 @@ int bind_then_forward(std::atomic<int (*)(Ids...)>& slot, const char* name, Ids.
     errno = ENOSYS;
     return -1;
   }
-  liveheap::http::bind_before_uid_change();
+  if (void (*before)() = g_before_uid_change.load(std::memory_order_acquire)) before();
   return real(ids...);
 }
 
 }  // namespace
+
+namespace liveheap::boot {
+
+void set_before_uid_change(void (*fn)()) noexcept {
+  g_before_uid_change.store(fn, std::memory_order_release);
+}
+
+void (*before_uid_change_function() noexcept)() {
+  return g_before_uid_change.load(std::memory_order_acquire);
+}
+
+}  // namespace liveheap::boot
 
 extern "C" {
 
