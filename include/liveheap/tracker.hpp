@@ -115,6 +115,10 @@ struct EngineStats {
   // Bytes mapped now for the interned stacks, and for the live-block tables (exact mode).
   std::int64_t stack_table_bytes = 0;
   std::int64_t live_table_bytes = 0;
+  // Sampled mode's region: bytes of the live samples' runs (pages, headers and rounding
+  // included), and the most it may keep resident for reuse now.
+  std::int64_t region_live_bytes = 0;
+  std::int64_t region_kept_limit = 0;
 };
 EngineStats engine_stats() noexcept;
 

@@ -62,6 +62,25 @@ class Measurements {
 void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::vector<Tool>& tools,
                           const Measurements& m, Clock judged_by);
 
+// The targets of a workload row (large blocks, matplotlib, PyTorch) for one tool: the most
+// CPU time per operation against the row's base (<= 0: none), and the most peak RSS over
+// the base's, in bytes, as the larger of an absolute and a relative allowance (both 0:
+// none). docs/performance.md's "Targets" table.
+struct ProcessTarget {
+  double cpu_ratio = 0;
+  double rss_over_bytes = 0;
+  double rss_over_share = 0;
+  const char* text = "";
+  // The RSS allowance over a base of `base_bytes`.
+  double rss_limit(double base_bytes) const noexcept {
+    const double share = rss_over_share * base_bytes;
+    return share > rss_over_bytes ? share : rss_over_bytes;
+  }
+};
+// `row`: "large", "matplotlib", "torch"; `tool`: liveheap's mode or another tool's id;
+// `against_jemalloc`: the row's tool runs in front of jemalloc, against jemalloc alone.
+ProcessTarget process_target(const std::string& row, ToolId tool, bool against_jemalloc);
+
 // What report_bench prints, and the second table made of it (medians per key).
 inline constexpr std::array<const char*, 21> kReportKeys = {
     "live_blocks",    "stacks",         "frames",           "dropped",

@@ -140,6 +140,7 @@ Outcome Child::finish(int signal, std::chrono::milliseconds timeout) {
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
   };
   outcome.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  outcome.peak_rss_bytes = static_cast<double>(usage.ru_maxrss) * 1024;
   pid_ = -1;
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status) && !outcome.timed_out) outcome.signal = WTERMSIG(status);

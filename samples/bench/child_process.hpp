@@ -21,6 +21,7 @@ struct Outcome {
   bool timed_out = false;
   std::string output;     // stdout and stderr, interleaved
   double cpu_seconds = 0; // user + system CPU time of the child (not of its children)
+  double peak_rss_bytes = 0;  // the child's peak resident set (ru_maxrss)
 
   bool ok() const noexcept { return exit_code == 0 && !timed_out; }
   // "exit 1", "killed by signal 11 (Segmentation fault)", "timed out (killed)".

@@ -168,13 +168,14 @@ struct RowTool {
   std::string name;
   bench::Environment env;
   std::size_t base = 0;  // the RowTool its ratio divides by (0: no liveheap)
-  const char* target = "";
+  bench::ProcessTarget target;
 };
 
 struct RowRun {
   double cpu_ns = 0;
   double faults = 0;
   double madvises = 0;
+  double peak_rss = 0;  // bytes
 };
 
 std::vector<RowTool> row_tools(const std::vector<bench::Tool>& tools, const ProcessRow& row,
@@ -186,13 +187,13 @@ std::vector<RowTool> row_tools(const std::vector<bench::Tool>& tools, const Proc
                                t.id != ToolId::sampled && t.id != ToolId::exact))
       continue;
     if (t.id != ToolId::none) liveheap = t.env.front().second;
-    used.push_back({t.name, t.env, 0, t.id == ToolId::sampled ? "<= 1.03x" : ""});
+    used.push_back({t.name, t.env, 0, bench::process_target(row.name, t.id, false)});
   }
   if (row.with_jemalloc && !jemalloc_lib.empty() && !liveheap.empty()) {
-    used.push_back({"jemalloc (no prof)", {{"LD_PRELOAD", jemalloc_lib}}, 0, ""});
+    used.push_back({"jemalloc (no prof)", {{"LD_PRELOAD", jemalloc_lib}}, 0, {}});
     used.push_back({"sampled, jemalloc",
                     {{"LD_PRELOAD", liveheap + " " + jemalloc_lib}, {"LIVEHEAP_MODE", "sampled"}},
-                    used.size() - 1, "<= 1.03x jemalloc"});
+                    used.size() - 1, bench::process_target(row.name, ToolId::sampled, true)});
   }
   if (row.preload_counter)
     for (RowTool& t : used) {
@@ -221,16 +222,18 @@ std::optional<RowRun> measure_process(const ProcessRow& row, const RowTool& tool
   const auto faults = find_value(outcome.output, "minflt_per_" + row.count_unit + "=");
   const auto madvises = find_value(outcome.output, "madvise_per_" + row.count_unit + "=");
   if (!cpu || !faults || !madvises) return std::nullopt;
-  return RowRun{*cpu, *faults, *madvises};
+  return RowRun{*cpu, *faults, *madvises, outcome.peak_rss_bytes};
 }
 
 void print_process_row(const ProcessRow& row, const std::vector<RowTool>& used,
                        const std::vector<std::vector<RowRun>>& runs,
-                       const std::vector<std::vector<double>>& ratios) {
+                       const std::vector<std::vector<double>>& ratios,
+                       const std::vector<std::vector<double>>& rss_over) {
   std::printf("\n%s\n", row.title.c_str());
-  std::printf("%-20s %13s %7s %17s %18s  %s\n", "mode", ("cpu/" + row.cpu_unit).c_str(), "ratio",
-              ("faults/" + row.count_unit).c_str(), ("madvise/" + row.count_unit).c_str(),
-              "target");
+  std::printf("%-20s %13s %7s %17s %18s %10s %9s  %-22s %s\n", "mode", ("cpu/" + row.cpu_unit).c_str(),
+              "ratio", ("faults/" + row.count_unit).c_str(), ("madvise/" + row.count_unit).c_str(),
+              "peak RSS", "+RSS", "target", "verdict");
+  constexpr double kMiB = 1024.0 * 1024.0;
   for (std::size_t i = 0; i < used.size(); ++i) {
     if (runs[i].empty()) {
       std::printf("%-20s FAILED (see notes)\n", used[i].name.c_str());
@@ -241,9 +244,22 @@ void print_process_row(const ProcessRow& row, const std::vector<RowTool>& used,
       for (const RowRun& run : runs[i]) v.push_back(run.*field);
       return bench::median(v);
     };
-    std::printf("%-20s %10.2f ms %6.2fx %17.2f %18.2f  %s\n", used[i].name.c_str(),
-                med(&RowRun::cpu_ns) / 1e6, bench::median(ratios[i]), med(&RowRun::faults),
-                med(&RowRun::madvises), used[i].target);
+    const double ratio = bench::median(ratios[i]), over = bench::median(rss_over[i]);
+    const bench::ProcessTarget& t = used[i].target;
+    std::string verdict;
+    if (t.cpu_ratio > 0 && !std::isnan(ratio)) {
+      bool pass = ratio <= t.cpu_ratio;
+      if (t.rss_over_bytes > 0 || t.rss_over_share > 0) {
+        std::vector<double> base_rss;
+        for (const RowRun& run : runs[used[i].base]) base_rss.push_back(run.peak_rss);
+        pass = pass && !std::isnan(over) && over <= t.rss_limit(bench::median(base_rss));
+      }
+      verdict = pass ? "pass" : "MISS";
+    }
+    std::printf("%-20s %10.2f ms %6.2fx %17.2f %18.2f %6.1f MiB %+5.1f MiB  %-22s %s\n",
+                used[i].name.c_str(), med(&RowRun::cpu_ns) / 1e6, ratio, med(&RowRun::faults),
+                med(&RowRun::madvises), med(&RowRun::peak_rss) / kMiB, i == used[i].base ? 0.0 : over / kMiB,
+                t.text, verdict.c_str());
   }
 }
 
@@ -253,7 +269,7 @@ void run_process_row(const ProcessRow& row, const std::vector<bench::Tool>& tool
                      const Settings& s) {
   const std::vector<RowTool> used = row_tools(tools, row, s.jemalloc_lib);
   std::vector<std::vector<RowRun>> runs(used.size());
-  std::vector<std::vector<double>> ratios(used.size());
+  std::vector<std::vector<double>> ratios(used.size()), rss_over(used.size());
   std::string skipped;
   for (int round = 0; round < s.rounds && skipped.empty(); ++round) {
     std::fprintf(stderr, "%s round %d/%d...\n", row.name.c_str(), round + 1, s.rounds);
@@ -267,13 +283,14 @@ void run_process_row(const ProcessRow& row, const std::vector<bench::Tool>& tool
       runs[i].push_back(*this_round[i]);
       const auto& base = this_round[used[i].base];
       if (base && base->cpu_ns > 0) ratios[i].push_back(this_round[i]->cpu_ns / base->cpu_ns);
+      if (base) rss_over[i].push_back(this_round[i]->peak_rss - base->peak_rss);
     }
   }
   if (!skipped.empty()) {
     std::printf("\n%s\n%s\n", row.title.c_str(), skipped.c_str());
     return;
   }
-  print_process_row(row, used, runs, ratios);
+  print_process_row(row, used, runs, ratios, rss_over);
 }
 
 void run_workload_rows(const std::vector<bench::Tool>& tools, const Settings& s) {

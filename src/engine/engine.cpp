@@ -525,6 +525,50 @@ void skip_sample_point(std::size_t size) noexcept {
   pass_sample_point(size, g_session.load(std::memory_order_acquire));
 }
 
+namespace {
+
+// Counts the sample at `h`, just placed (a new run, or its run grown): its stack and the
+// weight of a draw at `size`, in `session`. Not counted (h->session 0) while a clear runs
+// or when the session changed since the draw.
+LIVEHEAP_OWN_CODE void count_sample(SampleHeader* h, std::size_t size, std::uint32_t session,
+                                    const WalkStart& start) noexcept {
+  const double inverse = inverse_probability(size, g_settings.sample_interval);
+  const SampleWeight w = sample_weight(size, inverse);
+  h->session = 0;
+  bool folded = false;
+  const StackId stack = capture_and_intern(&folded, start);
+  if (stack == kNoStack) {  // allocated, never counted
+    count_dropped(w.bytes);
+    return;
+  }
+  if (folded) count_folded(w.bytes);
+  h->stack = stack;
+  h->inverse = inverse;
+  SampleCounting counting;
+  // A clear runs, or began since this sample was drawn: not counted (h->session stays 0).
+  if (g_sample_clearing.load(std::memory_order_seq_cst) ||
+      g_session.load(std::memory_order_seq_cst) != session)
+    return;
+  add_to_totals<Side::alloc>(stack, w.bytes, w.count);
+  g_live_samples.fetch_add(1, std::memory_order_relaxed);
+  h->session = session;
+}
+
+// Takes the sample at `h` off the totals, if it was counted in this session.
+void uncount_sample(const SampleHeader* h) noexcept {
+  if (h->session == 0) return;
+  SampleCounting counting;
+  // While a clear runs, its zero takes the sample off (it is of the session that ends).
+  if (!g_sample_clearing.load(std::memory_order_seq_cst) &&
+      h->session == g_session.load(std::memory_order_seq_cst)) {
+    const SampleWeight w = sample_weight(h->size, h->inverse);
+    add_to_totals<Side::freed>(h->stack, w.bytes, w.count);
+    g_live_samples.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
 LIVEHEAP_OWN_CODE
 void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
                       const WalkStart& start) noexcept {
@@ -534,47 +578,44 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
   if (size == 0 || t.in_hook || t.ignore_depth > 0) return nullptr;
   HookGuard guard;
   void* p = region_allocate(size, alignment, zero, next_usable_size(size));
-  const double inverse = inverse_probability(size, g_settings.sample_interval);
-  const SampleWeight w = sample_weight(size, inverse);
   if (p == nullptr) {
-    count_dropped(w.bytes);
+    count_dropped(sample_weight(size, inverse_probability(size, g_settings.sample_interval)).bytes);
     return nullptr;
   }
-  SampleHeader* h = region_header(p);
-  bool folded = false;
-  const StackId stack = capture_and_intern(&folded, start);
-  if (stack == kNoStack) {  // allocated, never counted
-    count_dropped(w.bytes);
-    return p;
-  }
-  if (folded) count_folded(w.bytes);
-  h->stack = stack;
-  h->inverse = inverse;
-  SampleCounting counting;
-  // A clear runs, or began since this sample was drawn: not counted (h->session stays 0).
-  if (g_sample_clearing.load(std::memory_order_seq_cst) ||
-      g_session.load(std::memory_order_seq_cst) != session)
-    return p;
-  add_to_totals<Side::alloc>(stack, w.bytes, w.count);
-  g_live_samples.fetch_add(1, std::memory_order_relaxed);
-  h->session = session;
+  count_sample(region_header(p), size, session, start);
   return p;
 }
 
-void sample_free(void* p) noexcept {
-  SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
-  if (h->session != 0) {
-    SampleCounting counting;
-    // While a clear runs, its zero takes the sample off (it is of the session that ends).
-    if (!g_sample_clearing.load(std::memory_order_seq_cst) &&
-        h->session == g_session.load(std::memory_order_seq_cst)) {
-      const SampleWeight w = sample_weight(h->size, h->inverse);
-      add_to_totals<Side::freed>(h->stack, w.bytes, w.count);
-      g_live_samples.fetch_sub(1, std::memory_order_relaxed);
-    }
-  }
+void sample_free(void* p, bool keep_run) noexcept {
+  uncount_sample(region_live_header(p));  // aborts on a double free or a forged pointer
   // Kept for reuse while sampling; after a stop nothing will reuse it soon.
-  region_release(p, mode() == Mode::sampled);
+  region_release(p, keep_run && mode() == Mode::sampled);
+}
+
+LIVEHEAP_OWN_CODE void* sample_regrow(void* p, std::size_t size, const WalkStart& start) noexcept {
+  ThreadState& t = t_thread;
+  const std::uint32_t session = g_session.load(std::memory_order_acquire);
+  if (!pass_sample_point(size, session)) return nullptr;
+  if (t.in_hook || t.ignore_depth > 0) return nullptr;
+  HookGuard guard;
+  SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
+  const std::size_t usable = next_usable_size(size);
+  uncount_sample(h);  // its old draw; h's fields are read before region_grow changes them
+  if (region_grow(p, size, usable)) {
+    count_sample(h, size, session, start);
+    return p;
+  }
+  void* q = region_allocate(size, 0, false, usable);
+  if (q == nullptr) {  // the region is full: dropped, as sample_allocate drops it
+    h->session = 0;  // uncounted already: a free of it must not take it off again
+    count_dropped(sample_weight(size, inverse_probability(size, g_settings.sample_interval)).bytes);
+    return nullptr;
+  }
+  __builtin_memcpy(q, p, h->usable);  // all it may have written (less than the new usable)
+  h->session = 0;
+  region_release(p, false);  // grown out of its run: back at once (see region_grow)
+  count_sample(region_header(q), size, session, start);
+  return q;
 }
 
 LIVEHEAP_OWN_CODE void* sample_resize(void* p, std::size_t size, const WalkStart& start) noexcept {

@@ -86,9 +86,20 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
 // A crossing that is not sampled whatever happens (a realloc that keeps an unsampled
 // block's draw): the next sample point is drawn, as sample_allocate() draws it.
 void skip_sample_point(std::size_t size) noexcept;
+// realloc of a block of the sample region past its usable size, when the new size's draw
+// samples it (the caller saw sample_point_crossed(size)): a new sample at `size` and the
+// realloc's stack, the old one taken off. Its run grows where it is when it can (the
+// region's last run, or followed by a free one), as glibc's realloc extends a block: no
+// copy, and no second run resident; else a new run, the bytes copied over, the old run
+// given back. nullptr when the draw is not taken after all (a nested or ignored
+// allocation, another session's countdown) or the region is full: the caller allocates
+// from the allocator underneath, copies and frees p.
+void* sample_regrow(void* p, std::size_t size, const WalkStart& start = {}) noexcept;
 // Frees a block of the sample region, whatever the mode (samples outlive sessions); a
 // double free or a pointer that is no sampled block aborts with a message, as glibc does.
-void sample_free(void* p) noexcept;
+// `keep_run`: its pages may stay resident for reuse (region_release); a block that moved
+// out of its run by growing passes false.
+void sample_free(void* p, bool keep_run = true) noexcept;
 // realloc of a block of the sample region to `size`, no more than its usable size: it stays
 // sampled with the weight of its draw (sampler.hpp says why that is unbiased), its bytes now
 // `size`, counted at the realloc's stack. In place when its run fits, else moved within the

@@ -1,7 +1,9 @@
 // A page-run allocator over one reserved range, for sampled blocks only: best fit over
-// size bins; freed runs kept resident (and coalesced) within a budget, so that a large
-// block freed and allocated again costs no madvise and no page faults; runs given back to
-// the kernel coalesced and, at the end of the used range, returned to it.
+// size bins; the last run extended at the end of the used range, and a block grown in
+// place into what follows it, as glibc's heap does; freed runs kept resident (and
+// coalesced) within a budget of what the region may need again, so that a large block
+// freed and allocated again costs no madvise and no page faults; runs given back to the
+// kernel coalesced and, at the end of the used range, returned to it.
 #include "sample_region.hpp"
 
 #include <atomic>
@@ -26,13 +28,17 @@ constexpr std::size_t kHeaderBytes = 64;
 static_assert(sizeof(SampleHeader) == kHeaderBytes);
 constexpr int kExactBins = 64;  // runs up to this many pages: one bin per size
 constexpr int kBins = kExactBins + 1 + 40;  // larger: one bin per power of two
-// Freed runs kept resident: at most the larger of these two. 64 MiB holds a few of the
-// largest buffers a server builds per request (images, compressed or serialized responses
-// of tens of MiB), and is what glibc leaves untrimmed at the top of its own heap at most
-// (its trim threshold grows to 64 MiB); a quarter of the live runs' bytes lets a program
-// with a large sampled heap keep more while what is kept stays a bounded share of it.
-constexpr std::int64_t kKeepFloor = std::int64_t{64} << 20;
-constexpr std::int64_t kKeepShareOfLive = 4;
+// Freed runs kept resident: what the region may need again soon, and no more. Its live
+// runs were at most `peak` bytes over its last kWindow to 2 x kWindow allocations; the runs
+// it keeps are those it would take again to be back there (peak - live now), as glibc
+// keeps the free memory its heap held and trims what is above. At least kKeepFloor (a few
+// small runs stay whatever the window says), at most kKeepCeiling (what glibc leaves
+// untrimmed at the top of its heap at most: its trim threshold grows to 64 MiB). A fixed
+// 64 MiB let sampled blocks keep 24-60 MiB resident beside glibc's own free memory: two
+// pools, each holding what the other could have reused.
+constexpr std::int64_t kKeepFloor = std::int64_t{2} << 20;
+constexpr std::int64_t kKeepCeiling = std::int64_t{64} << 20;
+constexpr int kWindow = 32;
 // Runs given back per lock hold: madvise runs with the lock released.
 constexpr int kBatch = 16;
 
@@ -82,9 +88,27 @@ int bin_of(std::uint64_t pages) noexcept {
   return kExactBins + 1 + (63 - __builtin_clzll(pages)) - 6;  // 65.. pages: log2 >= 6
 }
 
+// The live run bytes' highest in the current window of kWindow allocations, and in the
+// one before: a sliding maximum in two numbers. Guarded by g_lock.
+int g_window_allocations = 0;
+std::int64_t g_window_peak = 0, g_previous_peak = 0;
+
+void note_live() noexcept {
+  if (g_live_run_bytes > g_window_peak) g_window_peak = g_live_run_bytes;
+}
+
+void note_allocation() noexcept {
+  note_live();
+  if (++g_window_allocations < kWindow) return;
+  g_previous_peak = g_window_peak;
+  g_window_peak = g_live_run_bytes;
+  g_window_allocations = 0;
+}
+
 std::int64_t budget() noexcept {
-  const std::int64_t share = g_live_run_bytes / kKeepShareOfLive;
-  return share > kKeepFloor ? share : kKeepFloor;
+  const std::int64_t peak = g_window_peak > g_previous_peak ? g_window_peak : g_previous_peak;
+  const std::int64_t need = peak - g_live_run_bytes;
+  return need < kKeepFloor ? kKeepFloor : need > kKeepCeiling ? kKeepCeiling : need;
 }
 
 void insert(std::uintptr_t start, std::uint64_t pages, std::uint64_t dirty, bool kept) noexcept {
@@ -101,6 +125,17 @@ void insert(std::uintptr_t start, std::uint64_t pages, std::uint64_t dirty, bool
   g_kept.fetch_add(static_cast<std::int64_t>(pages * kPage), std::memory_order_relaxed);
 }
 
+// Moves the kept run r to the old end of the kept list.
+void make_oldest(FreeRun* r) noexcept {
+  if (r == g_oldest) return;
+  (r->older != nullptr ? r->older->newer : g_oldest) = r->newer;
+  (r->newer != nullptr ? r->newer->older : g_newest) = r->older;
+  r->older = nullptr;
+  r->newer = g_oldest;
+  g_oldest->older = r;
+  g_oldest = r;
+}
+
 void remove(FreeRun* r) noexcept {
   FreeRun** bin = &(r->kept ? g_kept_bins : g_given_bins)[bin_of(r->pages)];
   (r->prev != nullptr ? r->prev->next : *bin) = r->next;
@@ -114,12 +149,6 @@ void remove(FreeRun* r) noexcept {
   r->pages = 0;
 }
 
-// Kept runs merge up to half the budget: a merged run past the budget would go back
-// whole. Given-back runs merge without limit (they cost nothing).
-bool mergeable(bool kept, std::uint64_t pages) noexcept {
-  return !kept || static_cast<std::int64_t>(pages * kPage) <= budget() / 2;
-}
-
 // Adds a free run, merged with free neighbours of the same kind (a merged run's dirty
 // bytes stay a prefix: everything up to the right part's dirty end). A given-back run at
 // the end of the used range returns to it.
@@ -127,7 +156,7 @@ void add_free(std::uintptr_t start, std::uint64_t pages, std::uint64_t dirty, bo
   const std::uint64_t first = page_of(start);
   if (first > 0 && g_end_tags[first - 1] != 0) {
     FreeRun* left = &g_nodes[first - g_end_tags[first - 1]];
-    if (left->kept == kept && mergeable(kept, pages + left->pages)) {
+    if (left->kept == kept) {
       const std::uint64_t left_bytes = left->pages * kPage;
       dirty = dirty > 0 ? left_bytes + dirty : left->dirty;
       start -= left_bytes;
@@ -138,7 +167,7 @@ void add_free(std::uintptr_t start, std::uint64_t pages, std::uint64_t dirty, bo
   const std::uintptr_t end = start + pages * kPage;
   if (end < bump()) {
     FreeRun* right = &g_nodes[page_of(end)];
-    if (right->pages != 0 && right->kept == kept && mergeable(kept, pages + right->pages)) {
+    if (right->pages != 0 && right->kept == kept) {
       if (right->dirty > 0) dirty = pages * kPage + right->dirty;
       pages += right->pages;
       remove(right);
@@ -174,12 +203,22 @@ Taken take_run(std::uint64_t pages) noexcept {
     if (total > pages) insert(taken.run + bytes, total - pages, dirty > bytes ? dirty - bytes : 0, kept);
     return taken;
   }
-  const std::uintptr_t run = bump();
-  if (run == 0 || run + bytes > g_region_base + g_region_span) return {};
+  // A kept run at the end of the used range is extended (as glibc extends its heap's top
+  // chunk): its pages are reused, and only the rest is fresh. Taken anew instead, it would
+  // stay resident beside the larger run until the budget sends it back.
+  std::uintptr_t run = bump();
+  if (run == 0) return {};
+  FreeRun* top = run > g_region_base && g_end_tags[page_of(run) - 1] != 0
+                     ? &g_nodes[page_of(run) - g_end_tags[page_of(run) - 1]]
+                     : nullptr;
+  if (top != nullptr) run = start_of(top);
+  if (run + bytes > g_region_base + g_region_span) return {};
+  const std::uint64_t dirty = top != nullptr ? top->dirty : 0;
+  if (top != nullptr) remove(top);
   set_bump(run + bytes);
   if (run + bytes > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED))
     __atomic_store_n(&g_bump_high, run + bytes, __ATOMIC_RELAXED);
-  return {run, 0};
+  return {run, dirty};
 }
 
 struct Victim {
@@ -188,13 +227,26 @@ struct Victim {
 };
 
 // Takes up to kBatch of the oldest kept runs out of the lists (into limbo: no neighbour
-// merges with them) while more than `limit` bytes are kept.
+// merges with them) while more than `limit` bytes are kept. Of a run larger than the
+// excess, only its first pages go (kept runs merge whatever their size: one merged run
+// must not go back whole for a page over the limit); its end, nearer the top, stays.
 int take_victims(Victim* out, std::int64_t limit) noexcept {
   int n = 0;
-  while (n < kBatch && g_oldest != nullptr && g_kept.load(std::memory_order_relaxed) > limit) {
+  while (n < kBatch && g_oldest != nullptr) {
+    const std::int64_t excess = g_kept.load(std::memory_order_relaxed) - limit;
+    if (excess <= 0) break;
     FreeRun* r = g_oldest;
-    out[n++] = {start_of(r), r->pages};
+    const std::uintptr_t start = start_of(r);
+    const std::uint64_t pages = r->pages, dirty = r->dirty;
+    const std::uint64_t over = (static_cast<std::uint64_t>(excess) + kPage - 1) / kPage;
     remove(r);
+    if (over < pages) {
+      out[n++] = {start, over};
+      insert(start + over * kPage, pages - over, dirty > over * kPage ? dirty - over * kPage : 0, true);
+      make_oldest(g_newest);  // what is left of the oldest run is still the oldest
+    } else {
+      out[n++] = {start, pages};
+    }
   }
   return n;
 }
@@ -264,6 +316,12 @@ bool reserve_sample_region() noexcept {
       if (tags != nullptr) munmap(tags, pages * sizeof(std::uint32_t));
       continue;
     }
+    // Side tables are touched a node at a time, sparsely: where transparent huge pages are
+    // on for every mapping, each node touched would make 2 MiB resident (4-5 MiB more peak
+    // RSS for a Python list of 1.5M elements). The region itself follows the system's
+    // setting, as glibc's heap does: its large runs fault as few pages as the program's.
+    madvise(nodes, pages * sizeof(FreeRun), MADV_NOHUGEPAGE);
+    madvise(tags, pages * sizeof(std::uint32_t), MADV_NOHUGEPAGE);
     g_nodes = static_cast<FreeRun*>(nodes);
     g_end_tags = static_cast<std::uint32_t*>(tags);
     g_region_base = reinterpret_cast<std::uintptr_t>(region);
@@ -290,6 +348,7 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::s
     SpinGuard guard(g_lock);
     taken = take_run(pages);
     if (taken.run != 0) g_live_run_bytes += static_cast<std::int64_t>(pages * kPage);
+    note_allocation();
   }
   if (taken.run == 0) return nullptr;
   const std::uintptr_t block = (taken.run + lead) & ~(alignment - 1);
@@ -343,6 +402,50 @@ bool region_resize(void* p, std::size_t size, std::size_t usable) noexcept {
   return true;
 }
 
+bool region_grow(void* p, std::size_t size, std::size_t usable) noexcept {
+  SampleHeader* h = region_live_header(p);
+  if (usable < size) usable = size;
+  const auto block = reinterpret_cast<std::uintptr_t>(p);
+  const std::uint64_t pages = (block - h->run + usable + kPage - 1) / kPage;
+  if (pages <= h->run_pages) return false;  // not a growth: region_resize's
+  const std::uint64_t more = pages - h->run_pages;
+  const std::uintptr_t end = h->run + std::uint64_t{h->run_pages} * kPage;
+  std::uint64_t taken_dirty = 0;  // of the pages added: a kept run's written prefix
+  {
+    SpinGuard guard(g_lock);
+    if (end == bump()) {  // the last run: the used range grows
+      if (end + more * kPage > g_region_base + g_region_span) return false;
+      set_bump(end + more * kPage);
+      if (end + more * kPage > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED))
+        __atomic_store_n(&g_bump_high, end + more * kPage, __ATOMIC_RELAXED);
+    } else {  // a free run right after it, if large enough, gives the pages
+      FreeRun* next = &g_nodes[page_of(end)];
+      if (next->pages < more) return false;
+      const std::uint64_t total = next->pages, dirty = next->dirty;
+      const bool kept = next->kept;
+      remove(next);
+      taken_dirty = dirty < more * kPage ? dirty : more * kPage;
+      if (total > more)
+        insert(end + more * kPage, total - more, dirty > more * kPage ? dirty - more * kPage : 0, kept);
+    }
+    g_live_run_bytes += static_cast<std::int64_t>(more * kPage);
+    note_live();
+  }
+  // What the program may have written up to the old usable size stays dirty, and so does
+  // what a kept run added had written (realloc promises no zeros, but a calloc reusing the
+  // run later must clear it); fresh or given-back pages read zero.
+  const std::uint64_t written = block + h->usable - h->run;
+  if (written > h->dirty) h->dirty = written;
+  if (taken_dirty > 0 && end - h->run + taken_dirty > h->dirty) h->dirty = end - h->run + taken_dirty;
+  g_overhead.fetch_add(static_cast<std::int64_t>(more * kPage) -
+                           (static_cast<std::int64_t>(size) - static_cast<std::int64_t>(h->size)),
+                       std::memory_order_relaxed);
+  h->run_pages = static_cast<std::uint32_t>(pages);
+  h->size = size;
+  h->usable = usable;
+  return true;
+}
+
 void region_release(void* p, bool keep) noexcept {
   SampleHeader* h = region_live_header(p);
   const std::uintptr_t run = h->run;
@@ -385,6 +488,13 @@ std::int64_t region_overhead_bytes() noexcept {
 }
 
 std::int64_t region_kept_bytes() noexcept { return g_kept.load(std::memory_order_relaxed); }
+
+std::int64_t region_live_bytes() noexcept { return __atomic_load_n(&g_live_run_bytes, __ATOMIC_RELAXED); }
+
+std::int64_t region_kept_limit() noexcept {
+  SpinGuard guard(g_lock);
+  return budget();
+}
 std::uint64_t region_madvise_calls() noexcept { return g_madvise_calls.load(std::memory_order_relaxed); }
 
 void region_lock_for_fork() noexcept { g_lock.lock(); }

@@ -56,6 +56,11 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero = true,
 // run holds that and a new run for it would take as many pages; false otherwise (p is
 // unchanged: the caller moves the block).
 bool region_resize(void* p, std::size_t size, std::size_t usable) noexcept;
+// Makes the live block p one of `size` bytes with room for `usable` where it is, its run
+// growing into the pages after it: the end of the used range, or a free run there large
+// enough (as glibc's realloc extends a chunk into the top or a free neighbour). False when
+// it cannot (p is unchanged: the caller moves the block).
+bool region_grow(void* p, std::size_t size, std::size_t usable) noexcept;
 SampleHeader* region_header(const void* p) noexcept;
 // The header of a live block of the region, or a one-line message on stderr and abort()
 // when p is not one: its header is out of the region or not a header (an invalid pointer),
@@ -73,6 +78,11 @@ LIVEHEAP_SHARED std::int64_t region_trim() noexcept;
 std::int64_t region_overhead_bytes() noexcept;
 // Bytes of freed runs kept resident now, and madvise calls made since start-up.
 LIVEHEAP_SHARED std::int64_t region_kept_bytes() noexcept;
+// Bytes of the runs of live samples (their pages, headers and rounding included), and the
+// most kept runs may hold now (what the region would take again to be back at its recent
+// peak, 2..64 MiB).
+LIVEHEAP_SHARED std::int64_t region_live_bytes() noexcept;
+LIVEHEAP_SHARED std::int64_t region_kept_limit() noexcept;
 LIVEHEAP_SHARED std::uint64_t region_madvise_calls() noexcept;
 
 void region_lock_for_fork() noexcept;

@@ -230,6 +230,13 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
          {"live_blocks", engine.live_blocks},
          {"dropped", engine.dropped},
          {"fallback_walks", engine.fallback_walks},
+         // What sampled mode holds: its samples' runs, the freed runs kept for reuse.
+         {"sampled",
+          {{"samples_live", mode == Mode::sampled ? engine.live_blocks : 0},
+           {"live_bytes", engine.region_live_bytes},
+           {"kept_bytes", engine.region_kept_bytes},
+           {"kept_limit", engine.region_kept_limit},
+           {"madvise_calls", engine.region_madvise_calls}}},
          {"symbolizer", symbolizer_json(symbolizer)},
          {"rss", process.rss},
          {"peak_rss", process.peak_rss},
@@ -250,8 +257,14 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
   text += "\nstacks=" + std::to_string(engine.stacks) +
           ", live_blocks=" + std::to_string(engine.live_blocks) +
           ", dropped=" + std::to_string(engine.dropped) +
-          ", fallback_walks=" + std::to_string(engine.fallback_walks) + "\nrss=" + size(process.rss) +
-          ", peak_rss=" + size(process.peak_rss);
+          ", fallback_walks=" + std::to_string(engine.fallback_walks);
+  if (mode == Mode::sampled || engine.region_live_bytes + engine.region_kept_bytes > 0)
+    text += "\nsampled: " + std::to_string(mode == Mode::sampled ? engine.live_blocks : 0) +
+            " samples live in " + size(engine.region_live_bytes) + " of runs, " +
+            size(engine.region_kept_bytes) + " kept for reuse (at most " +
+            size(engine.region_kept_limit) + " now), " + std::to_string(engine.region_madvise_calls) +
+            " madvise calls";
+  text += "\nrss=" + size(process.rss) + ", peak_rss=" + size(process.peak_rss);
   if (allocator.name == "glibc" || allocator.name == "unknown")  // else glibc's arena is unused
     text += "\nmallinfo2: arena=" + size(heap.arena) + ", hblkhd=" + size(heap.hblkhd) +
             ", uordblks=" + size(heap.uordblks) + ", fordblks=" + size(heap.fordblks) +

@@ -225,7 +225,8 @@ EngineStats engine_stats() noexcept {
           engine::dropped(),            engine::fallback_walks(),
           engine::region_kept_bytes(),  engine::region_madvise_calls(),
           cap_now(),                    engine::stack_table_bytes(),
-          engine::live_table_bytes()};
+          engine::live_table_bytes(),   engine::region_live_bytes(),
+          engine::region_kept_limit()};
 }
 
 namespace {

@@ -285,6 +285,32 @@ TEST(Sampled, ReallocAcrossTheSampledLineKeepsTheBytes) {
   EXPECT_EQ(liveheap::traced_memory().current, 0);
 }
 
+TEST(Sampled, AGrowingSampledBlockLeavesNoRunResidentBehindIt) {
+  TracingSession tracing({Mode::sampled, 16, 64 * 1024, 13});
+  const std::int64_t kept = liveheap::engine_stats().region_kept_bytes;
+  auto* p = static_cast<unsigned char*>(std::malloc(1 << 20));
+  ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
+  for (int i = 0; i < 64; ++i) p[i] = static_cast<unsigned char>(i);
+  // A buffer doubling as it fills: drawn again at each size (p ~ 1), it grows where its run
+  // can, else moves and its old run goes back; none stays resident as a kept run.
+  for (std::size_t size = 2 << 20; size <= (std::size_t{16} << 20); size *= 2) {
+    p = static_cast<unsigned char*>(std::realloc(p, size));
+    ASSERT_NE(p, nullptr);
+    ASSERT_TRUE(liveheap::engine::is_sampled_block(p)) << size;
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(p[i], i) << size;
+    std::memset(p + size / 2, 0x6d, size / 2);
+    EXPECT_EQ(liveheap::engine_stats().live_blocks, 1u);
+    EXPECT_NEAR(static_cast<double>(liveheap::traced_memory().current), static_cast<double>(size),
+                size * 0.01);
+    EXPECT_LE(liveheap::engine_stats().region_kept_bytes, kept) << size;
+  }
+  const liveheap::EngineStats stats = liveheap::engine_stats();
+  EXPECT_GE(stats.region_live_bytes, std::int64_t{16} << 20);
+  EXPECT_LE(stats.region_kept_limit, std::int64_t{64} << 20);
+  std::free(p);
+  EXPECT_EQ(liveheap::traced_memory().current, 0);
+}
+
 TEST(Sampled, AlignedSampledBlocksHonourTheirAlignment) {
   TracingSession tracing({Mode::sampled, 16, 64 * 1024, 11});
   for (std::size_t alignment : {16ul, 64ul, 256ul, 4096ul, 8192ul, 65536ul, 1ul << 21}) {
