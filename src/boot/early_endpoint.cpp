@@ -315,6 +315,28 @@ void at_exit() {
   ::rmdir(s.e.dir.text);
 }
 
+// Just before fork(), in the forking thread: a child forked while the full library takes
+// the endpoint over would inherit it half handed over (its locks held by a thread it does
+// not have) and could not be reached; a postmaster forks its background processes about
+// when that happens. So the fork waits for the takeover to end (a few milliseconds), and
+// holds the lock until the fork is done, so that none starts meanwhile. At most
+// kForkWaitNs: a takeover that waits for a lock another prepare handler took for this
+// fork would wait for it forever; the child then gives up on its endpoint.
+constexpr std::int64_t kForkWaitNs = 200'000'000;
+
+void before_fork() noexcept {
+  State& s = *g_state;
+  pthread_mutex_lock(&s.lock);
+  if (s.phase != Phase::taking_over || s.state_pid != ::getpid()) return;
+  const std::int64_t until = now_ns() + kForkWaitNs;
+  const timespec deadline{static_cast<time_t>(until / 1'000'000'000), static_cast<long>(until % 1'000'000'000)};
+  while (s.phase == Phase::taking_over &&
+         pthread_cond_clockwait(&s.changed, &s.lock, CLOCK_MONOTONIC, &deadline) == 0) {
+  }
+}
+
+void after_fork_in_parent() noexcept { pthread_mutex_unlock(&g_state->lock); }
+
 // fork() without exec, in the child (after fork_fds closed the parent's sockets): this
 // process registers its own endpoint after a moment, in its parent's group directory.
 // Nothing here locks or allocates: a thread of the parent may have held any lock.
@@ -434,7 +456,8 @@ void start_early_endpoint(const EarlyAddress& address) noexcept {
   group_address(address, e.address);
   s.state_pid = ::getpid();
   std::atexit(at_exit);
-  on_fork_child(after_fork_in_child);
+  on_fork_child(after_fork_in_child);  // which makes the lock before_fork() held anew
+  pthread_atfork(before_fork, after_fork_in_parent, nullptr);
   set_before_uid_change(before_uid_change);
   {
     Guard guard(s);
