@@ -12,6 +12,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdexcept>
 #include <thread>
 
@@ -21,6 +23,13 @@ namespace bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+int remaining_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+}
+
+}  // namespace
 
 // Inherited values of these would silently change what a row measures.
 bool is_measurement_variable(const std::string& entry) {
@@ -44,12 +53,18 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return p;
 }
 
-int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+// A TCP port on 127.0.0.1 that was free a moment ago; 0 when none could be had.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof addr;
+  const bool bound = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0;
+  if (fd >= 0) close(fd);
+  return bound ? ntohs(addr.sin_port) : 0;
 }
-
-}  // namespace
 
 std::string Outcome::describe() const {
   if (timed_out) return "timed out (killed)";

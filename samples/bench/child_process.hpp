@@ -57,6 +57,14 @@ class Child {
 Outcome run(const std::vector<std::string>& argv, const Environment& env,
             std::chrono::milliseconds timeout);
 
+// The driver's environment without the variables that would silently change what a row
+// measures (LD_PRELOAD, LIVEHEAP_*, MALLOC_CONF, DUMP_HEAPTRACK_*), plus `extra`.
+std::vector<std::string> child_environment(const Environment& extra);
+// argv/envp for exec: pointers into `strings`, null-terminated.
+std::vector<char*> pointers(std::vector<std::string>& strings);
+// A TCP port on 127.0.0.1 that was free a moment ago; 0 when none could be had.
+int free_port();
+
 // "A=1 B=2 prog arg": how to reproduce a run by hand.
 std::string command_line(const std::vector<std::string>& argv, const Environment& env);
 

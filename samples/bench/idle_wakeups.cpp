@@ -58,19 +58,6 @@ struct Row {
   bool shown = true;  // false: started only for another row (the holder of its port)
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago; 0 when none could be had.
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof addr;
-  const bool bound = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0;
-  if (fd >= 0) close(fd);
-  return bound ? ntohs(addr.sin_port) : 0;
-}
-
 }  // namespace
 
 std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preload,

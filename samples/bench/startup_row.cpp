@@ -2,6 +2,8 @@
 // /dev/null, the child's own CPU time and page faults from its rusage.
 #include "startup_row.hpp"
 
+#include "child_process.hpp"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <spawn.h>
@@ -57,44 +59,10 @@ std::optional<std::string> find_program(const char* name) {
   return std::nullopt;
 }
 
-// A port nothing listens on now: bound, read, released.
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof addr;
-  int port = 0;
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0)
-    port = ntohs(addr.sin_port);
-  if (fd >= 0) close(fd);
-  return port;
-}
-
-// The driver's environment without what would change the measurement, plus `extra`.
-std::vector<std::string> environment(const Environment& extra) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (entry.rfind("LD_PRELOAD=", 0) == 0 || entry.rfind("LIVEHEAP_", 0) == 0) continue;
-    env.push_back(entry);
-  }
-  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
-  return env;
-}
-
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> p;
-  for (std::string& s : strings) p.push_back(s.data());
-  p.push_back(nullptr);
-  return p;
-}
-
 // `n` execs in a row; the cost of one, or nullopt when one failed.
 std::optional<ExecCost> run_many(const Program& program, const Variant& variant, int n) {
   std::vector<std::string> argv_strings = program.argv;
-  std::vector<std::string> env_strings = environment(variant.env);
+  std::vector<std::string> env_strings = child_environment(variant.env);
   std::vector<char*> argv = pointers(argv_strings), envp = pointers(env_strings);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

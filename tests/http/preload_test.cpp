@@ -124,6 +124,18 @@ TEST_F(PreloadTest, LookingCostsTheProcessNoDebugInformation) {
   EXPECT_GT(stats["symbolizer"]["process"]["rss_bytes"].get<long>(), 0);
 }
 
+// A started exact_truth --phases's baseline, its allocations, then the top stacks of the
+// diff on `port` (JSON, whole tracebacks).
+nlohmann::json diff_of_exact_truth(ChildProcess& program, std::uint16_t port) {
+  EXPECT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
+  EXPECT_EQ(post(port, "/debug/memory/baseline").status, 200);
+  program.write_line("go");
+  EXPECT_EQ(program.read_line(20000).value_or("EOF"), "ALLOCATED");
+  const Reply diff = get(port, "/debug/memory/diff?format=json&key=traceback&limit=5");
+  EXPECT_EQ(diff.status, 200) << diff.body;
+  return diff.status == 200 ? diff.json() : nlohmann::json::object();
+}
+
 // No symbolizer to start: reports still answer, their functions named by their symbols (or
 // module+offset) without lines, and /stats says why. The program runs on, quietly.
 TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
@@ -132,13 +144,7 @@ TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
                        {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
                         "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
                         "LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"});
-  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
-  ASSERT_EQ(post(port, "/debug/memory/baseline").status, 200);
-  program.write_line("go");
-  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "ALLOCATED");
-  const Reply diff = get(port, "/debug/memory/diff?format=json&key=traceback&limit=5");
-  ASSERT_EQ(diff.status, 200) << diff.body;
-  const nlohmann::json report = diff.json();
+  const nlohmann::json report = diff_of_exact_truth(program, port);
   ASSERT_FALSE(report["stats"].empty()) << report.dump(1);
   for (const nlohmann::json& stat : report["stats"])
     for (const nlohmann::json& frame : stat["traceback"]) {
@@ -270,18 +276,12 @@ TEST(PreloadSymbolizer, TheOneBesideTheLibrariesIsStarted) {
   ChildProcess program({LIVEHEAP_EXACT_TRUTH, "--phases"},
                        {"LD_PRELOAD=" + dir.path() + "/libliveheap_preload.so",
                         "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
-  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
-  ASSERT_EQ(post(port, "/debug/memory/baseline").status, 200);
-  program.write_line("go");
-  ASSERT_EQ(program.read_line(20000).value_or("EOF"), "ALLOCATED");
-  const Reply diff = get(port, "/debug/memory/diff?format=json&key=traceback&limit=5");
-  ASSERT_EQ(diff.status, 200) << diff.body;
-  const nlohmann::json report = diff.json();
+  const nlohmann::json report = diff_of_exact_truth(program, port);
   bool named = false;
   for (const nlohmann::json& stat : report["stats"])
     for (const nlohmann::json& frame : stat["traceback"])
       named |= frame["file"].get<std::string>().ends_with("exact_truth.cpp") && frame["line"].get<int>() > 0;
-  EXPECT_TRUE(named) << diff.body;
+  EXPECT_TRUE(named) << report.dump(1);
   std::ifstream maps("/proc/" + std::to_string(program.pid()) + "/maps");
   const std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
   EXPECT_NE(mapped.find(dir.path() + "/libliveheap_preload_full.so"), std::string::npos) << mapped;
