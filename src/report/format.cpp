@@ -168,7 +168,8 @@ std::vector<std::string> format_traceback(const Traceback& traceback,
 
 std::string folded_stack(const Traceback& traceback) {
   std::string out;
-  for (auto it = traceback.rbegin(); it != traceback.rend(); ++it) {
+  const auto leaf = traceback.rend() - static_cast<std::ptrdiff_t>(user_frame_index(traceback));
+  for (auto it = traceback.rbegin(); it != leaf; ++it) {
     if (!out.empty()) out += ';';
     const std::size_t from = out.size();
     out += it->function.empty() ? it->module : it->function;

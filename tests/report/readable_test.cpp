@@ -210,6 +210,23 @@ TEST(ReadableTraceback, TwoLibraryFramesFoldOneDoesNot) {
                 "  File \"/src/a.cpp\", line 9, in main"}));
 }
 
+// Folded stacks (flamegraph's input) leave out what the text folds above the user's frame:
+// the leaf is the line that asked for the memory; frames below it stay, library or not.
+TEST(FoldedStack, PlumbingAboveTheUsersFrameIsLeftOut) {
+  const Traceback tb{
+      {"operator new(unsigned long)", "", 0, "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", 0x5},
+      std_frame("std::__new_allocator<char>::allocate(unsigned long)", "new_allocator.h", 137),
+      {"work()", "/src/a.cpp", 5, "/bin/app", 0x10},
+      asio_frame("boost::asio::detail::scheduler::run()", "scheduler.ipp", 200),
+      {"main", "/src/main.cpp", 9, "/bin/app", 0x30},
+  };
+  EXPECT_EQ(folded_stack(tb), "main;boost::asio::detail::scheduler::run();work()");
+  // Nothing but plumbing: the stack is kept whole rather than emptied.
+  const Traceback plumbing{tb[0], tb[1]};
+  EXPECT_EQ(folded_stack(plumbing),
+            "std::__new_allocator<char>::allocate(unsigned long);operator new(unsigned long)");
+}
+
 TEST(ReadableTraceback, MoreThanThreeLibrariesAreCounted) {
   const Traceback tb{
       {"a::f()", "/usr/include/boost/asio/x.hpp", 1, "", 0},
