@@ -45,8 +45,10 @@ struct ReportRequest {
 struct ReportLine {
   std::string key;  // the server's name for it: "file:line", a file, a function
   Frame frame;      // the frame it is named after (for key=traceback, the user frame)
-  // The key's stack: whole for key=traceback, else the key's one frame. JSON carries it
-  // for key=traceback or request.traceback; nullopt when a report read back had none.
+  // The key's stack: whole for key=traceback; for another key with request.traceback, the
+  // biggest whole stack counted in the line (for a diff, the one that changed most); else
+  // the key's one frame. JSON carries it for key=traceback or request.traceback; nullopt
+  // when a report read back had none.
   std::optional<Traceback> traceback;
   std::int64_t size = 0;
   std::int64_t count = 0;

@@ -78,6 +78,15 @@ TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
                                   ": size=8192 KiB, count=1, average=8192 KiB\n"))
       << text.body;
 
+  // traceback=1 with key=line: each statistic with its whole stack, not only the key's frame.
+  const Reply whole = get(port(), "/debug/memory/top?traceback=1&format=json&limit=10000&include=*peak_test.cpp");
+  const nlohmann::json y = at_line(whole.json(), line_y);
+  ASSERT_FALSE(y.is_null()) << whole.body;
+  ASSERT_GT(y["traceback"].size(), 1u) << y.dump();
+  bool has_main = false;
+  for (const auto& frame : y["traceback"]) has_main = has_main || frame["function"] == "main";
+  EXPECT_TRUE(has_main) << "the stack stops short of main: " << y.dump();
+
   ASSERT_EQ(post(port(), "/debug/memory/reset-peak").status, 200);  // the record is the heap now
   const nlohmann::json reset = report(port(), "peak");
   EXPECT_TRUE(at_line(reset, line_x).is_null()) << reset.dump();
