@@ -148,7 +148,7 @@ Report report_from_json(std::string_view text);  // also refuses text that is no
 // How to_text lays a report out (none of this is in the JSON).
 struct TextStyle {
   bool verdicts = false;  // each line ends with its verdict (verdicts=1)
-  bool stacks = false;    // each line followed by its whole stack (/tracebacks)
+  bool stacks = false;    // each line followed by its whole stack (key=traceback)
   std::size_t max_bytes = std::numeric_limits<std::size_t>::max();  // then a truncation note
 };
 

@@ -60,14 +60,14 @@ json stat_json(const Stat& stat, const Query& query) {
 }
 
 // The report document laid out as the client asked: JSON, or text (stacks under each line
-// for /tracebacks). Both stop at to.max_report_bytes of lines and say so.
-Response report_response(const ReplyTo& to, Report report, const Query& query, bool stacks,
-                         std::size_t group = 1) {
+// for /tracebacks and wherever key=traceback asks for whole stacks: /top, /peak, /diff).
+// Both stop at to.max_report_bytes of lines and say so.
+Response report_response(const ReplyTo& to, Report report, const Query& query, std::size_t group = 1) {
   if (group > 1) report.group_processes = group;
   if (to.format == Format::json)
     return make_response(to, Status::ok, to_json(report, to.max_report_bytes) + "\n", "application/json");
   return make_text(to, Status::ok,
-                   to_text(report, {.verdicts = query.verdicts, .stacks = stacks,
+                   to_text(report, {.verdicts = query.verdicts, .stacks = query.key == KeyType::traceback,
                                     .max_bytes = to.max_report_bytes}));
 }
 
@@ -195,15 +195,15 @@ Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapsh
   return make_response(to, Status::ok, out.take(), "text/plain; charset=utf-8");
 }
 
-// /top and /tracebacks: the same statistics; /tracebacks prints each stack whole.
+// /top, /peak and /tracebacks (which is key=traceback): the same statistics.
 Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& query,
-                           bool whole_tracebacks, std::size_t group = 1) {
+                           std::size_t group = 1) {
   if (to.format == Format::folded) {
     Snapshot storage;
     return folded_report(to, apply_filters(now, query, storage));
   }
   return report_response(to, make_report(now, request_of(query), verdicts_for(to, query)), query,
-                         whole_tracebacks, group);
+                         group);
 }
 
 }  // namespace
@@ -310,11 +310,11 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
 }
 
 Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query, std::size_t group) {
-  return statistics_report(to, now, query, false, group);
+  return statistics_report(to, now, query, group);
 }
 
 Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query) {
-  return statistics_report(to, now, query, true);
+  return statistics_report(to, now, query);
 }
 
 Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
@@ -327,7 +327,7 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
   }
   return report_response(
       to, make_diff_report(now, old, against, request_of(query), verdicts_for(to, query)), query,
-      false, group);
+      group);
 }
 
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {
