@@ -51,7 +51,9 @@ struct TracebackStyle {
 std::vector<std::string> format_traceback(const Traceback& traceback,
                                           const TracebackStyle& style = {});
 // A stack as flamegraph.pl's folded line begins: frames root first, joined by ';' (a frame
-// without a function name is its module); ';' and newlines inside names become '_'.
+// without a function name is its module); ';' and newlines inside names become '_'. The
+// plumbing frames above the user's frame (those `key=line` skips) are left out, so that the
+// leaf is the line that asked for the memory.
 std::string folded_stack(const Traceback& traceback);
 
 // "" while the cap was never reached; else "tracker-memory cap 16.0 MiB reached: 1234

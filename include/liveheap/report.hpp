@@ -45,8 +45,10 @@ struct ReportRequest {
 struct ReportLine {
   std::string key;  // the server's name for it: "file:line", a file, a function
   Frame frame;      // the frame it is named after (for key=traceback, the user frame)
-  // The key's stack: whole for key=traceback, else the key's one frame. JSON carries it
-  // for key=traceback or request.traceback; nullopt when a report read back had none.
+  // The key's stack: whole for key=traceback; for another key with request.traceback, the
+  // biggest whole stack counted in the line (for a diff, the one that changed most); else
+  // the key's one frame. JSON carries it for key=traceback or request.traceback; nullopt
+  // when a report read back had none.
   std::optional<Traceback> traceback;
   std::int64_t size = 0;
   std::int64_t count = 0;
@@ -146,7 +148,7 @@ Report report_from_json(std::string_view text);  // also refuses text that is no
 // How to_text lays a report out (none of this is in the JSON).
 struct TextStyle {
   bool verdicts = false;  // each line ends with its verdict (verdicts=1)
-  bool stacks = false;    // each line followed by its whole stack (/tracebacks)
+  bool stacks = false;    // each line followed by its whole stack (key=traceback)
   std::size_t max_bytes = std::numeric_limits<std::size_t>::max();  // then a truncation note
 };
 

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <unordered_map>
+#include <utility>
 
 #include "liveheap/allocator.hpp"
 #include "liveheap/format.hpp"
@@ -57,14 +60,14 @@ json stat_json(const Stat& stat, const Query& query) {
 }
 
 // The report document laid out as the client asked: JSON, or text (stacks under each line
-// for /tracebacks). Both stop at to.max_report_bytes of lines and say so.
-Response report_response(const ReplyTo& to, Report report, const Query& query, bool stacks,
-                         std::size_t group = 1) {
+// for /tracebacks and wherever key=traceback asks for whole stacks: /top, /peak, /diff).
+// Both stop at to.max_report_bytes of lines and say so.
+Response report_response(const ReplyTo& to, Report report, const Query& query, std::size_t group = 1) {
   if (group > 1) report.group_processes = group;
   if (to.format == Format::json)
     return make_response(to, Status::ok, to_json(report, to.max_report_bytes) + "\n", "application/json");
   return make_text(to, Status::ok,
-                   to_text(report, {.verdicts = query.verdicts, .stacks = stacks,
+                   to_text(report, {.verdicts = query.verdicts, .stacks = query.key == KeyType::traceback,
                                     .max_bytes = to.max_report_bytes}));
 }
 
@@ -124,15 +127,46 @@ class FoldedLines {
   std::string text_;
 };
 
+// One folded line's values: bytes before and after (a top report has only `after`).
+struct FoldedValues {
+  std::int64_t before = 0;
+  std::int64_t after = 0;
+};
+
+// Folded lines and their values, stacks that fold to the same line added up (stacks that
+// differ only in plumbing frames are one line once those are folded away), in the order
+// `bigger` says.
+class FoldedStacks {
+ public:
+  void add(const Traceback& traceback, FoldedValues values) {
+    std::string stack = folded_stack(traceback);
+    const auto [it, added] = index_.try_emplace(stack, lines_.size());
+    if (added) lines_.push_back({std::move(stack), {}});
+    lines_[it->second].second.before += values.before;
+    lines_[it->second].second.after += values.after;
+  }
+  template <typename Bigger>
+  std::vector<std::pair<std::string, FoldedValues>> take(Bigger bigger) {
+    std::stable_sort(lines_.begin(), lines_.end(),
+                     [&](const auto& a, const auto& b) { return bigger(a.second, b.second); });
+    return std::move(lines_);
+  }
+
+ private:
+  std::vector<std::pair<std::string, FoldedValues>> lines_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
 // format=folded: every stack (filters apply, key and limit do not), "root;...;leaf size",
 // up to to.max_report_bytes.
 Response folded_report(const ReplyTo& to, const Snapshot& snapshot) {
-  const std::vector<Statistic> stats = snapshot.statistics(KeyType::traceback);
-  const auto wanted = static_cast<std::size_t>(
-      std::count_if(stats.begin(), stats.end(), [](const Statistic& s) { return s.size > 0; }));
-  FoldedLines out(to.max_report_bytes, wanted);
-  for (const Statistic& s : stats)
-    if (s.size > 0 && !out.add(folded_stack(s.traceback) + " " + std::to_string(s.size))) break;
+  FoldedStacks stacks;
+  for (const Statistic& s : snapshot.statistics(KeyType::traceback))
+    if (s.size > 0) stacks.add(s.traceback, {0, s.size});
+  const auto lines = stacks.take([](const FoldedValues& a, const FoldedValues& b) { return a.after > b.after; });
+  FoldedLines out(to.max_report_bytes, lines.size());
+  for (const auto& [stack, values] : lines)
+    if (!out.add(stack + " " + std::to_string(values.after))) break;
   return make_response(to, Status::ok, out.take(), "text/plain; charset=utf-8");
 }
 
@@ -142,30 +176,34 @@ Response folded_report(const ReplyTo& to, const Snapshot& snapshot) {
 // Up to to.max_report_bytes.
 Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old) {
   const bool both = to.format == Format::folded2;
-  const std::vector<StatisticDiff> diffs = now.compare_to(old, KeyType::traceback);
-  const auto shown = [both](const StatisticDiff& d) { return both ? d.size_diff != 0 : d.size_diff > 0; };
-  FoldedLines out(to.max_report_bytes,
-                  static_cast<std::size_t>(std::count_if(diffs.begin(), diffs.end(), shown)));
-  for (const StatisticDiff& d : diffs) {
-    if (!shown(d)) continue;
-    const std::string line =
-        both ? folded_stack(d.traceback) + " " + std::to_string(d.size - d.size_diff) + " " +
-                   std::to_string(d.size)
-             : folded_stack(d.traceback) + " " + std::to_string(d.size_diff);
+  FoldedStacks stacks;
+  for (const StatisticDiff& d : now.compare_to(old, KeyType::traceback))
+    stacks.add(d.traceback, {d.size - d.size_diff, d.size});
+  const auto grown = [](const FoldedValues& v) { return v.after - v.before; };
+  auto lines = stacks.take([&](const FoldedValues& a, const FoldedValues& b) {
+    return std::abs(grown(a)) > std::abs(grown(b));
+  });
+  std::erase_if(lines, [&](const auto& line) {
+    return both ? grown(line.second) == 0 : grown(line.second) <= 0;
+  });
+  FoldedLines out(to.max_report_bytes, lines.size());
+  for (const auto& [stack, v] : lines) {
+    const std::string line = both ? stack + " " + std::to_string(v.before) + " " + std::to_string(v.after)
+                                  : stack + " " + std::to_string(grown(v));
     if (!out.add(line)) break;
   }
   return make_response(to, Status::ok, out.take(), "text/plain; charset=utf-8");
 }
 
-// /top and /tracebacks: the same statistics; /tracebacks prints each stack whole.
+// /top, /peak and /tracebacks (which is key=traceback): the same statistics.
 Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& query,
-                           bool whole_tracebacks, std::size_t group = 1) {
+                           std::size_t group = 1) {
   if (to.format == Format::folded) {
     Snapshot storage;
     return folded_report(to, apply_filters(now, query, storage));
   }
   return report_response(to, make_report(now, request_of(query), verdicts_for(to, query)), query,
-                         whole_tracebacks, group);
+                         group);
 }
 
 }  // namespace
@@ -285,11 +323,11 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
 }
 
 Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query, std::size_t group) {
-  return statistics_report(to, now, query, false, group);
+  return statistics_report(to, now, query, group);
 }
 
 Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query) {
-  return statistics_report(to, now, query, true);
+  return statistics_report(to, now, query);
 }
 
 Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
@@ -302,7 +340,7 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
   }
   return report_response(
       to, make_diff_report(now, old, against, request_of(query), verdicts_for(to, query)), query,
-      false, group);
+      group);
 }
 
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {

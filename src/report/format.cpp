@@ -74,10 +74,22 @@ std::string frame_line(const Frame& f, std::size_t max_columns) {
   return line + fit(short_function(f.function), room);
 }
 
-// How many library frames start at `first`.
-std::size_t library_run(const Traceback& traceback, std::size_t first) {
+// Which frames fold. Library frames, unless that would leave no frame of the program's own
+// code: a stripped program installed under /usr/lib (PostgreSQL's postmaster) has only
+// module+offset frames there, which look like a system library's. Then only plumbing and
+// header frames fold, and the program's frames are shown.
+using Folds = bool (*)(const Frame&) noexcept;
+
+Folds what_folds(const Traceback& traceback) {
+  for (const Frame& f : traceback)
+    if (!report::is_library_frame(f)) return report::is_library_frame;
+  return report::is_library_source_frame;
+}
+
+// How many frames that fold start at `first`.
+std::size_t library_run(const Traceback& traceback, std::size_t first, Folds folds) {
   std::size_t end = first;
-  while (end < traceback.size() && report::is_library_frame(traceback[end])) ++end;
+  while (end < traceback.size() && folds(traceback[end])) ++end;
   return end - first;
 }
 
@@ -150,8 +162,9 @@ std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type) {
 std::vector<std::string> format_traceback(const Traceback& traceback,
                                           const TracebackStyle& style) {
   std::vector<std::string> lines;
+  const Folds folds = what_folds(traceback);
   for (std::size_t i = 0; i < traceback.size();) {
-    const std::size_t run = style.fold ? library_run(traceback, i) : 0;
+    const std::size_t run = style.fold ? library_run(traceback, i, folds) : 0;
     if (run >= kMinFold) {
       lines.push_back(fold_line(traceback, i, run));
       i += run;
@@ -168,7 +181,8 @@ std::vector<std::string> format_traceback(const Traceback& traceback,
 
 std::string folded_stack(const Traceback& traceback) {
   std::string out;
-  for (auto it = traceback.rbegin(); it != traceback.rend(); ++it) {
+  const auto leaf = traceback.rend() - static_cast<std::ptrdiff_t>(user_frame_index(traceback));
+  for (auto it = traceback.rbegin(); it != leaf; ++it) {
     if (!out.empty()) out += ';';
     const std::size_t from = out.size();
     out += it->function.empty() ? it->module : it->function;

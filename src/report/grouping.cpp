@@ -67,6 +67,12 @@ Traceback frame_key(const Traceback& tb, std::size_t i, KeyType key) {
 
 }  // namespace
 
+std::string group_id(const Frame& frame, KeyType key) {
+  std::string id;
+  frame_id(frame, key, &id);
+  return id;
+}
+
 std::size_t GroupIndex::FrameNumbersHash::operator()(const std::vector<std::uint32_t>& frames) const noexcept {
   std::size_t h = frames.size();
   for (std::uint32_t f : frames) h ^= f + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);

@@ -64,6 +64,10 @@ class GroupIndex {
   std::uint64_t trace_number_ = 0;
 };
 
+// What tells one group from another under `key` (not `traceback`): frames with the same id
+// are counted in the same statistic.
+std::string group_id(const Frame& frame, KeyType key);
+
 // Whether each trace passes `filters` (as Snapshot::filter_traces keeps it).
 std::vector<bool> passes_filters(const std::vector<Trace>& traces, const std::vector<Filter>& filters);
 

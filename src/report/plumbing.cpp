@@ -147,6 +147,10 @@ bool is_library_frame(const Frame& frame) noexcept {
          (frame.file.empty() && in_system_library(frame.module));
 }
 
+bool is_library_source_frame(const Frame& frame) noexcept {
+  return is_plumbing(frame) || in_system_headers(frame.file);
+}
+
 std::string library_name(const Frame& frame) {
   if (std::string name = library_of_header(frame.file); !name.empty()) return name;
   const std::string shown = short_function(frame.function);

@@ -10,6 +10,9 @@
 namespace liveheap::report {
 
 bool is_library_frame(const Frame& frame) noexcept;
+// A library frame by its source or its name (plumbing, system headers), not merely by being
+// machine code without debug info in a system path, as a stripped program under /usr/lib is.
+bool is_library_source_frame(const Frame& frame) noexcept;
 // What a folded run says the frame is in: "boost::asio", "std", "libc.so.6".
 std::string library_name(const Frame& frame);
 

@@ -82,6 +82,7 @@ class ProfileBuilder {
 
  private:
   struct Location {
+    std::uint64_t address;
     std::uint64_t mapping_id;
     std::vector<Line> lines;  // innermost first: inlined frames, then their caller
   };
@@ -112,15 +113,18 @@ class ProfileBuilder {
 
   // One location per return address; its frames are the run of frames with that address
   // (an inline chain), ended early where the chain's first frame comes again (recursion).
+  // The plumbing frames above the user's frame are left out, as `key=line` skips them: the
+  // leaf, which viewers count as flat, is the line that asked for the memory.
   std::vector<std::uint64_t> locations_of(const Traceback& tb) {
     std::vector<std::uint64_t> ids;
-    for (std::size_t i = 0; i < tb.size();) {
+    const std::size_t user = user_frame_index(tb);
+    for (std::size_t i = user; i < tb.size();) {
       const std::uint64_t address = tb[i].address;
       std::size_t end = i + 1;
       while (end < tb.size() && tb[end].address == address && !(tb[end] == tb[i])) ++end;
-      const std::uint64_t id = address != 0 ? address : 1;
+      const std::uint64_t id = location_id(tb, i, user);
       if (!locations_.contains(id)) {
-        Location loc{mapping_id(address), {}};
+        Location loc{address, mapping_id(address), {}};
         for (std::size_t k = i; k < end; ++k)
           loc.lines.push_back({function_id(tb[k]), static_cast<std::int64_t>(tb[k].line)});
         locations_.emplace(id, std::move(loc));
@@ -129,6 +133,18 @@ class ProfileBuilder {
       i = end;
     }
     return ids;
+  }
+
+  // The return address; where plumbing was cut out of its inline chain, the address with
+  // the number of frames cut in the top byte (above any user-space address), so a chain
+  // cut short never shares an id with the whole chain. Never 0 (pprof's "no location").
+  static std::uint64_t location_id(const Traceback& tb, std::size_t first, std::size_t user) {
+    const std::uint64_t address = tb[first].address;
+    std::uint64_t cut = 0;
+    if (first == user)
+      while (cut < first && tb[first - cut - 1].address == address) ++cut;
+    const std::uint64_t id = address | (std::min<std::uint64_t>(cut, 0xff) << 56);
+    return id != 0 ? id : 1;
   }
 
   void value_type(report::ProtoWriter& p, unsigned field_number, const std::string& type,
@@ -157,7 +173,7 @@ class ProfileBuilder {
     report::ProtoWriter w;
     w.integer(1, id);
     w.integer_opt(2, loc.mapping_id);
-    w.integer(3, id);
+    w.integer(3, loc.address != 0 ? loc.address : id);
     for (const Line& line : loc.lines) {
       report::ProtoWriter l;
       l.integer(1, line.function_id);

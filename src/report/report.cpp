@@ -2,7 +2,10 @@
 #include "liveheap/report.hpp"
 
 #include <algorithm>
+#include <string>
+#include <unordered_map>
 
+#include "grouping.hpp"
 #include "liveheap/format.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
@@ -48,6 +51,41 @@ ReportLine line_of(const Traceback& key, const ReportRequest& request, std::int6
   return line;
 }
 
+// traceback=1 with a key of one frame (line, file, function): each line gets a whole stack,
+// the first of `stacks` (biggest first) that was counted in it, so that the answer says
+// where the line was called from. A line no stack reaches keeps its one frame.
+void attach_whole_stacks(std::vector<ReportLine>& lines, const std::vector<Traceback>& stacks,
+                         const ReportRequest& request) {
+  if (!request.traceback || request.key == KeyType::traceback || lines.empty()) return;
+  std::unordered_map<std::string, std::size_t> line_of_id;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    line_of_id.try_emplace(report::group_id(lines[i].frame, request.key), i);
+  std::vector<bool> done(lines.size(), false);
+  std::size_t left = lines.size();
+  const auto take = [&](const Traceback& stack, const Frame& frame) {
+    const auto it = line_of_id.find(report::group_id(frame, request.key));
+    if (it == line_of_id.end() || done[it->second]) return;
+    lines[it->second].traceback = stack;
+    done[it->second] = true;
+    --left;
+  };
+  for (const Traceback& stack : stacks) {
+    if (left == 0) break;
+    if (stack.empty()) continue;
+    if (!request.cumulative) take(stack, stack[user_frame_index(stack)]);
+    else
+      for (std::size_t i = 0; i < stack.size() && left > 0; ++i) take(stack, stack[i]);
+  }
+}
+
+template <typename Stats>
+std::vector<Traceback> stacks_of(const Stats& stats) {
+  std::vector<Traceback> stacks;
+  stacks.reserve(stats.size());
+  for (const auto& s : stats) stacks.push_back(s.traceback);
+  return stacks;
+}
+
 }  // namespace
 
 Report make_report(const Snapshot& now, const ReportRequest& request, const VerdictOf& verdict_of) {
@@ -64,6 +102,8 @@ Report make_report(const Snapshot& now, const ReportRequest& request, const Verd
     if (verdict_of) line.verdict = verdict_of(stats[i].traceback);
     report.lines.push_back(std::move(line));
   }
+  if (request.traceback && request.key != KeyType::traceback)
+    attach_whole_stacks(report.lines, stacks_of(snapshot.statistics(KeyType::traceback)), request);
   return report;
 }
 
@@ -92,6 +132,9 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
     if (verdict_of) line.verdict = verdict_of(d.traceback);
     report.lines.push_back(std::move(line));
   }
+  if (request.traceback && request.key != KeyType::traceback)
+    attach_whole_stacks(report.lines, stacks_of(current.compare_to(previous, KeyType::traceback)),
+                        request);
   return report;
 }
 

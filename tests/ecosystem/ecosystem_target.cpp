@@ -3,7 +3,8 @@
 // allocations at known lines, made when stdin says so.
 //   prints "port N", then for each command line: "step1" -> leaks A and B and a transient
 //   loop; "step2" -> leak C; "many" -> 20,000 blocks of 4 KiB kept and 50,000 of 1 KiB
-//   allocated and freed (enough for sampled mode's estimates). Each answers
+//   allocated and freed (enough for sampled mode's estimates); "strings" -> 5 strings kept,
+//   each allocated through std::string's own code (allocation plumbing). Each answers
 //   "<name> LINE BYTES COUNT" lines, then "ok".
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 namespace {
 
 std::vector<void*> g_kept;
+std::vector<std::string> g_strings;
 
 void report(const char* name, int line, long bytes, long count) {
   std::cout << name << " " << line << " " << bytes << " " << count << std::endl;
@@ -60,6 +62,16 @@ void report(const char* name, int line, long bytes, long count) {
   report("churn", line, kChurn * 1024, kChurn);
 }
 
+// Memory that std::string's code asks for: the stack's leaf is the allocator's plumbing.
+[[gnu::noinline]] void strings() {
+  g_strings.reserve(g_strings.size() + 5);  // the vector's own growth stays off the line
+  int line = 0;
+  for (int i = 0; i < 5; ++i) {
+    g_strings.emplace_back(3000, 'x'); line = __LINE__;
+  }
+  report("strings", line, 5 * 3001, 5);
+}
+
 }  // namespace
 
 int main() {
@@ -73,6 +85,7 @@ int main() {
     if (command == "step1") step1();
     else if (command == "step2") step2();
     else if (command == "many") many();
+    else if (command == "strings") strings();
     std::cout << "ok" << std::endl;
   }
   return 0;

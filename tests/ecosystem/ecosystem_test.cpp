@@ -226,6 +226,28 @@ TEST_F(Pprof, GoToolPprofShowsTopAndDiffBase) {
   EXPECT_EQ(diff.output.find(at(target.sites.at("leak_a").line)), std::string::npos) << diff.output;
 }
 
+// The flat column names the user's line, not the allocator's plumbing that the text
+// reports fold (std::string's code, std::__new_allocator, operator new), and the bytes are
+// all still there.
+TEST_F(Pprof, FlatNamesTheUsersLineNotThePlumbing) {
+  Target target;
+  target.run("strings");
+  const Site& s = target.sites.at("strings");
+  const std::string heap = profile(target, "/debug/pprof/heap", "strings.pb.gz");
+  const CommandResult top = run_command(go_env(work_) + kGo + " tool pprof -top -lines -nodecount=3 " + heap);
+  ASSERT_EQ(top.status, 0) << top.output;
+  // The first row under the column headings is the biggest flat entry.
+  const std::size_t headings = top.output.find("flat%");
+  ASSERT_NE(headings, std::string::npos) << top.output;
+  const std::size_t row = top.output.find('\n', headings) + 1;
+  const std::string first = top.output.substr(row, top.output.find('\n', row) - row);
+  EXPECT_NE(first.find(at(s.line)), std::string::npos) << top.output;
+  EXPECT_EQ(first.find("std::"), std::string::npos) << top.output;
+  std::string header;
+  const auto values = parse(heap, &header);
+  EXPECT_EQ(values.at(at(s.line)), (std::vector<long>{s.count, s.bytes, s.count, s.bytes}));
+}
+
 TEST_F(Pprof, SecondsGivesADeltaProfile) {
   Target target;
   target.run("step1");
@@ -306,7 +328,16 @@ TEST(Folded, TopAndDiffFoldKnownStacks) {
   const std::string stack = "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step1()";
   const http_test::Reply top = http_test::get(target.port(), "/debug/memory/top?format=folded");
   ASSERT_EQ(top.status, 200) << top.body;
-  EXPECT_NE(("\n" + top.body).find("\n" + stack + " 5000\n"), std::string::npos) << top.body;
+  // step1()'s 5000 B and what the plumbing under it holds for it (its vector's growth,
+  // stdout's first write), one line: what /top counts for the function step1(), exactly.
+  const http_test::Reply by_function = http_test::get(
+      target.port(), "/debug/memory/top?format=json&key=function&limit=10000&include=function:*step1*");
+  ASSERT_EQ(by_function.status, 200) << by_function.body;
+  const nlohmann::json stats = by_function.json()["stats"];
+  ASSERT_EQ(stats.size(), 1u) << by_function.body;
+  EXPECT_GE(stats[0]["size"].get<long>(), 5000);
+  EXPECT_NE(("\n" + top.body).find("\n" + stack + " " + std::to_string(stats[0]["size"].get<long>()) + "\n"),
+            std::string::npos) << top.body;
   ASSERT_EQ(http_test::post(target.port(), "/debug/memory/baseline").status, 200);
   target.run("step2");
   const std::string grown = "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step2()";
@@ -315,6 +346,20 @@ TEST(Folded, TopAndDiffFoldKnownStacks) {
   const http_test::Reply diff2 = http_test::get(target.port(), "/debug/memory/diff?format=folded2");
   EXPECT_EQ(diff2.body, grown + " 0 14336\n");
   EXPECT_EQ(http_test::get(target.port(), "/debug/memory/top?format=folded2").status, 400);
+}
+
+// A stack's leaf is the user's line: the plumbing under it (std::string's code, operator new)
+// is left out as the text reports fold it, and the bytes stay exact.
+TEST(Folded, PlumbingIsLeftOutOfTheLeaf) {
+  Target target;
+  target.run("strings");
+  const http_test::Reply top = http_test::get(target.port(), "/debug/memory/top?format=folded");
+  ASSERT_EQ(top.status, 200) << top.body;
+  // Two stacks fold into one line: the strings' 5 x 3001 B and the vector's reserve(5),
+  // 5 x 32 B, both asked for by strings() itself.
+  const std::string leaf = ";main;(anonymous namespace)::strings() 15165\n";
+  EXPECT_NE(top.body.find(leaf), std::string::npos) << top.body;
+  EXPECT_EQ(top.body.find("operator new"), std::string::npos) << top.body;
 }
 
 }  // namespace

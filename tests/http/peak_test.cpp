@@ -78,6 +78,24 @@ TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
                                   ": size=8192 KiB, count=1, average=8192 KiB\n"))
       << text.body;
 
+  // key=traceback in text: each line followed by its whole stack, as on /top.
+  const std::string frame_x = "peak_test.cpp\", line " + std::to_string(line_x) + ", in ";
+  const Reply stacks = get(port(), "/debug/memory/peak?key=traceback&limit=1&include=*peak_test.cpp");
+  EXPECT_NE(stacks.body.find(frame_x), std::string::npos) << stacks.body;
+  EXPECT_NE(stacks.body.find("  File \""), stacks.body.rfind("  File \"")) << "one frame only:\n" << stacks.body;
+  const Reply top_stacks = get(port(), "/debug/memory/top?key=traceback&limit=1&include=*peak_test.cpp");
+  EXPECT_NE(top_stacks.body.find("peak_test.cpp\", line " + std::to_string(line_y) + ", in "),
+            std::string::npos) << top_stacks.body;
+
+  // traceback=1 with key=line: each statistic with its whole stack, not only the key's frame.
+  const Reply whole = get(port(), "/debug/memory/top?traceback=1&format=json&limit=10000&include=*peak_test.cpp");
+  const nlohmann::json y = at_line(whole.json(), line_y);
+  ASSERT_FALSE(y.is_null()) << whole.body;
+  ASSERT_GT(y["traceback"].size(), 1u) << y.dump();
+  bool has_main = false;
+  for (const auto& frame : y["traceback"]) has_main = has_main || frame["function"] == "main";
+  EXPECT_TRUE(has_main) << "the stack stops short of main: " << y.dump();
+
   ASSERT_EQ(post(port(), "/debug/memory/reset-peak").status, 200);  // the record is the heap now
   const nlohmann::json reset = report(port(), "peak");
   EXPECT_TRUE(at_line(reset, line_x).is_null()) << reset.dump();

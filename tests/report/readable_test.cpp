@@ -210,6 +210,51 @@ TEST(ReadableTraceback, TwoLibraryFramesFoldOneDoesNot) {
                 "  File \"/src/a.cpp\", line 9, in main"}));
 }
 
+// Folded stacks (flamegraph's input) leave out what the text folds above the user's frame:
+// the leaf is the line that asked for the memory; frames below it stay, library or not.
+TEST(FoldedStack, PlumbingAboveTheUsersFrameIsLeftOut) {
+  const Traceback tb{
+      {"operator new(unsigned long)", "", 0, "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", 0x5},
+      std_frame("std::__new_allocator<char>::allocate(unsigned long)", "new_allocator.h", 137),
+      {"work()", "/src/a.cpp", 5, "/bin/app", 0x10},
+      asio_frame("boost::asio::detail::scheduler::run()", "scheduler.ipp", 200),
+      {"main", "/src/main.cpp", 9, "/bin/app", 0x30},
+  };
+  EXPECT_EQ(folded_stack(tb), "main;boost::asio::detail::scheduler::run();work()");
+  // Nothing but plumbing: the stack is kept whole rather than emptied.
+  const Traceback plumbing{tb[0], tb[1]};
+  EXPECT_EQ(folded_stack(plumbing),
+            "std::__new_allocator<char>::allocate(unsigned long);operator new(unsigned long)");
+}
+
+// A stripped program installed under /usr/lib (PostgreSQL's postmaster) has only
+// module+offset frames, which look like a system library's: folding must not hide them all.
+TEST(ReadableTraceback, AStrippedProgramUnderUsrLibKeepsItsFrames) {
+  const std::string postgres = "/usr/lib/postgresql/15/bin/postgres";
+  const std::string libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  const auto in = [](const std::string& module, std::uint64_t offset) {
+    char name[64];
+    std::snprintf(name, sizeof name, "+0x%llx", static_cast<unsigned long long>(offset));
+    return Frame{module.substr(module.rfind('/') + 1) + name, "", 0, module, offset};
+  };
+  const Traceback tb{in(libc, 0x9a0), in(libc, 0x9b0), in(postgres, 0x100), in(postgres, 0x200),
+                     in(postgres, 0x300), in(libc, 0x271ca), in(postgres, 0x400)};
+  const std::vector<std::string> expected = {
+      "  \u2026 2 frames in libc.so.6 \u2026",
+      "  File \"" + postgres + "\", in postgres+0x100",
+      "  File \"" + postgres + "\", in postgres+0x200",
+      "  File \"" + postgres + "\", in postgres+0x300",
+      "  File \"" + libc + "\", in libc.so.6+0x271ca",
+      "  File \"" + postgres + "\", in postgres+0x400",
+  };
+  EXPECT_EQ(format_traceback(tb, {.source = false}), expected);
+  // With a frame of the program's own code elsewhere, library frames fold as before.
+  const Traceback mixed{in(postgres, 0x100), in(postgres, 0x200), {"main", "/src/main.cpp", 9, "/bin/app", 0x30}};
+  EXPECT_EQ(format_traceback(mixed, {.source = false}),
+            (std::vector<std::string>{"  \u2026 2 frames in postgres \u2026",
+                                      "  File \"/src/main.cpp\", line 9, in main"}));
+}
+
 TEST(ReadableTraceback, MoreThanThreeLibrariesAreCounted) {
   const Traceback tb{
       {"a::f()", "/usr/include/boost/asio/x.hpp", 1, "", 0},

@@ -3,6 +3,9 @@
 // malformed documents refused naming the field).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "liveheap/format.hpp"
 #include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 
@@ -143,10 +146,49 @@ TEST(ReportJson, StatisticsHaveNoDiffFieldsAndStacksWhereAsked) {
   EXPECT_EQ(top["traceback"][1]["short_function"], "handle");
 
   request = {};
-  request.traceback = true;  // key=line with traceback=1: the key's one frame
+  request.traceback = true;  // key=line with traceback=1: the whole stack, not the key's frame
   const json line = to_json_value(make_report(now_snapshot(), request));
-  ASSERT_EQ(line["stats"][0]["traceback"].size(), 1u);
-  EXPECT_EQ(line["stats"][0]["traceback"][0]["line"], 12);
+  ASSERT_EQ(line["stats"][0]["traceback"].size(), 2u);
+  EXPECT_EQ(line["stats"][0]["traceback"][0]["function"], "operator new(unsigned long)");
+  EXPECT_EQ(line["stats"][0]["traceback"][1]["line"], 12);
+  EXPECT_EQ(line["stats"][0]["key"], "/src/app.cpp:12");
+}
+
+// traceback=1 with a key of one frame: each line carries the biggest whole stack counted in
+// it (for a diff, the one that changed most); the line's key, frame and values stay the key's.
+TEST(ReportJson, TracebackWithKeyLineCarriesTheBiggestWholeStack) {
+  const Frame from_a{"serve_a()", "/src/a.cpp", 3, "/bin/app", 0x70};
+  const Frame from_b{"serve_b()", "/src/b.cpp", 8, "/bin/app", 0x80};
+  const Snapshot old({{Traceback{kAlloc, kHandle, from_a}, 500, 1}, {Traceback{kAlloc, kHandle, from_b}, 100, 1}},
+                     info_at(kOldMs));
+  const Snapshot now({{Traceback{kAlloc, kHandle, from_a}, 600, 2}, {Traceback{kAlloc, kHandle, from_b}, 400, 3}},
+                     info_at(kNowMs));
+  for (const KeyType key : {KeyType::line, KeyType::function, KeyType::file}) {
+    ReportRequest request;
+    request.key = key;
+    request.traceback = true;
+    const Report top = make_report(now, request);
+    ASSERT_EQ(top.lines.size(), 1u) << to_string(key);
+    EXPECT_EQ(top.lines[0].traceback, (Traceback{kAlloc, kHandle, from_a})) << to_string(key);
+    EXPECT_EQ(top.lines[0].key, format_key(Traceback{kHandle}, key));
+    EXPECT_EQ(top.lines[0].size, 1000);
+    // The diff: serve_b's stack grew by 300 B, serve_a's by 100 B.
+    const Report diff = make_diff_report(now, old, "the baseline", request);
+    ASSERT_EQ(diff.lines.size(), 1u);
+    EXPECT_EQ(diff.lines[0].traceback, (Traceback{kAlloc, kHandle, from_b})) << to_string(key);
+    EXPECT_EQ(diff.lines[0].size_diff, 400);
+  }
+  ReportRequest cumulative;
+  cumulative.traceback = true;
+  cumulative.cumulative = true;
+  const Report all = make_report(now, cumulative);
+  ASSERT_EQ(all.lines.size(), 4u);  // operator new, handle, serve_a, serve_b
+  for (const ReportLine& line : all.lines) {
+    ASSERT_TRUE(line.traceback);
+    EXPECT_EQ(line.traceback->size(), 3u) << line.key;
+    EXPECT_NE(std::find(line.traceback->begin(), line.traceback->end(), line.frame), line.traceback->end())
+        << line.key;
+  }
 }
 
 TEST(ReportJson, LinesStopAtTheByteBudget) {
@@ -256,7 +298,8 @@ TEST(ReportJson, RoundTrips) {
   EXPECT_TRUE(back.request.traceback);
   ASSERT_EQ(back.lines.size(), 1u);
   EXPECT_EQ(back.lines[0].frame, (Frame{"handle(int)", "/src/app.cpp", 12, "/bin/app", 0}));
-  EXPECT_EQ(back.lines[0].traceback->front(), kHandle);  // with its address
+  ASSERT_EQ(back.lines[0].traceback->size(), 2u);  // the whole stack
+  EXPECT_EQ(back.lines[0].traceback->at(1), kHandle);  // with its address
   EXPECT_EQ(back.lines[0].verdict->trend, Trend::growing);
   EXPECT_EQ(back.lines[0].verdict->growth_per_min, 1200.0);
   EXPECT_EQ(back.lines[0].verdict->retention, 1.0);
