@@ -2,6 +2,7 @@
 # One command per job, on a fresh Debian 12 machine (run as root, or with sudo available):
 #   ./build.sh run    install what is missing, build, start the sample server with the dashboard
 #   ./build.sh test   install what is missing, build, run every test (ends with ctest's summary)
+#   ./build.sh check  build what changed, run the fast tier (the layers' own tests, ctest -L fast)
 #   ./build.sh bench  install what is missing, build, run the overhead benchmark
 #   ./build.sh fuzz   install what is missing, build the fuzzers (clang, ASan+UBSan), run each
 #                     for LIVEHEAP_FUZZ_SECONDS (600) at once; exits non-zero on any finding
@@ -67,6 +68,12 @@ case "${1:-}" in
     cd "$BUILD_DIR"
     ctest --output-on-failure --timeout 600 -j "$JOBS"
     ;;
+  check)
+    install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    build -DLIVEHEAP_BUILD_TESTS=ON
+    cd "$BUILD_DIR"
+    ctest --output-on-failure --timeout 600 -j "$JOBS" -L fast
+    ;;
   bench)
     install_packages "${BUILD_PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
     build -DLIVEHEAP_BUILD_TESTS=OFF
@@ -92,7 +99,7 @@ case "${1:-}" in
     exit $status
     ;;
   *)
-    echo "usage: $0 run|test|bench|fuzz" >&2
+    echo "usage: $0 run|test|check|bench|fuzz" >&2
     exit 2
     ;;
 esac
