@@ -38,7 +38,9 @@ constexpr int kBins = kExactBins + 1 + 40;  // larger: one bin per power of two
 // pools, each holding what the other could have reused.
 constexpr std::int64_t kKeepFloor = std::int64_t{2} << 20;
 constexpr std::int64_t kKeepCeiling = std::int64_t{64} << 20;
-constexpr int kWindow = 32;
+// 64: a window of 32 forgot a matplotlib figure's canvas between figures (880 page faults
+// a figure more than bare, 1.11x CPU), one of 128 kept 7.5 MiB more than bare at its peak.
+constexpr int kWindow = 64;
 // Runs given back per lock hold: madvise runs with the lock released.
 constexpr int kBatch = 16;
 
@@ -344,11 +346,23 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::s
                                                    : alignment + kPage;
   const std::uint64_t pages = (lead + usable + kPage - 1) / kPage;
   Taken taken;
+  Victim victims[kBatch];
+  int n = 0;
+  std::int64_t limit = 0;
   {
     SpinGuard guard(g_lock);
     taken = take_run(pages);
     if (taken.run != 0) g_live_run_bytes += static_cast<std::int64_t>(pages * kPage);
     note_allocation();
+    // The live runs grew: what is kept beyond what the region may need again goes back now,
+    // not at the next free (kept runs this block did not fit would stay resident beside it,
+    // above the recent high).
+    limit = budget();
+    if (g_kept.load(std::memory_order_relaxed) > limit) n = take_victims(victims, limit);
+  }
+  if (n > 0) {
+    give_back(victims, n);
+    if (n == kBatch) shrink_to(limit);
   }
   if (taken.run == 0) return nullptr;
   const std::uintptr_t block = (taken.run + lead) & ~(alignment - 1);
