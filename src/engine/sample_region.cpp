@@ -79,6 +79,12 @@ std::atomic<std::uint64_t> g_madvise_calls{0};
 
 std::uintptr_t bump() noexcept { return __atomic_load_n(&g_bump, __ATOMIC_RELAXED); }
 void set_bump(std::uintptr_t value) noexcept { __atomic_store_n(&g_bump, value, __ATOMIC_RELAXED); }
+// The used range ends at `end` now, past where it ended: g_bump_high follows.
+void grow_used_range(std::uintptr_t end) noexcept {
+  set_bump(end);
+  if (end > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED))
+    __atomic_store_n(&g_bump_high, end, __ATOMIC_RELAXED);
+}
 
 std::uint64_t page_of(std::uintptr_t addr) noexcept { return (addr - g_region_base) / kPage; }
 std::uintptr_t start_of(const FreeRun* r) noexcept {
@@ -217,9 +223,7 @@ Taken take_run(std::uint64_t pages) noexcept {
   if (run + bytes > g_region_base + g_region_span) return {};
   const std::uint64_t dirty = top != nullptr ? top->dirty : 0;
   if (top != nullptr) remove(top);
-  set_bump(run + bytes);
-  if (run + bytes > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED))
-    __atomic_store_n(&g_bump_high, run + bytes, __ATOMIC_RELAXED);
+  grow_used_range(run + bytes);
   return {run, dirty};
 }
 
@@ -279,6 +283,14 @@ std::int64_t shrink_to(std::int64_t limit) noexcept {
     if (n == 0) return bytes;
     bytes += give_back(victims, n);
   }
+}
+
+// Gives back the `n` runs take_victims() took for `limit`, then, when it took a whole
+// batch, the oldest kept runs until at most `limit` bytes are kept. Outside the lock.
+void give_back_over(const Victim* victims, int n, std::int64_t limit) noexcept {
+  if (n == 0) return;
+  give_back(victims, n);
+  if (n == kBatch) shrink_to(limit);
 }
 
 [[noreturn]] void die(const char* what, const void* p) noexcept {
@@ -358,12 +370,9 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::s
     // not at the next free (kept runs this block did not fit would stay resident beside it,
     // above the recent high).
     limit = budget();
-    if (g_kept.load(std::memory_order_relaxed) > limit) n = take_victims(victims, limit);
+    n = take_victims(victims, limit);
   }
-  if (n > 0) {
-    give_back(victims, n);
-    if (n == kBatch) shrink_to(limit);
-  }
+  give_back_over(victims, n, limit);
   if (taken.run == 0) return nullptr;
   const std::uintptr_t block = (taken.run + lead) & ~(alignment - 1);
   if (zero && taken.dirty > 0) {
@@ -429,9 +438,7 @@ bool region_grow(void* p, std::size_t size, std::size_t usable) noexcept {
     SpinGuard guard(g_lock);
     if (end == bump()) {  // the last run: the used range grows
       if (end + more * kPage > g_region_base + g_region_span) return false;
-      set_bump(end + more * kPage);
-      if (end + more * kPage > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED))
-        __atomic_store_n(&g_bump_high, end + more * kPage, __ATOMIC_RELAXED);
+      grow_used_range(end + more * kPage);
     } else {  // a free run right after it, if large enough, gives the pages
       FreeRun* next = &g_nodes[page_of(end)];
       if (next->pages < more) return false;
@@ -484,9 +491,7 @@ void region_release(void* p, bool keep) noexcept {
       victims[n++] = {run, pages};  // out of the lists already: it was live
     }
   }
-  if (n == 0) return;
-  give_back(victims, n);
-  if (n == kBatch) shrink_to(limit);
+  give_back_over(victims, n, limit);
 }
 
 std::int64_t region_trim() noexcept { return shrink_to(0); }
