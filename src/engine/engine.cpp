@@ -8,6 +8,7 @@
 #include <sys/single_threaded.h>
 
 #include "live_table.hpp"
+#include "next_threshold.hpp"
 #include "next_usable.hpp"
 #include "own_code.hpp"
 #include "pages.hpp"
@@ -587,9 +588,14 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
 }
 
 void sample_free(void* p, bool keep_run) noexcept {
-  uncount_sample(region_live_header(p));  // aborts on a double free or a forged pointer
+  SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
+  uncount_sample(h);
+  const std::size_t usable = h->usable;
   // Kept for reuse while sampling; after a stop nothing will reuse it soon.
   region_release(p, keep_run && mode() == Mode::sampled);
+  // A free, not a block grown out of its run: glibc learns from the first (realloc moves
+  // its mapped chunks with mremap, which moves no threshold).
+  if (keep_run) show_free_to_next(usable);
 }
 
 LIVEHEAP_OWN_CODE void* sample_regrow(void* p, std::size_t size, const WalkStart& start) noexcept {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <sched.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@ std::size_t g_bootstrap_used = 0;  // written only by the resolving thread
 // 0: not resolved, 1: being resolved, 2: g_next holds the real table.
 std::atomic<int> g_state{0};
 NextAllocator g_real{};  // what was found; g_next may wrap it (bootstrap blocks)
+bool g_real_is_glibc = false;
 
 bool in_bootstrap(const void* p) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
@@ -138,6 +140,11 @@ void find_next() noexcept {
   if (r.memalign == nullptr && r.posix_memalign == nullptr)
     die("liveheap: the allocator after liveheap has neither memalign nor posix_memalign\n");
   g_real = r;
+  // glibc's malloc is in the object that defines gnu_get_libc_version.
+  Dl_info allocator{}, libc{};
+  g_real_is_glibc = dladdr(m, &allocator) != 0 &&
+                    dladdr(reinterpret_cast<void*>(gnu_get_libc_version), &libc) != 0 &&
+                    allocator.dli_fbase == libc.dli_fbase;
   if (r.memalign == nullptr) g_real.memalign = memalign_by_posix;
   if (r.posix_memalign == nullptr) g_real.posix_memalign = posix_by_memalign;
   if (r.aligned_alloc == nullptr) g_real.aligned_alloc = aligned_by_memalign;
@@ -282,6 +289,11 @@ const char* next_allocator_file() noexcept {
   if (dladdr(reinterpret_cast<void*>(g_real.malloc), &info) == 0 || info.dli_fname == nullptr)
     return "";
   return info.dli_fname;
+}
+
+bool next_is_glibc() noexcept {
+  resolve();
+  return g_real_is_glibc;
 }
 
 bool hooks_installed() noexcept {

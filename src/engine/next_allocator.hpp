@@ -32,6 +32,9 @@ struct NextAllocator {
 // "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2". Resolves the table if not yet done.
 LIVEHEAP_SHARED const char* next_allocator_file() noexcept;
 
+// True when the allocator underneath is glibc's own malloc (libc.so.6 defines it).
+bool next_is_glibc() noexcept;
+
 // True when this process's calls to malloc reach liveheap's malloc: liveheap's is the first
 // definition in symbol order. A non-PIE executable's canonical PLT entry for malloc (which
 // dlsym(RTLD_DEFAULT) returns) is not a definition: the calls go on through it to the first

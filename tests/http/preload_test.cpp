@@ -421,6 +421,39 @@ TEST(PreloadSampled, APythonBuildingListsPeaksWithinTwoMebibytesOrTwoPercentOfBa
       << "peak " << sampled[1] << " B sampled, " << bare[1] << " B bare";
 }
 
+// A sampled block never reaches glibc, but glibc's free of a large block of its own raises
+// its mmap threshold to that size: the next block of up to that size comes from its heap,
+// not from a fresh mapping faulted in page by page. Freed sampled, an 8 MiB block (sampled
+// whatever the draw: 16 intervals) must leave glibc where its own would have: a 4 MiB block
+// asked of glibc directly afterwards is not mapped (mallinfo2's hblks), as without liveheap.
+constexpr const char* kThresholdScript = R"(
+import ctypes
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+libc.__libc_malloc.restype = ctypes.c_void_p
+hooks = ctypes.CDLL(None)
+hooks.malloc.restype = ctypes.c_void_p
+hooks.free.argtypes = [ctypes.c_void_p]
+hooks.free(hooks.malloc(8 << 20))
+before = libc.mallinfo2().hblks
+block = libc.__libc_malloc(4 << 20)
+print(libc.mallinfo2().hblks - before)
+)";
+
+TEST(PreloadSampled, AFreedSampledBlockMovesGlibcsMmapThresholdAsItsOwnWould) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  ChildProcess bare({"/usr/bin/python3", "-c", kThresholdScript}, {});
+  ASSERT_EQ(bare.read_line(60000).value_or("EOF"), "0") << "glibc's dynamic threshold is off here";
+  EXPECT_EQ(bare.wait(20000), 0);
+  ChildProcess sampled({"/usr/bin/python3", "-c", kThresholdScript},
+                       {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY, "LIVEHEAP_MODE=sampled"});
+  EXPECT_EQ(sampled.read_line(60000).value_or("EOF"), "0") << "the 4 MiB block was mapped";
+  EXPECT_EQ(sampled.wait(20000), 0);
+}
+
 // /stats says what sampled mode holds: its live samples and their runs, the freed runs it
 // keeps for reuse and the most it may keep now.
 TEST(PreloadSampled, StatsShowWhatSampledModeHolds) {
