@@ -29,18 +29,15 @@ static_assert(sizeof(SampleHeader) == kHeaderBytes);
 constexpr int kExactBins = 64;  // runs up to this many pages: one bin per size
 constexpr int kBins = kExactBins + 1 + 40;  // larger: one bin per power of two
 // Freed runs kept resident: what the region may need again soon, and no more. Its live
-// runs were at most `peak` bytes over its last kWindow to 2 x kWindow allocations; the runs
-// it keeps are those it would take again to be back there (peak - live now), as glibc
-// keeps the free memory its heap held and trims what is above. At least kKeepFloor (a few
-// small runs stay whatever the window says), at most kKeepCeiling (what glibc leaves
-// untrimmed at the top of its heap at most: its trim threshold grows to 64 MiB). A fixed
-// 64 MiB let sampled blocks keep 24-60 MiB resident beside glibc's own free memory: two
-// pools, each holding what the other could have reused.
+// runs were at most `peak` bytes over its last kKeptRunsWindow to 2 x kKeptRunsWindow
+// allocations; the runs it keeps are those it would take again to be back there (peak -
+// live now), as glibc keeps the free memory its heap held and trims what is above. At
+// least kKeepFloor (a few small runs stay whatever the window says), at most kKeepCeiling
+// (what glibc leaves untrimmed at the top of its heap at most: its trim threshold grows to
+// 64 MiB). A fixed 64 MiB let sampled blocks keep 24-60 MiB resident beside glibc's own
+// free memory: two pools, each holding what the other could have reused.
 constexpr std::int64_t kKeepFloor = std::int64_t{2} << 20;
 constexpr std::int64_t kKeepCeiling = std::int64_t{64} << 20;
-// 64: a window of 32 forgot a matplotlib figure's canvas between figures (880 page faults
-// a figure more than bare, 1.11x CPU), one of 128 kept 7.5 MiB more than bare at its peak.
-constexpr int kWindow = 64;
 // Runs given back per lock hold: madvise runs with the lock released.
 constexpr int kBatch = 16;
 
@@ -96,8 +93,8 @@ int bin_of(std::uint64_t pages) noexcept {
   return kExactBins + 1 + (63 - __builtin_clzll(pages)) - 6;  // 65.. pages: log2 >= 6
 }
 
-// The live run bytes' highest in the current window of kWindow allocations, and in the
-// one before: a sliding maximum in two numbers. Guarded by g_lock.
+// The live run bytes' highest in the current window of kKeptRunsWindow allocations, and in
+// the one before: a sliding maximum in two numbers. Guarded by g_lock.
 int g_window_allocations = 0;
 std::int64_t g_window_peak = 0, g_previous_peak = 0;
 
@@ -107,7 +104,7 @@ void note_live() noexcept {
 
 void note_allocation() noexcept {
   note_live();
-  if (++g_window_allocations < kWindow) return;
+  if (++g_window_allocations < kKeptRunsWindow) return;
   g_previous_peak = g_window_peak;
   g_window_peak = g_live_run_bytes;
   g_window_allocations = 0;

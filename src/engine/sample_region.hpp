@@ -31,6 +31,14 @@ struct SampleHeader {
   std::uint32_t session;    // the tracing session that counted it (0: not counted)
 };
 
+// Freed runs are kept up to the recent high of live runs: the highest over the last
+// kKeptRunsWindow to 2 x kKeptRunsWindow allocations of the region. 128: in a matplotlib
+// figure loop, whose figures Python's collector frees several at a time, a window of 64
+// forgot the collector's last high between collections (the runs went back, then faulted
+// in again: ~300 page faults a figure more than bare); one of 32 forgot a figure's canvas
+// between figures.
+inline constexpr int kKeptRunsWindow = 128;
+
 // Set once by reserve_sample_region(); zero before, so in_sample_region() is false.
 // Hidden: every free() reads them, PC-relative rather than through the GOT.
 [[gnu::visibility("hidden")]] extern std::uintptr_t g_region_base;

@@ -140,7 +140,7 @@ TEST_F(Region, KeptRunsFollowTheRecentPeakOfLiveRuns) {
   EXPECT_EQ(region_kept_bytes(), 16 * run_bytes(kMiB));
   // Two windows of allocations with one block live at a time: the burst is past, and what
   // is kept comes down to the floor.
-  for (int i = 0; i < 128; ++i) region_release(region_allocate(kMiB, 0, false));
+  for (int i = 0; i < 2 * kKeptRunsWindow; ++i) region_release(region_allocate(kMiB, 0, false));
   EXPECT_EQ(region_kept_limit(), std::int64_t{2} << 20);
   EXPECT_LE(region_kept_bytes(), std::int64_t{2} << 20);
   EXPECT_GE(region_kept_bytes(), run_bytes(kMiB));  // the block freed last, at least
