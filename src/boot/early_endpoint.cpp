@@ -24,6 +24,7 @@
 #include "blocked_signals.hpp"
 #include "engine.hpp"
 #include "full_library.hpp"
+#include "own_lines.hpp"
 #include "uid_change_hook.hpp"
 
 namespace liveheap::boot {
@@ -56,10 +57,11 @@ struct State {
 alignas(State) unsigned char g_storage[sizeof(State)];
 State* g_state = nullptr;
 
+// A configuration mistake: one line on stderr (own_lines.hpp).
 void say(const char* format, auto... args) noexcept {
   char line[768];
   std::snprintf(line, sizeof line, format, args...);
-  std::fprintf(stderr, "liveheap: %s\n", line);
+  say_configuration_error(line);
 }
 
 std::int64_t now_ns() noexcept {
@@ -149,9 +151,13 @@ void try_port(State& s) noexcept {
     e.tcp_fd = fd;
     e.tcp_tracked = ForkFd(fd);
     s.holding = true;
-    if (e.announce)
-      say(is_v6(e.listen) ? "serving http://[%s]:%u/debug/memory/" : "serving http://%s:%u/debug/memory/",
-          e.listen.host, static_cast<unsigned>(bound));
+    if (e.announce) {  // news, not a mistake: only where LIVEHEAP_LOG says
+      char line[768];
+      std::snprintf(line, sizeof line,
+                    is_v6(e.listen) ? "serving http://[%s]:%u/debug/memory/" : "serving http://%s:%u/debug/memory/",
+                    e.listen.host, static_cast<unsigned>(bound));
+      log_line(line);
+    }
   } else if (fd == -EADDRINUSE) {
     e.port_taken = true;
   } else if (e.announce) {  // a port this user may not bind

@@ -30,6 +30,7 @@
 #include "liveheap/tracker.hpp"
 #include "listen_address.hpp"
 #include "process_exit_wait.hpp"
+#include "own_lines.hpp"
 #include "registry.hpp"
 #include "serve.hpp"
 #include "uid_change_hook.hpp"
@@ -97,7 +98,8 @@ struct State {
 };
 State* g_state = nullptr;
 
-void say(const std::string& line) { std::fprintf(stderr, "liveheap: %s\n", line.c_str()); }
+// A configuration mistake: one line on stderr (boot/own_lines.hpp).
+void say(const std::string& line) { boot::say_configuration_error(line.c_str()); }
 
 // Listens on the port; the errno of a failure (EADDRINUSE while another process holds it),
 // 0 on success. Never throws, formats nothing: it runs every second while the port is taken.
@@ -362,9 +364,9 @@ void serve(State& s) {
   const int error = listen_on_port(s, &bound);
   if (error == 0) {
     hold(s);
-    if (s.announce)
-      say("serving http://" + host_header_name(s.host) + ":" + std::to_string(bound) +
-          s.config.prefix + "/");
+    if (s.announce)  // news, not a mistake: only where LIVEHEAP_LOG says
+      boot::log_line(("serving http://" + host_header_name(s.host) + ":" + std::to_string(bound) +
+                      s.config.prefix + "/").c_str());
   } else if (error == EADDRINUSE) {
     s.port_taken = true;
   } else if (s.announce) {  // a port this user may not bind, an address not of this host

@@ -216,14 +216,16 @@ TEST(HostSafety, APortHeldByAnotherProgramIsNeverTakenFromIt) {
 }
 
 // A forked child (a prefork worker) that takes the port over when its parent exits says
-// nothing: only the process the user started said where it serves.
+// nothing: only the process the user started said where it serves (asked to by
+// LIVEHEAP_LOG: without it none says anything).
 TEST(HostSafety, AForkedChildSaysNothingOnStderr) {
   RuntimeDir dir;
   const std::uint16_t port = free_port();
   test_support::TempDir files;
   const std::string err = files / "err";
-  ChildProcess master({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_PREFORK_TRUTH + " 2 2>" + err},
-                      preload_env(dir, port));
+  std::vector<std::string> env = preload_env(dir, port);
+  env.push_back("LIVEHEAP_LOG=stderr");
+  ChildProcess master({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_PREFORK_TRUTH + " 2 2>" + err}, env);
   std::vector<pid_t> workers;
   ASSERT_TRUE(master.read_line(20000).value_or("EOF").starts_with("MASTER"));
   for (int k = 0; k < 2; ++k) {

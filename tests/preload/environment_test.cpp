@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -110,19 +111,48 @@ TEST(PreloadEnvironment, TheAdminServerIsNeverOpenByAccident) {
             "end, which HTTP trims from the Authorization header: it could never match; remove it\n");
   EXPECT_EQ(run_preloaded("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_METRICS_CALLSITES=abc", LIVEHEAP_EXACT_TRUTH_PATH).err,
             "liveheap: admin server not started: LIVEHEAP_METRICS_CALLSITES must be 0..1000, got 'abc'\n");
+  // Served, each says where when LIVEHEAP_LOG asks it to.
   for (const char* env : {"LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_METRICS_CALLSITES=5 LIVEHEAP_PREFIX=/mem/ "
                           "LIVEHEAP_ALLOWED_HOSTS='heap.internal, box:6060,[fd00::1]' "
                           "LIVEHEAP_TOKEN='inner space'",
                           "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_ALLOW_OPEN=1",
                           "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_TOKEN=t0ken", "LIVEHEAP_ADDR=[::1]:0",
                           "LIVEHEAP_ADDR=localhost:0"}) {
-    const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
+    const ProcessResult run = run_preloaded(std::string("LIVEHEAP_LOG=stderr ") + env, LIVEHEAP_EXACT_TRUTH_PATH);
     EXPECT_EQ(run.status, 0) << env;
     EXPECT_EQ(run.err.rfind("liveheap: serving http://", 0), 0u) << env << ": " << run.err;
   }
-  EXPECT_EQ(run_preloaded("LIVEHEAP_ADDR=[::1]:0", LIVEHEAP_EXACT_TRUTH_PATH).err.rfind(
+  EXPECT_EQ(run_preloaded("LIVEHEAP_LOG=stderr LIVEHEAP_ADDR=[::1]:0", LIVEHEAP_EXACT_TRUTH_PATH).err.rfind(
                 "liveheap: serving http://[::1]:", 0),
             0u);
+}
+
+// Serving is news, not a mistake: the host's stderr (which a shell's $(cmd 2>&1) or a test
+// may read) gets nothing unless LIVEHEAP_LOG names it; a file named gets the line; a value
+// that is neither is a configuration error, said once.
+TEST(PreloadEnvironment, TheServingLineGoesOnlyWhereLiveheapLogSays) {
+  for (const char* addr : {"LIVEHEAP_ADDR=127.0.0.1:0", "LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_PREFIX=/mem"}) {
+    const ProcessResult quiet = run_preloaded(addr, LIVEHEAP_EXACT_TRUTH_PATH);
+    EXPECT_EQ(quiet.status, 0) << addr;
+    EXPECT_NE(quiet.out.find("ALLOCATED"), std::string::npos) << addr;
+    EXPECT_EQ(quiet.err, "") << addr;
+  }
+  const std::string log = testing::TempDir() + "liveheap_log_" + std::to_string(::getpid());
+  std::remove(log.c_str());
+  const ProcessResult logged = run_preloaded("LIVEHEAP_LOG=" + log + " LIVEHEAP_ADDR=127.0.0.1:0",
+                                             LIVEHEAP_EXACT_TRUTH_PATH);
+  EXPECT_EQ(logged.err, "");
+  std::ifstream file(log);
+  std::string line;
+  ASSERT_TRUE(std::getline(file, line)) << "nothing in " << log;
+  EXPECT_EQ(line.rfind("liveheap: serving http://127.0.0.1:", 0), 0u) << line;
+  std::remove(log.c_str());
+  const ProcessResult bad = run_preloaded("LIVEHEAP_LOG=relative.log LIVEHEAP_ADDR=127.0.0.1:0",
+                                          LIVEHEAP_EXACT_TRUTH_PATH);
+  EXPECT_EQ(bad.status, 0);
+  EXPECT_EQ(bad.err, "liveheap: LIVEHEAP_LOG='relative.log' is neither stderr nor an absolute path: "
+                     "liveheap's lines are not written\n");
+  EXPECT_NE(::access("relative.log", F_OK), 0);
 }
 
 TEST(PreloadEnvironment, EveryModeRunsRealProgramsQuietly) {

@@ -143,18 +143,6 @@ testing::AssertionResult installed(const std::string& path, const std::string& p
                                      << package << " (./build.sh test installs it)";
 }
 
-std::string without_announcements(const std::string& err) {
-  std::istringstream lines(err);
-  std::string kept;
-  for (std::string line; std::getline(lines, line);) {
-    const bool serving = line.starts_with("liveheap: serving http://");
-    const bool taken = line.starts_with("liveheap: ") &&
-                       line.find(" is taken; this process (pid ") != std::string::npos;
-    if (!serving && !taken) kept += line + "\n";
-  }
-  return kept;
-}
-
 std::string Configuration::name() const {
   return mode + (holder ? ", holding the port" : ", reached through another process's port");
 }

@@ -47,11 +47,6 @@ testing::AssertionResult installed(const std::string& path, const std::string& p
 // change what a test runs; `env` first (ChildProcess keeps the first of duplicates).
 std::vector<std::string> clean_env(std::vector<std::string> env);
 
-// liveheap's own lines on stderr (where it serves, that the port is taken: one per preloaded
-// process, as docs/processes.md says): what is left is the host program's, to compare with
-// the bare run's.
-std::string without_announcements(const std::string& err);
-
 // One way of running under the preload library.
 struct Configuration {
   std::string mode;  // "exact" or "sampled"
