@@ -236,6 +236,11 @@ void count_dropped(std::int64_t bytes) noexcept {
   g_dropped_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+// A sample the region had no room for: dropped at the weight it was drawn at.
+void count_dropped_sample(std::size_t size) noexcept {
+  count_dropped(sample_weight(size, inverse_probability(size, g_settings.sample_interval)).bytes);
+}
+
 void count_folded(std::int64_t bytes) noexcept {
   g_folded.fetch_add(1, std::memory_order_relaxed);
   g_folded_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -580,7 +585,7 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
   HookGuard guard;
   void* p = region_allocate(size, alignment, zero, next_usable_size(size));
   if (p == nullptr) {
-    count_dropped(sample_weight(size, inverse_probability(size, g_settings.sample_interval)).bytes);
+    count_dropped_sample(size);
     return nullptr;
   }
   count_sample(region_header(p), size, session, start);
@@ -614,7 +619,7 @@ LIVEHEAP_OWN_CODE void* sample_regrow(void* p, std::size_t size, const WalkStart
   void* q = region_allocate(size, 0, false, usable);
   if (q == nullptr) {  // the region is full: dropped, as sample_allocate drops it
     h->session = 0;  // uncounted already: a free of it must not take it off again
-    count_dropped(sample_weight(size, inverse_probability(size, g_settings.sample_interval)).bytes);
+    count_dropped_sample(size);
     return nullptr;
   }
   __builtin_memcpy(q, p, h->usable);  // all it may have written (less than the new usable)
