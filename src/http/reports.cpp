@@ -30,6 +30,7 @@ std::string_view plural(KeyType key) {
     case KeyType::line: return "lines";
     case KeyType::function: return "functions";
     case KeyType::traceback: return "tracebacks";
+    case KeyType::route: return "routes";
   }
   return "keys";
 }
@@ -41,13 +42,13 @@ std::int64_t now_ms() {
 
 // The report request a query asks for.
 ReportRequest request_of(const Query& query) {
-  return {query.key, query.limit, query.cumulative, query.include, query.exclude, query.traceback};
+  return {query.key, query.limit, query.cumulative, query.include, query.exclude, query.traceback, query.routes};
 }
 
 // `snapshot` itself without filters, else the filtered copy, kept in `storage`.
 const Snapshot& apply_filters(const Snapshot& snapshot, const Query& query, Snapshot& storage) {
-  if (query.filters.empty()) return snapshot;
-  storage = snapshot.filter_traces(query.filters);
+  if (query.filters.empty() && query.routes.empty()) return snapshot;
+  storage = snapshot.filter_routes(query.routes).filter_traces(query.filters);
   return storage;
 }
 
