@@ -480,6 +480,7 @@ StackSnapshot stack_snapshot_of(bool include_freed) {
   engine::visit_stack_ids(collect_id, &s.stacks, include_freed);
   s.stacks.shrink_to_fit();  // kept, perhaps for long: no growth slack
   s.code = code_now();
+  s.route_requests = requests_by_route();
   s.info.tracker_memory = tracker_memory();
   return s;
 }
