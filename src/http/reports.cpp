@@ -475,5 +475,22 @@ Response trim_report(const ReplyTo& to, const ProcessMemory& before, const Proce
                                              : ""));
 }
 
+Response routes_report(const ReplyTo& to, RouteReport report) {
+  const History history = liveheap::history();
+  if (!history.points.empty()) {
+    // The history's rule on each route's live bytes: its stacks grouped as key=route groups.
+    HistoryIndex index(history, KeyType::route, false, {});
+    for (RouteLine& line : report.routes)
+      if (const KeySeries* series = index.find(Traceback{route_frame(line.route)}))
+        line.verdict = std::string(to_string(classify(history, *series).trend));
+  }
+  return route_report_response(to, report);
+}
+
+Response route_report_response(const ReplyTo& to, const RouteReport& report) {
+  if (to.format == Format::json) return make_response(to, Status::ok, to_json(report) + "\n", "application/json");
+  return make_text(to, Status::ok, to_text(report));
+}
+
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

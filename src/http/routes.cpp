@@ -144,6 +144,18 @@ Outcome peak(RouteState& state, const ReplyTo& to, const Query& query) {
   }
 }
 
+// Per route of the host's requests: requests, live and allocated bytes, and what each request
+// left behind since the baseline (without one, since start-up).
+Outcome routes(RouteState& state, const ReplyTo& to, const Query&) {
+  require_tracing(state);
+  const auto baseline = state.baseline.get();
+  try {
+    return routes_report(to, take_route_report(baseline.get()));
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+    tracing_off(state);
+  }
+}
+
 Outcome tracebacks(RouteState& state, const ReplyTo& to, const Query& query) {
   Query whole = query;
   whole.key = KeyType::traceback;
@@ -261,6 +273,7 @@ const Route kRoutes[] = {
     {"/history", Verb::get, kReport, history, "the heap over time: points, and each callsite's series and verdict"},
     {"/peak", Verb::get, kReport | kRouteFilter | kFolded | kVerdicts, peak, "statistics of the heap at its high-water mark (as /top)"},
     {"/tracebacks", Verb::get, kFormat | kLimit | kFilters | kRouteFilter | kFolded, tracebacks, "the biggest stacks, whole"},
+    {"/routes", Verb::get, kFormat, routes, "per route of the requests: requests, live bytes, what each request left behind, verdict"},
     {"/start", Verb::post, kFormat | kStartOptions, start_tracing, "start tracing"},
     {"/stop", Verb::post, kFormat, stop_tracing, "stop tracing and forget the traces"},
     {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
