@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -25,6 +26,11 @@ using tcp = net::ip::tcp;
 
 // The sample's own routes: every request liveheap declines comes here.
 http::message_generator handle_request(http::request<http::string_body>&& req);
+
+// A sample's asynchronous routes, if it has any: true when it took the request and will
+// call `reply` once, from any thread; false leaves the request to handle_request.
+using Reply = std::function<void(http::message_generator)>;
+inline std::function<bool(http::request<http::string_body>& req, Reply reply)> handle_deferred;
 
 // Report a failure
 void fail(beast::error_code ec, const char* what) {
@@ -73,7 +79,17 @@ class session : public std::enable_shared_from_this<session> {
     auto reply = [self = shared_from_this()](auto res) { self->send_response(std::move(res)); };
     if (liveheap_.handle_async(std::move(req_), stream_.get_executor(), reply)) return;
 
-    // Send the response
+    // Every allocation the sample makes for the request carries its route ("GET /figure"),
+    // and an asynchronous route carries it on (liveheap::current_request()).
+    auto scope = liveheap::http::request_scope(req_);
+    if (handle_deferred) {
+      auto later = [self = shared_from_this()](http::message_generator res) {
+        net::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
+          self->send_response(std::move(res));
+        });
+      };
+      if (handle_deferred(req_, std::move(later))) return;
+    }
     send_response(handle_request(std::move(req_)));
   }
 

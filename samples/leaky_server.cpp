@@ -22,6 +22,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/version.hpp>
@@ -31,6 +32,7 @@
 #include "beast_session.hpp"
 #include "liveheap/http.hpp"
 #include "liveheap/request_comparison.hpp"
+#include "liveheap/request_scope.hpp"
 #include "liveheap/tracker.hpp"
 #include "walkthrough.hpp"
 
@@ -45,8 +47,8 @@ using nlohmann::json;
 constexpr std::size_t kDefaultRows = 50'000;
 constexpr std::size_t kDefaultScratchKiB = 256;
 constexpr std::string_view kRoutes =
-    "GET /client, GET /figure, GET /convert?rows=N, GET /cache?shape=WxH, GET /ok?kb=N, "
-    "POST /release, and liveheap under /debug/memory/";
+    "GET /client, GET /figure, GET /figure/async, GET /convert?rows=N, GET /cache?shape=WxH, "
+    "GET /ok?kb=N, POST /release, and liveheap under /debug/memory/";
 
 // A bad request: answered 400 (or `status`) with {"error": what()}.
 struct BadRequest : std::invalid_argument {
@@ -173,6 +175,20 @@ http::message_generator sample::handle_request(http::request<http::string_body>&
   }
 }
 
+// GET /figure/async: /figure rendered on a worker thread, as a handler that awaits work
+// elsewhere. The request's route goes with the work as a continuation carries its context:
+// a token taken on the I/O thread, re-entered on the worker.
+bool render_elsewhere(net::thread_pool& workers, http::request<http::string_body>& req,
+                      sample::Reply reply) {
+  if (req.method() != http::verb::get || req.target() != "/figure/async") return false;
+  auto request = std::make_shared<http::request<http::string_body>>(std::move(req));
+  net::post(workers, [token = liveheap::current_request(), request, reply = std::move(reply)] {
+    liveheap::RequestScope again(token);  // not counted again: the same request
+    reply(json_response(*request, http::status::ok, story_json("figure", leaky::render_figure())));
+  });
+  return true;
+}
+
 //------------------------------------------------------------------------------
 
 struct ServerOptions {
@@ -254,6 +270,10 @@ int main(int argc, char* argv[]) {
   // declared first so that it outlives the handler's pending responses (which hold sessions).
   net::io_context ioc{1};
   liveheap::http::Handler liveheap_handler(config);
+  net::thread_pool workers(1);  // joined before the io_context goes: it posts replies there
+  sample::handle_deferred = [&workers](http::request<http::string_body>& req, sample::Reply reply) {
+    return render_elsewhere(workers, req, std::move(reply));
+  };
   try {
     const tcp::endpoint endpoint{net::ip::make_address(options.host), options.port};
     auto server =

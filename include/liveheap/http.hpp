@@ -56,6 +56,7 @@
 
 #include "liveheap/export.hpp"
 #include "liveheap/request_comparison.hpp"
+#include "liveheap/request_scope.hpp"
 
 LIVEHEAP_API_BEGIN
 
@@ -94,6 +95,15 @@ struct Config {
   // comparison runs on a liveheap thread: the request that asks for one does not wait.
   std::optional<ComparisonConfig> compare_requests;
 };
+
+// The request's allocations tagged with its route, "METHOD /path" (the query left out; at
+// most 127 bytes), while the returned scope lives: one line in a Beast session, around the
+// host's handler (samples/beast_session.hpp):
+//
+//   auto scope = liveheap::http::request_scope(req);
+//
+// A host that knows its route pattern ("GET /users/{id}") names it with RequestScope itself.
+RequestScope request_scope(const Request& req) noexcept;
 
 // LIVEHEAP_ADDR's syntax: "port", ":port", "host:port", "[v6addr]:port" (e.g. [::1]:6060);
 // the host defaults to 127.0.0.1. Throws std::invalid_argument naming LIVEHEAP_ADDR.

@@ -36,6 +36,9 @@ struct ReportRequest {
   // Every JSON line with its stack (key=traceback implies it). Not a JSON field: read back,
   // it is whether the lines carried one.
   bool traceback = false;
+  // Globs on the route of the request that allocated (route_of): a trace passes when one
+  // matches (none: every trace), before include/exclude. JSON "route", when given.
+  std::vector<std::string> routes;
 
   friend bool operator==(const ReportRequest&, const ReportRequest&) = default;
 };

@@ -154,11 +154,28 @@ struct Trace {
   std::int64_t alloc_count = 0;
 };
 
-// How statistics group traces (tracemalloc's key_type, plus `function`).
-enum class KeyType { file, line, function, traceback };
+// How statistics group traces (tracemalloc's key_type, plus `function`, and `route`: the
+// request that allocated, route_of()).
+enum class KeyType { file, line, function, traceback, route };
 std::string_view to_string(KeyType key) noexcept;
-// Accepts "file", "line", "function", "traceback"; throws std::invalid_argument otherwise.
+// Accepts "file", "line", "function", "traceback", "route"; throws std::invalid_argument
+// otherwise.
 KeyType parse_key_type(std::string_view text);
+
+// The route of the request that allocated a trace's blocks (liveheap/request_scope.hpp,
+// liveheap/liveheap.h) is its stack's outermost frame: a frame of module kRouteModule whose
+// function is the route's name. A stack allocated outside any request has none: its route
+// reads kNoRequest.
+inline constexpr std::string_view kRouteModule = "[request route]";
+inline constexpr std::string_view kNoRequest = "(no request)";
+bool is_route_frame(const Frame& frame) noexcept;
+// The route's name, or kNoRequest.
+std::string_view route_of(const Traceback& traceback) noexcept;
+// The frame a route is shown by (key=route's key; what route_of reads).
+Frame route_frame(std::string_view route);
+// Whether `route` matches any of `globs` (fnmatch-style, the routes' route= parameter);
+// true when there are none. Throws std::invalid_argument for a malformed glob.
+bool route_matches(std::string_view route, const std::vector<std::string>& globs);
 
 // True for frames that are allocation plumbing rather than the user's code: the allocator,
 // operator new, std::allocator and container internals, liveheap itself. The `line`,
@@ -252,6 +269,9 @@ class Snapshot {
 
   // A new snapshot keeping only the traces that pass `filters` (see Filter).
   Snapshot filter_traces(const std::vector<Filter>& filters) const;
+  // A new snapshot keeping only the traces whose route (route_of) matches one of `globs`
+  // (all of them when there are none). Throws std::invalid_argument for a malformed glob.
+  Snapshot filter_routes(const std::vector<std::string>& globs) const;
 
   // Grouped by `key`, sorted as tracemalloc does: size, count, key, all descending.
   // With `cumulative`, every frame of a trace counts it (not for KeyType::traceback).

@@ -13,6 +13,8 @@
 #include "liveheap/export.hpp"
 #include "liveheap/history.hpp"
 #include "liveheap/pprof.hpp"
+#include "liveheap/request_scope.hpp"
+#include "liveheap/route_report.hpp"
 #include "liveheap/settings.hpp"
 #include "liveheap/snapshot.hpp"
 
@@ -155,6 +157,8 @@ struct StackSnapshot {
   // was unloaded since.
   struct Code;
   std::shared_ptr<const Code> code;
+  // Each route's requests when it was taken (what /routes counts a baseline's requests from).
+  std::vector<RouteRequests> route_requests;
 
   std::int64_t total_size() const noexcept;
   std::int64_t total_count() const noexcept;
@@ -165,6 +169,13 @@ StackSnapshot take_stack_snapshot();
 // As take_allocation_snapshot() (every stack that allocated since start-up, live or not),
 // unsymbolized: the start of a pprof ?seconds= window.
 StackSnapshot take_allocation_stack_snapshot();
+
+// Per route of the requests this process handled (and "(no request)"): requests, live and
+// allocated bytes, and what the requests retained: since `baseline` (its live bytes and
+// requests by route) when given, else since start-up. Verdicts are left "unknown" (the
+// routes' series are the history's: HistoryIndex with KeyType::route). Nothing is
+// symbolized. Throws std::runtime_error when tracing is off.
+RouteReport take_route_report(const StackSnapshot* baseline = nullptr);
 
 // symbolized()'s refusal when the code of one of the stacks to name was unloaded (dlclose)
 // since the StackSnapshot was taken: its return addresses may hold another object's code

@@ -2,7 +2,7 @@
 // liveheap: overhead_bench runs this one binary bare and under each LD_PRELOAD (liveheap
 // off/sampled/exact, heaptrack, jemalloc), so every row times exactly the same code.
 //
-//   alloc_loop [--threads N] [--pairs M] [--depth D]
+//   alloc_loop [--threads N] [--pairs M] [--depth D] [--route NAME]
 //
 // Each thread descends D non-inlined frames (default 18: with thread start-up, the loop
 // and the call site, malloc is called 25 frames deep, the depth of the performance
@@ -10,6 +10,8 @@
 // replaces blocks of 16-512 B in small rings from 4 call sites, half malloc/free and half
 // operator new/delete (liveheap hooks both). One replacement (an allocation and a free)
 // is a "pair".
+// With --route, each thread runs inside a request of that route (liveheap_request_begin,
+// looked up at run time: the cost of tagging allocations with their request).
 // Prints `ns_per_pair=` (wall clock) and `cpu_ns_per_pair=` (the thread's CPU time: what
 // other processes on a shared machine cannot inflate), each the mean over threads of each
 // thread's time per pair; and, on jemalloc, `jemalloc_prof=0|1` (was its profiler on?).
@@ -116,16 +118,26 @@ void report_jemalloc_profiling() {
   std::printf("jemalloc_prof=%d\n", on ? 1 : 0);
 }
 
+// Opens a request of `route` on this thread, when liveheap's C API is loaded.
+void begin_request(const char* route) {
+  using Begin = void (*)(const char*);
+  if (route == nullptr) return;
+  if (const auto begin = reinterpret_cast<Begin>(dlsym(RTLD_DEFAULT, "liveheap_request_begin")))
+    begin(route);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   long threads = 1, pairs = 2'000'000, depth = 18;
+  const char* route = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--threads") == 0) threads = parse_long(argv[i], argv[i + 1]);
     else if (std::strcmp(argv[i], "--pairs") == 0) pairs = parse_long(argv[i], argv[i + 1]);
     else if (std::strcmp(argv[i], "--depth") == 0) depth = parse_long(argv[i], argv[i + 1]);
+    else if (std::strcmp(argv[i], "--route") == 0) route = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: alloc_loop [--threads N] [--pairs M] [--depth D]\n");
+      std::fprintf(stderr, "usage: alloc_loop [--threads N] [--pairs M] [--depth D] [--route NAME]\n");
       return 2;
     }
   }
@@ -137,6 +149,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> workers;
   for (long t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
+      begin_request(route);
       Work w;
       w.rng = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(t + 1);
       descend(w, static_cast<int>(depth), pairs / 10);  // warm-up: first stacks, heap pages

@@ -13,6 +13,8 @@
 #include "own_code.hpp"
 #include "pages.hpp"
 #include "peak_signal.hpp"
+#include "request_route.hpp"
+#include "routed_stacks.hpp"
 #include "sampler.hpp"
 #include "stack_capture.hpp"
 #include "stack_table.hpp"
@@ -253,19 +255,47 @@ void count_folded(std::int64_t bytes) noexcept {
   g_fold_stack.store(g_stacks.find_or_insert(&kOverCapFrame, 1, false), std::memory_order_relaxed);
 }
 
-// The stack's id; when it cannot be interned, the over-the-cap stack's (and *folded set),
-// or kNoStack when even that one does not exist.
+// Inside a request: which stack `stack` becomes in each route (routed_stacks.hpp).
+[[gnu::tls_model("initial-exec")]] constinit thread_local RoutedStacks t_routed_stacks{};
+
+// `stack` with `route`'s frame outermost, interned on first sight; `stack` itself when that
+// cannot be interned (past the cap: the block keeps its stack and loses its route).
+[[gnu::noinline]] StackId routed_stack(StackId stack, RouteId route) noexcept {
+  if (const StackId known = t_routed_stacks.find(stack, route); known != kNoStack) return known;
+  const StackRecord* r = g_stacks.record(stack);
+  if (r == nullptr) return stack;
+  std::uintptr_t frames[kMaxFramesCapture + 1];
+  const std::uint32_t depth = r->depth;
+  if (depth == 0 || depth > kMaxFramesCapture || is_route_frame(r->frames[depth - 1])) return stack;
+  __builtin_memcpy(frames, r->frames, depth * sizeof(std::uintptr_t));
+  frames[depth] = route_frame(route);
+  const StackId routed = g_stacks.find_or_insert(frames, depth + 1);
+  if (routed == kNoStack) return stack;
+  t_routed_stacks.keep(stack, route, routed);
+  return routed;
+}
+
+// The stack in this thread's request, if it is in one: outside requests, one load and one
+// compare more than before routes.
+[[gnu::always_inline]] inline StackId in_route(StackId stack) noexcept {
+  const RouteId route = thread_route();
+  if (route == kNoRoute) [[likely]] return stack;
+  return routed_stack(stack, route);
+}
+
+// The stack's id (in this thread's request's route, if any); when it cannot be interned,
+// the over-the-cap stack's (and *folded set), or kNoStack when even that one does not exist.
 LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& start) noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
   KnownStack known;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
-  if (known.id != kNoStack) return known.id;
+  if (known.id != kNoStack) return in_route(known.id);
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     remember_stack_id(frames, known, stack);
-    return stack;
+    return in_route(stack);
   }
   *folded = true;
   return g_fold_stack.load(std::memory_order_relaxed);

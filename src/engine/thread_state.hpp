@@ -1,4 +1,5 @@
-// Per-thread engine state: the reentrancy guard, the ignore depth, the sampling countdown.
+// Per-thread engine state: the reentrancy guard, the request's route, the ignore depth, the
+// sampling countdown.
 // Initial-exec TLS: a hook reads it on every call, and __tls_get_addr would cost 1-2 ns
 // and may itself allocate on first use.
 #pragma once
@@ -9,6 +10,7 @@ namespace liveheap::engine {
 
 struct ThreadState {
   bool in_hook = false;           // set while the engine records; nested calls pass through
+  std::uint16_t route = 0;        // the request being handled (request_route.hpp), 0: none
   std::uint32_t ignore_depth = 0; // > 0 inside IgnoreScope: allocations are the tracker's own
   std::int64_t bytes_until_sample = 0;  // sampled mode: countdown to the next sample
   std::uint64_t rng = 0;          // sampled mode: xorshift state, 0 = not seeded yet

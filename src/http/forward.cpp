@@ -273,6 +273,20 @@ Forward merged_report(RouteState& state, const Request& req, const ReplyTo& to, 
                  });
 }
 
+// GET /routes with pid=all: every process's routes added up by route name.
+Forward merged_routes(RouteState& state, const Request& req, const ReplyTo& to) {
+  return ask_all(state, req, peer_target(req.target(), Ask::json), kPeerAnswerTimeout,
+                 [to](const std::vector<PeerAnswer>& answers) {
+                   return never_throwing(to, [&] {
+                     std::vector<RouteReport> reports;
+                     for (const PeerAnswer& answer : answers)
+                       if (answer.response && answer.response->result() == Status::ok)
+                         reports.push_back(route_report_from_json(answer.response->body()));
+                     return route_report_response(to, merge(reports));
+                   });
+                 });
+}
+
 // Each process's answer to POST /baseline, one entry (or line) each.
 Response baselines_report(const ReplyTo& to, const std::vector<PeerAnswer>& answers) {
   json list = json::array();
@@ -413,8 +427,9 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
       throw RequestError(Status::bad_request, "pid=all does not take seconds=: POST baseline?pid=all, then diff?pid=all");
     if (get && (route == "/diff" || route == "/top")) return merged_report(state, req, to, query, route == "/diff");
     if (!get && route == "/baseline") return baseline_all(state, req, to);
+    if (get && route == "/routes") return merged_routes(state, req, to);
     throw RequestError(Status::bad_request,
-                       "pid=all applies to GET diff, GET top and POST baseline; ask one process with pid=N");
+                       "pid=all applies to GET diff, GET top, GET routes and POST baseline; ask one process with pid=N");
   }
   const std::vector<pid_t> pids = group_pids();
   if (std::find(pids.begin(), pids.end(), *query.pid) == pids.end())

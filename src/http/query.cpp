@@ -25,6 +25,7 @@ constexpr std::array kParamNames{
     ParamName{"pid", kPid},
     ParamName{"verdicts", kVerdicts},
     ParamName{"missing_baseline", kMissingBaseline},
+    ParamName{"route", kRouteFilter},
 };
 
 [[noreturn]] void bad_request(const std::string& reason) {
@@ -137,7 +138,7 @@ void set_param(Query& query, std::string_view name, const std::string& value, Pa
     try {
       query.key = parse_key_type(value);
     } catch (const std::invalid_argument&) {
-      bad_request("key=" + excerpt(value) + " is not one of line, file, function, traceback");
+      bad_request("key=" + excerpt(value) + " is not one of line, file, function, traceback, route");
     }
   } else if (name == "limit") {
     query.limit = parse_number(name, value, settings::kLimit);
@@ -145,6 +146,14 @@ void set_param(Query& query, std::string_view name, const std::string& value, Pa
     query.cumulative = parse_flag(name, value);
   } else if (name == "include" || name == "exclude") {
     add_filter(query, name == "include", value);
+  } else if (name == "route") {
+    if (value.empty()) bad_request("route= needs a glob, e.g. route=GET*");
+    try {
+      route_matches("", {value});
+    } catch (const std::invalid_argument& e) {
+      bad_request("route=" + excerpt(value) + ": " + e.what());
+    }
+    query.routes.push_back(value);
   } else if (name == "seconds") {
     query.seconds = static_cast<unsigned>(parse_number(name, value, settings::kSeconds));
   } else if (name == "mode") {
@@ -220,7 +229,7 @@ Query parse_query(std::string_view text, ParamSet allowed) {
     const std::string value = decode(pair.substr(eq + 1), true, "value of " + name);
     // One bit per name, so that the filters (which share a Param) may repeat.
     const unsigned bit = 1u << (known - kParamNames.data());
-    if ((seen & bit) && known->param != kFilters)
+    if ((seen & bit) && known->param != kFilters && known->param != kRouteFilter)
       bad_request("parameter " + excerpt(name) + " given twice");
     seen |= bit;
     set_param(query, name, value, allowed);

@@ -32,6 +32,7 @@ enum Param : unsigned {
   kPid = 1u << 10,          // pid=N|all: which process of the registry answers (forward.hpp)
   kVerdicts = 1u << 11,     // verdicts=0|1: each text line ends with its history's verdict
   kMissingBaseline = 1u << 12,  // missing_baseline=error|empty: /diff without a baseline
+  kRouteFilter = 1u << 13,      // route=GLOB (repeatable): the request's route
 };
 using ParamSet = unsigned;
 
@@ -51,6 +52,7 @@ struct Query {
   std::vector<std::string> include;  // the globs as given, to echo in reports
   std::vector<std::string> exclude;
   std::vector<Filter> filters;       // the same, ready for Snapshot::filter_traces
+  std::vector<std::string> routes;   // route=GLOB, for Snapshot::filter_routes
   unsigned seconds = 0;              // 0: no window
   std::optional<Mode> mode;
   std::optional<unsigned> frames;

@@ -30,6 +30,7 @@ std::string_view plural(KeyType key) {
     case KeyType::line: return "lines";
     case KeyType::function: return "functions";
     case KeyType::traceback: return "tracebacks";
+    case KeyType::route: return "routes";
   }
   return "keys";
 }
@@ -41,13 +42,13 @@ std::int64_t now_ms() {
 
 // The report request a query asks for.
 ReportRequest request_of(const Query& query) {
-  return {query.key, query.limit, query.cumulative, query.include, query.exclude, query.traceback};
+  return {query.key, query.limit, query.cumulative, query.include, query.exclude, query.traceback, query.routes};
 }
 
 // `snapshot` itself without filters, else the filtered copy, kept in `storage`.
 const Snapshot& apply_filters(const Snapshot& snapshot, const Query& query, Snapshot& storage) {
-  if (query.filters.empty()) return snapshot;
-  storage = snapshot.filter_traces(query.filters);
+  if (query.filters.empty() && query.routes.empty()) return snapshot;
+  storage = snapshot.filter_routes(query.routes).filter_traces(query.filters);
   return storage;
 }
 
@@ -472,6 +473,23 @@ Response trim_report(const ReplyTo& to, const ProcessMemory& before, const Proce
                                                    format_size(static_cast<double>(tracker_released), false) +
                                                    " of freed samples"
                                              : ""));
+}
+
+Response routes_report(const ReplyTo& to, RouteReport report) {
+  const History history = liveheap::history();
+  if (!history.points.empty()) {
+    // The history's rule on each route's live bytes: its stacks grouped as key=route groups.
+    HistoryIndex index(history, KeyType::route, false, {});
+    for (RouteLine& line : report.routes)
+      if (const KeySeries* series = index.find(Traceback{route_frame(line.route)}))
+        line.verdict = std::string(to_string(classify(history, *series).trend));
+  }
+  return route_report_response(to, report);
+}
+
+Response route_report_response(const ReplyTo& to, const RouteReport& report) {
+  if (to.format == Format::json) return make_response(to, Status::ok, to_json(report) + "\n", "application/json");
+  return make_text(to, Status::ok, to_text(report));
 }
 
 }  // namespace http

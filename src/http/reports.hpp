@@ -32,6 +32,11 @@ Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& 
 // GET /history: the points, and per key its series and verdict (the top query.limit by
 // size at the last point).
 Response history_report(const ReplyTo& to, const History& history, const Query& query);
+// GET /routes: per route, what its requests allocated and left behind; `report` gets each
+// route's verdict from the history here.
+Response routes_report(const ReplyTo& to, RouteReport report);
+// The same laid out (pid=all: the merged report, verdicts already in).
+Response route_report_response(const ReplyTo& to, const RouteReport& report);
 
 // GET and POST /baseline: when it was taken and its totals (nothing symbolized).
 Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline, std::size_t group = 1);

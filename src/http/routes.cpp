@@ -144,6 +144,18 @@ Outcome peak(RouteState& state, const ReplyTo& to, const Query& query) {
   }
 }
 
+// Per route of the host's requests: requests, live and allocated bytes, and what each request
+// left behind since the baseline (without one, since start-up).
+Outcome routes(RouteState& state, const ReplyTo& to, const Query&) {
+  require_tracing(state);
+  const auto baseline = state.baseline.get();
+  try {
+    return routes_report(to, take_route_report(baseline.get()));
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+    tracing_off(state);
+  }
+}
+
 Outcome tracebacks(RouteState& state, const ReplyTo& to, const Query& query) {
   Query whole = query;
   whole.key = KeyType::traceback;
@@ -211,15 +223,17 @@ StackSnapshot allocation_stacks_now(const RouteState& state) {
 // A pprof profile; with ?seconds=N the delta over N seconds, as Go's net/http/pprof. The
 // window's start is integers, symbolized with its end when the profile is written.
 Outcome profile(RouteState& state, const ReplyTo& to, const Query& query, ProfileView view) {
-  if (query.seconds == 0) return profile_response(to, allocations_now(state), view);
+  const std::vector<std::string> routes = query.routes;  // route=: the requests' stacks only
+  if (query.seconds == 0) return profile_response(to, allocations_now(state).filter_routes(routes), view);
   auto slot = std::make_shared<WindowSlot>(state);
   auto first = std::make_shared<const StackSnapshot>(allocation_stacks_now(state));
-  return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view]() mutable {
+  return Window{std::chrono::seconds(query.seconds), [&state, to, first, slot, view, routes]() mutable {
                   Response res;
                   try {
                     const SymbolizedPair both = shown(allocation_stacks_now(state), *first,
                                                       "the window's start", "ask for the window again");
-                    res = profile_response(to, both.now, view, &both.old);
+                    const Snapshot old = both.old.filter_routes(routes);
+                    res = profile_response(to, both.now.filter_routes(routes), view, &old);
                   } catch (...) {
                     res = failure_response(to);
                   }
@@ -254,18 +268,19 @@ const Route kRoutes[] = {
     {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, the allocator and its figures"},
     {"/baseline", Verb::get, kFormat, get_baseline, "when the baseline was taken, and its totals"},
     {"/baseline", Verb::post, kFormat, post_baseline, "remember the heap now as the baseline"},
-    {"/diff", Verb::get, kReport | kSeconds | kFolded | kFolded2 | kVerdicts | kMissingBaseline, diff, "the heap now against the baseline"},
-    {"/top", Verb::get, kReport | kSeconds | kFolded | kVerdicts, top, "statistics of the heap now"},
+    {"/diff", Verb::get, kReport | kRouteFilter | kSeconds | kFolded | kFolded2 | kVerdicts | kMissingBaseline, diff, "the heap now against the baseline"},
+    {"/top", Verb::get, kReport | kRouteFilter | kSeconds | kFolded | kVerdicts, top, "statistics of the heap now"},
     {"/history", Verb::get, kReport, history, "the heap over time: points, and each callsite's series and verdict"},
-    {"/peak", Verb::get, kReport | kFolded | kVerdicts, peak, "statistics of the heap at its high-water mark (as /top)"},
-    {"/tracebacks", Verb::get, kFormat | kLimit | kFilters | kFolded, tracebacks, "the biggest stacks, whole"},
+    {"/peak", Verb::get, kReport | kRouteFilter | kFolded | kVerdicts, peak, "statistics of the heap at its high-water mark (as /top)"},
+    {"/tracebacks", Verb::get, kFormat | kLimit | kFilters | kRouteFilter | kFolded, tracebacks, "the biggest stacks, whole"},
+    {"/routes", Verb::get, kFormat, routes, "per route of the requests: requests, live bytes, what each request left behind, verdict"},
     {"/start", Verb::post, kFormat | kStartOptions, start_tracing, "start tracing"},
     {"/stop", Verb::post, kFormat, stop_tracing, "stop tracing and forget the traces"},
     {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
     {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak (and /peak's record) to now"},
     {"/trim", Verb::post, kFormat, trim, "the allocator gives free memory back (malloc_trim(0) on glibc), with RSS before and after"},
-    {"/pprof/heap", Verb::get, kSeconds, pprof_heap, "gzip'd pprof heap profile (inuse_space first)"},
-    {"/pprof/allocs", Verb::get, kSeconds, pprof_allocs, "the same profile, alloc_space first"},
+    {"/pprof/heap", Verb::get, kSeconds | kRouteFilter, pprof_heap, "gzip'd pprof heap profile (inuse_space first)"},
+    {"/pprof/allocs", Verb::get, kSeconds | kRouteFilter, pprof_allocs, "the same profile, alloc_space first"},
     {"/metrics", Verb::get, 0, metrics, "Prometheus metrics (text exposition 0.0.4)"},
     {"/processes", Verb::get, kFormat, processes, "every process of this program (pid=N asks one)"},
 };

@@ -65,6 +65,7 @@ std::string fit(std::string text, std::size_t max) {
 // "  File \"file\", line N, in f"; without a file, its module. The function takes what room
 // the location leaves, and at least 40 columns.
 std::string frame_line(const Frame& f, std::size_t max_columns) {
+  if (is_route_frame(f)) return fit("  Request \"" + f.function + "\"", max_columns);
   std::string line = f.file.empty() ? "  File \"" + f.module + "\""
                                     : "  File \"" + f.file + "\", line " + std::to_string(f.line);
   if (f.function.empty()) return line;
@@ -127,7 +128,8 @@ std::string format_key(const Traceback& key, KeyType key_type) {
   const Frame& f = key_frame(key, key_type);
   switch (key_type) {
     case KeyType::file: return f.file;
-    case KeyType::function: return f.function;
+    case KeyType::function:
+    case KeyType::route: return f.function;
     case KeyType::line:
     case KeyType::traceback:
       if (f.file.empty()) return f.function;

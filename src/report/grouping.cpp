@@ -31,7 +31,8 @@ void frame_id(const Frame& f, KeyType key, std::string* id) {
       else append_field(id, f.file), append_number(id, f.line);
       break;
     case KeyType::file: append_field(id, f.file.empty() ? f.module : f.file); break;
-    case KeyType::function: append_field(id, f.function); break;
+    case KeyType::function:
+    case KeyType::route: append_field(id, f.function); break;
     case KeyType::traceback:
       append_field(id, f.file);
       append_number(id, f.line);
@@ -59,6 +60,7 @@ Traceback frame_key(const Traceback& tb, std::size_t i, KeyType key) {
   switch (key) {
     case KeyType::file: return {Frame{"", f.file.empty() ? f.module : f.file, 0, f.module, 0}};
     case KeyType::function: return {Frame{f.function, f.file, 0, f.module, 0}};
+    case KeyType::route: return {route_frame(f.function)};
     case KeyType::line:
     case KeyType::traceback: break;
   }
@@ -97,6 +99,8 @@ std::vector<Totals> GroupIndex::sum(const std::vector<Trace>& traces) {
     const Traceback& tb = trace.traceback;
     if (key_ == KeyType::traceback) {
       add(group_of_stack(tb), trace);
+    } else if (key_ == KeyType::route) {
+      add(group_of_route(tb), trace);  // one route a trace: cumulative changes nothing
     } else if (!cumulative_) {
       add(tb.empty() ? group_of_empty() : group_of_frame(tb, user_frames_.index(tb)), trace);
     } else {
@@ -131,6 +135,13 @@ std::uint32_t GroupIndex::group_of_frame(const Traceback& tb, std::size_t i) {
     frame_id(t[j], key_, &id_);
     return group_of_id(id_, [&] { return frame_key(t, j, key_); });
   });
+}
+
+// The route of the request that allocated the trace, by name.
+std::uint32_t GroupIndex::group_of_route(const Traceback& tb) {
+  const std::string_view route = route_of(tb);
+  id_.assign(route);
+  return group_of_id(id_, [&] { return Traceback{route_frame(route)}; });
 }
 
 // A trace without frames is grouped as one whose user frame is blank.

@@ -45,6 +45,7 @@ class GroupIndex {
 
   std::uint32_t group_of_frame(const Traceback& tb, std::size_t i);
   std::uint32_t group_of_empty();
+  std::uint32_t group_of_route(const Traceback& tb);
   std::uint32_t group_of_stack(const Traceback& tb);
   template <typename MakeKey>
   std::uint32_t group_of_id(const std::string& id, MakeKey&& make_key);

@@ -28,15 +28,16 @@ std::string_view to_string(KeyType key) noexcept {
     case KeyType::line: return "line";
     case KeyType::function: return "function";
     case KeyType::traceback: return "traceback";
+    case KeyType::route: return "route";
   }
   return "line";
 }
 
 KeyType parse_key_type(std::string_view text) {
-  for (KeyType k : {KeyType::line, KeyType::file, KeyType::function, KeyType::traceback})
+  for (KeyType k : {KeyType::line, KeyType::file, KeyType::function, KeyType::traceback, KeyType::route})
     if (to_string(k) == text) return k;
   throw std::invalid_argument("unknown key '" + std::string(text) +
-                              "' (expected line, file, function or traceback)");
+                              "' (expected line, file, function, traceback or route)");
 }
 
 LIVEHEAP_NAMESPACE_END

@@ -123,6 +123,7 @@ void set_plumbing(const std::vector<std::string>& globs) {
 }
 
 bool is_plumbing(const Frame& frame) noexcept {
+  if (is_route_frame(frame)) return true;  // no code: never a line's frame
   const std::string_view module = base_name(frame.module);
   if (module.starts_with("libliveheap") || module.starts_with("libc.so") ||
       module.starts_with("libstdc++.so"))
@@ -142,12 +143,15 @@ LIVEHEAP_NAMESPACE_END
 
 namespace liveheap::report {
 
+// A request's route is shown where it is, never folded into a run of library frames.
 bool is_library_frame(const Frame& frame) noexcept {
+  if (is_route_frame(frame)) return false;
   return is_plumbing(frame) || in_system_headers(frame.file) ||
          (frame.file.empty() && in_system_library(frame.module));
 }
 
 bool is_library_source_frame(const Frame& frame) noexcept {
+  if (is_route_frame(frame)) return false;
   return is_plumbing(frame) || in_system_headers(frame.file);
 }
 

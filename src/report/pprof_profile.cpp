@@ -38,7 +38,7 @@ class ProfileBuilder {
   // Adds `sign` times each trace's values.
   void add(const Snapshot& snapshot, std::int64_t sign) {
     for (const Trace& t : snapshot.traces()) {
-      Values& v = samples_[locations_of(t.traceback)];
+      Values& v = samples_[{locations_of(t.traceback), route_label(t.traceback)}];
       v[0] += sign * t.alloc_count;
       v[1] += sign * t.alloc_size;
       v[2] += sign * t.count;
@@ -52,11 +52,17 @@ class ProfileBuilder {
     value_type(p, field::kSampleType, "alloc_space", "bytes");
     value_type(p, field::kSampleType, "inuse_objects", "count");
     value_type(p, field::kSampleType, "inuse_space", "bytes");
-    for (const auto& [ids, values] : samples_) {
+    for (const auto& [key, values] : samples_) {
       if (values == Values{}) continue;
       report::ProtoWriter s;
-      s.packed(1, ids);
+      s.packed(1, key.first);
       s.packed(2, std::vector<std::int64_t>(values.begin(), values.end()));
+      if (key.second != 0) {  // Label{key: "route", str: the route}
+        report::ProtoWriter label;
+        label.integer(1, static_cast<std::uint64_t>(string_id("route")));
+        label.integer(2, static_cast<std::uint64_t>(key.second));
+        s.bytes(3, label.data());
+      }
       p.bytes(field::kSample, s.data());
     }
     for (std::size_t i = 0; i < mappings_.size(); ++i) encode_mapping(p, i);
@@ -115,13 +121,15 @@ class ProfileBuilder {
   // (an inline chain), ended early where the chain's first frame comes again (recursion).
   // The plumbing frames above the user's frame are left out, as `key=line` skips them: the
   // leaf, which viewers count as flat, is the line that asked for the memory.
+  // The request's route is no location: it is the sample's label `route` (route_label).
   std::vector<std::uint64_t> locations_of(const Traceback& tb) {
     std::vector<std::uint64_t> ids;
     const std::size_t user = user_frame_index(tb);
-    for (std::size_t i = user; i < tb.size();) {
+    const std::size_t size = !tb.empty() && is_route_frame(tb.back()) ? tb.size() - 1 : tb.size();
+    for (std::size_t i = user; i < size;) {
       const std::uint64_t address = tb[i].address;
       std::size_t end = i + 1;
-      while (end < tb.size() && tb[end].address == address && !(tb[end] == tb[i])) ++end;
+      while (end < size && tb[end].address == address && !(tb[end] == tb[i])) ++end;
       const std::uint64_t id = location_id(tb, i, user);
       if (!locations_.contains(id)) {
         Location loc{address, mapping_id(address), {}};
@@ -133,6 +141,12 @@ class ProfileBuilder {
       i = end;
     }
     return ids;
+  }
+
+  // The string id of the route of the request that allocated, 0 outside any request.
+  std::int64_t route_label(const Traceback& tb) {
+    if (tb.empty() || !is_route_frame(tb.back())) return 0;
+    return string_id(tb.back().function);
   }
 
   // The return address; where plumbing was cut out of its inline chain, the address with
@@ -184,7 +198,8 @@ class ProfileBuilder {
   }
 
   std::vector<Mapping> mappings_;  // by start address
-  std::map<std::vector<std::uint64_t>, Values> samples_;
+  // By location ids and the route's string id (0: none).
+  std::map<std::pair<std::vector<std::uint64_t>, std::int64_t>, Values> samples_;
   std::map<std::uint64_t, Location> locations_;
   std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> functions_;  // name, file
   std::vector<std::string> strings_;

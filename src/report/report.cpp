@@ -20,9 +20,9 @@ std::vector<Filter> filters_of(const ReportRequest& request) {
 
 // `snapshot` itself without filters, else the filtered copy, kept in `storage`.
 const Snapshot& filtered(const Snapshot& snapshot, const std::vector<Filter>& filters,
-                         Snapshot& storage) {
-  if (filters.empty()) return snapshot;
-  storage = snapshot.filter_traces(filters);
+                         const std::vector<std::string>& routes, Snapshot& storage) {
+  if (filters.empty() && routes.empty()) return snapshot;
+  storage = snapshot.filter_routes(routes).filter_traces(filters);
   return storage;
 }
 
@@ -60,6 +60,7 @@ void attach_whole_stacks(std::vector<ReportLine>& lines, const std::vector<Trace
   std::unordered_map<std::string, std::size_t> line_of_id;
   for (std::size_t i = 0; i < lines.size(); ++i)
     line_of_id.try_emplace(report::group_id(lines[i].frame, request.key), i);
+
   std::vector<bool> done(lines.size(), false);
   std::size_t left = lines.size();
   const auto take = [&](const Traceback& stack, const Frame& frame) {
@@ -72,7 +73,8 @@ void attach_whole_stacks(std::vector<ReportLine>& lines, const std::vector<Trace
   for (const Traceback& stack : stacks) {
     if (left == 0) break;
     if (stack.empty()) continue;
-    if (!request.cumulative) take(stack, stack[user_frame_index(stack)]);
+    if (request.key == KeyType::route) take(stack, route_frame(route_of(stack)));  // its route's line
+    else if (!request.cumulative) take(stack, stack[user_frame_index(stack)]);
     else
       for (std::size_t i = 0; i < stack.size() && left > 0; ++i) take(stack, stack[i]);
   }
@@ -90,7 +92,7 @@ std::vector<Traceback> stacks_of(const Stats& stats) {
 
 Report make_report(const Snapshot& now, const ReportRequest& request, const VerdictOf& verdict_of) {
   Snapshot storage;
-  const Snapshot& snapshot = filtered(now, filters_of(request), storage);
+  const Snapshot& snapshot = filtered(now, filters_of(request), request.routes, storage);
   const std::vector<Statistic> stats = snapshot.statistics(request.key, request.cumulative);
   Report report = empty_report(snapshot.info(), request);
   report.total = {snapshot.total_size(), snapshot.total_count(), 0, 0};
@@ -112,8 +114,8 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
   const std::vector<Filter> filters = filters_of(request);
   Snapshot now_storage;
   Snapshot old_storage;
-  const Snapshot& current = filtered(now, filters, now_storage);
-  const Snapshot& previous = filtered(old, filters, old_storage);
+  const Snapshot& current = filtered(now, filters, request.routes, now_storage);
+  const Snapshot& previous = filtered(old, filters, request.routes, old_storage);
   const std::vector<StatisticDiff> diffs =
       current.compare_to(previous, request.key, request.cumulative);
   Report report = empty_report(current.info(), request);

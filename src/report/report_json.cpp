@@ -21,7 +21,7 @@ bool shows_traceback(const Report& report, const ReportLine& line) {
 json line_json(const Report& report, const ReportLine& line) {
   json j = {{"key", line.key},
             {"function", line.frame.function},
-            {"short_function", short_function(line.frame.function)},
+            {"short_function", is_route_frame(line.frame) ? line.frame.function : short_function(line.frame.function)},
             {"file", line.frame.file},
             {"line", line.frame.line},
             {"module", line.frame.module},
@@ -52,6 +52,7 @@ json head_json(const Report& report) {
             {"exclude", r.exclude},
             {"keys", report.keys},
             {"tracker_memory_cap", to_json(report.cap)}};
+  if (!r.routes.empty()) j["route"] = r.routes;  // added later: written only when asked
   json total = {{"size", report.total.size}, {"count", report.total.count}};
   if (report.diff) {
     j["against"] = report.diff->against;
@@ -316,6 +317,7 @@ Report report_from_json(const json& j) {
   r.limit = whole(j, "", "limit", SIZE_MAX);
   r.include = strings(j, "", "include");
   r.exclude = strings(j, "", "exclude");
+  if (j.contains("route")) r.routes = strings(j, "", "route");
   const json& cap = field(j, "", "tracker_memory_cap");
   expect_object(cap, "tracker_memory_cap");
   report.cap.max_bytes = integer(cap, "tracker_memory_cap", "max_bytes");

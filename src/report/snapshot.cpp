@@ -80,6 +80,15 @@ Snapshot Snapshot::filter_traces(const std::vector<Filter>& filters) const {
   return Snapshot(std::move(kept), info_);
 }
 
+Snapshot Snapshot::filter_routes(const std::vector<std::string>& globs) const {
+  if (globs.empty()) return *this;
+  route_matches("", globs);  // throws for a malformed glob, even without traces
+  std::vector<Trace> kept;
+  for (const Trace& trace : traces_)
+    if (route_matches(route_of(trace.traceback), globs)) kept.push_back(trace);
+  return Snapshot(std::move(kept), info_);
+}
+
 std::vector<Statistic> Snapshot::statistics(KeyType key, bool cumulative) const {
   report::GroupIndex groups(key, cumulative);
   const std::vector<report::Totals> totals = groups.sum(traces_);

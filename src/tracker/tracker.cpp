@@ -22,6 +22,7 @@
 #include "main_program.hpp"
 #include "peak.hpp"
 #include "preloaded_session.hpp"
+#include "request_route.hpp"
 #include "stack_capture.hpp"
 #include "symbolizer.hpp"
 
@@ -236,17 +237,30 @@ std::vector<std::uintptr_t> distinct_addresses(std::span<const std::span<const s
   return tracker::AddressIndex(stacks).sorted();
 }
 
+// A frame the engine made up, which is no code: the over-the-cap stack's, or the route of
+// the request that allocated (outermost).
+Frame engine_frame(std::uintptr_t address) {
+  if (engine::is_route_frame(address)) {
+    const char* name = engine::route_name(engine::route_of_frame(address));
+    return Frame{name != nullptr ? name : "(unknown route)", "", 0, std::string(kRouteModule), address};
+  }
+  if (address == engine::kOverCapFrame) return Frame{std::string(kOverCapFunction), "", 0, "", address};
+  return Frame{"", "", 0, "", address};
+}
+
 // Each stack's frames symbolized, every distinct address once; tracebacks share one table.
 std::vector<Traceback> symbolized(std::span<const std::span<const std::uintptr_t>> stacks) {
   const tracker::AddressIndex index(stacks);
   const std::vector<std::uintptr_t>& addresses = index.sorted();
-  // The over-the-cap stack's frame is no code: it is named, not symbolized (it sorts first).
-  const bool over_cap = !addresses.empty() && addresses.front() == engine::kOverCapFrame;
+  // The frames that are no code are named, not symbolized (they sort first).
+  std::size_t named = 0;
+  while (named < addresses.size() && addresses[named] < engine::kFirstCodeAddress) ++named;
   std::vector<std::vector<Frame>> by_address =
-      symbolize::symbolize(std::span<const std::uintptr_t>(addresses).subspan(over_cap ? 1 : 0));
-  if (over_cap)
-    by_address.insert(by_address.begin(),
-                      {Frame{std::string(kOverCapFunction), "", 0, "", engine::kOverCapFrame}});
+      symbolize::symbolize(std::span<const std::uintptr_t>(addresses).subspan(named));
+  std::vector<std::vector<Frame>> names;
+  for (std::size_t i = 0; i < named; ++i) names.push_back({engine_frame(addresses[i])});
+  by_address.insert(by_address.begin(), std::make_move_iterator(names.begin()),
+                    std::make_move_iterator(names.end()));
   const SnapshotFrames table = build_frame_table(std::move(by_address));
   std::vector<Traceback> tracebacks;
   tracebacks.reserve(stacks.size());
@@ -442,7 +456,7 @@ void frames_of(const StackSnapshot& stacks, std::vector<std::span<const std::uin
   if (!now) now = std::make_shared<const StackSnapshot::Code>(StackSnapshot::Code{symbolize::LoadedCode::now()});
   const auto mine = std::span(out).subspan(first);
   for (std::uintptr_t a : distinct_addresses(mine)) {
-    if (a == engine::kOverCapFrame) continue;
+    if (a < engine::kFirstCodeAddress) continue;  // named by the engine (engine_frame)
     const std::string object = stacks.code->loaded.changed_object(a, now->loaded);
     if (!object.empty())
       throw UnloadedCodeError(object + " was unloaded or replaced (dlclose) since the snapshot was taken: its "
@@ -466,6 +480,7 @@ StackSnapshot stack_snapshot_of(bool include_freed) {
   engine::visit_stack_ids(collect_id, &s.stacks, include_freed);
   s.stacks.shrink_to_fit();  // kept, perhaps for long: no growth slack
   s.code = code_now();
+  s.route_requests = requests_by_route();
   s.info.tracker_memory = tracker_memory();
   return s;
 }

@@ -1,0 +1,115 @@
+// End to end: the real leaky_server's requests tagged with their routes (its Beast session's
+// request_scope, a token carried to a worker thread for /figure/async), four clients at
+// once, and GET /routes must say what each request left behind, to the byte.
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../support/wait.hpp"
+#include "e2e_support.hpp"
+
+namespace liveheap::e2e {
+namespace {
+
+using nlohmann::json;
+
+json routes(const LeakyServer& server) {
+  return json::parse(server.get("/debug/memory/routes?format=json").body);
+}
+
+json route_line(const json& routes, const std::string& name) {
+  for (const json& line : routes["routes"])
+    if (line["route"] == name) return line;
+  return nullptr;
+}
+
+TEST(RoutesOfRequests, EachRouteRetainsWhatItsRequestsKeptWithFourClientsAtOnce) {
+  LeakyServer server;
+  constexpr int kClients = 4, kEach = 3;
+  // What each figure request says it kept (its title holds its number: a digit more from
+  // the tenth on).
+  std::map<std::string, std::vector<json>> kept;
+  std::mutex mutex;
+  const auto traffic = [&](int each) {
+    kept.clear();
+    std::vector<std::thread> clients;
+    for (int c = 0; c < kClients; ++c)
+      clients.emplace_back([&, each] {
+        for (int i = 0; i < each; ++i) {
+          for (const char* route : {"/figure", "/figure/async", "/ok"}) {
+            json answer = server.story(route);
+            std::lock_guard lock(mutex);
+            kept[route].push_back(std::move(answer));
+          }
+        }
+      });
+    for (std::thread& t : clients) t.join();
+  };
+  // The same traffic once first: what a server keeps once for four clients at a time (Asio's
+  // recycled handler memory, per thread) is kept before the baseline.
+  traffic(1);
+  server.post("/debug/memory/baseline");
+  traffic(kEach);
+
+  const json now = routes(server);
+  SCOPED_TRACE(now.dump());
+  EXPECT_EQ(now["since"], "the baseline");
+  for (const char* name : {"GET /figure", "GET /figure/async"}) {
+    const json line = route_line(now, name);
+    ASSERT_FALSE(line.is_null()) << name;
+    const std::int64_t retained = sum(kept[std::string(name).substr(4)], "retained_bytes");
+    EXPECT_EQ(line["retained_requests"], kClients * kEach) << name;
+    EXPECT_EQ(line["retained_bytes"], retained) << name;
+    EXPECT_NEAR(line["retained_per_request"].get<double>(), 6'720'148, 1) << name;  // one figure
+    EXPECT_GE(line["requests"], kClients * kEach + kClients) << name;
+  }
+  const json ok = route_line(now, "GET /ok");
+  ASSERT_FALSE(ok.is_null());
+  EXPECT_EQ(ok["retained_bytes"], 0);
+  EXPECT_GT(ok["allocated_per_request"].get<double>(), 256 * 1024);  // its scratch, freed
+
+  // key=route on /diff names the same growth.
+  const json diff = json::parse(server.get("/debug/memory/diff?format=json&key=route").body);
+  bool found = false;
+  for (const json& stat : diff["stats"])
+    if (stat["key"] == "GET /figure/async") {
+      found = true;
+      EXPECT_EQ(stat["size_diff"], sum(kept["/figure/async"], "retained_bytes"));
+    }
+  EXPECT_TRUE(found) << diff.dump();
+}
+
+TEST(RoutesOfRequests, ABlockFreedByAnotherRequestLeavesNeitherRouteWrong) {
+  LeakyServer server;
+  server.story("/figure");
+  server.story("/figure");
+  server.post("/release");  // frees the figures GET /figure allocated
+  const json now = routes(server);
+  SCOPED_TRACE(now.dump());
+  const json figure = route_line(now, "GET /figure");
+  ASSERT_FALSE(figure.is_null());
+  EXPECT_EQ(figure["live_bytes"], 0);
+  EXPECT_EQ(figure["live_blocks"], 0);
+  EXPECT_GT(figure["allocated_bytes"].get<std::int64_t>(), 2 * 6'000'000);
+  const json release = route_line(now, "POST /release");
+  ASSERT_FALSE(release.is_null());
+  EXPECT_EQ(release["live_bytes"], 0);
+  EXPECT_EQ(release["requests"], 1);
+}
+
+TEST(RoutesOfRequests, TheCacheRouteReadsPlateauedOnceFull) {
+  LeakyServer server;
+  for (int i = 1; i <= 32; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
+  // Full: further requests hit the cache, and the history sees the route's bytes stay.
+  ASSERT_TRUE(test_support::wait_until(std::chrono::seconds(60), [&] {
+    for (int i = 1; i <= 4; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
+    return route_line(routes(server), "GET /cache")["verdict"] == "plateaued";
+  }, std::chrono::milliseconds(500))) << "GET /cache never read plateaued: " << routes(server).dump();
+}
+
+}  // namespace
+}  // namespace liveheap::e2e
