@@ -345,7 +345,7 @@ TEST(ReportJson, MalformedDocumentsAreRefusedNamingTheField) {
   EXPECT_EQ(with("/mode"_json_pointer, "fast"),
             "report JSON: mode is not known: unknown mode 'fast' (expected off, exact or sampled)");
   EXPECT_EQ(with("/key"_json_pointer, "stack"),
-            "report JSON: key is not known: unknown key 'stack' (expected line, file, function or traceback)");
+            "report JSON: key is not known: unknown key 'stack' (expected line, file, function, traceback or route)");
   EXPECT_EQ(with("/stats/0/verdict"_json_pointer, "soaring"),
             "report JSON: stats[0].verdict is not known: 'soaring' (expected growing, plateaued, stable, "
             "shrinking or unknown)");
