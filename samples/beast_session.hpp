@@ -8,6 +8,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -80,17 +81,20 @@ class session : public std::enable_shared_from_this<session> {
     if (liveheap_.handle_async(std::move(req_), stream_.get_executor(), reply)) return;
 
     // Every allocation the sample makes for the request carries its route ("GET /figure"),
-    // and an asynchronous route carries it on (liveheap::current_request()).
-    auto scope = liveheap::http::request_scope(req_);
-    if (handle_deferred) {
+    // and an asynchronous route carries it on (liveheap::current_request()). The scope ends
+    // before the write: Asio keeps the memory of its operations for reuse, which no route left.
+    std::optional<http::message_generator> res;
+    {
+      auto scope = liveheap::http::request_scope(req_);
       auto later = [self = shared_from_this()](http::message_generator res) {
         net::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
           self->send_response(std::move(res));
         });
       };
-      if (handle_deferred(req_, std::move(later))) return;
+      if (handle_deferred && handle_deferred(req_, std::move(later))) return;
+      res.emplace(handle_request(std::move(req_)));
     }
-    send_response(handle_request(std::move(req_)));
+    send_response(std::move(*res));
   }
 
   void send_response(http::message_generator&& msg) {

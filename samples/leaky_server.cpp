@@ -182,10 +182,18 @@ bool render_elsewhere(net::thread_pool& workers, http::request<http::string_body
                       sample::Reply reply) {
   if (req.method() != http::verb::get || req.target() != "/figure/async") return false;
   auto request = std::make_shared<http::request<http::string_body>>(std::move(req));
-  net::post(workers, [token = liveheap::current_request(), request, reply = std::move(reply)] {
-    liveheap::RequestScope again(token);  // not counted again: the same request
-    reply(json_response(*request, http::status::ok, story_json("figure", leaky::render_figure())));
-  });
+  auto work = [token = liveheap::current_request(), request, reply = std::move(reply)]() mutable {
+    std::optional<http::message_generator> res;
+    {
+      liveheap::RequestScope again(token);  // not counted again: the same request
+      res.emplace(json_response(*request, http::status::ok, story_json("figure", leaky::render_figure())));
+    }
+    request.reset();  // the request's memory goes before its answer does
+    reply(std::move(*res));  // handing the answer back is the server's, not the route's
+  };
+  // Outside the request while posting: Asio keeps its operations' memory for reuse.
+  liveheap::RequestScope outside{liveheap::RequestToken{}};
+  net::post(workers, std::move(work));
   return true;
 }
 

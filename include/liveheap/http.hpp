@@ -11,6 +11,9 @@
 //   GET  /diff         the heap now against the baseline
 //   GET  /top          statistics of the heap now
 //   GET  /tracebacks   the biggest stacks, whole, most recent call first
+//   GET  /routes       per route of the host's requests (request_scope, RequestScope,
+//                      liveheap_request_begin): requests, live and allocated bytes, what each
+//                      request retained (since the baseline, else start-up), verdict
 //   POST /start /stop /clear /reset-peak   control tracing (they answer /stats)
 //   POST /trim         the allocator gives free memory back (malloc_trim(0), jemalloc's purge,
 //                      tcmalloc's ReleaseFreeMemory, mi_collect), with RSS before and after
@@ -19,7 +22,8 @@
 //   GET  /metrics      Prometheus text exposition 0.0.4 (also at Config::metrics_path)
 // Query parameters (a route rejects those it does not take, naming them):
 //   format=text|json    default from Accept (application/json -> JSON, else text)
-//   key=line|file|function|traceback   limit=1..10000   cumulative=0|1
+//   key=line|file|function|traceback|route   limit=1..10000   cumulative=0|1
+//   route=GLOB (repeatable) on /top /diff /peak /tracebacks /pprof/*: the request's route
 //   traceback=0|1 on /diff and /top: each JSON stat with its whole stack (key=traceback
 //       and /tracebacks always have them; otherwise they are left out)
 //   include=GLOB exclude=GLOB (repeatable): fnmatch globs on the user frame's file;

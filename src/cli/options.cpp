@@ -22,7 +22,7 @@ constexpr std::string_view kUsage =
     "  --host H --port P --prefix /path   the same, part by part (override --url)\n"
     "  --interval SECONDS between rounds, and before the first (default 5; 0 allowed)\n"
     "  --rounds N         stop after N rounds (default: until interrupted)\n"
-    "  --key K            line|file|function|traceback (default line)\n"
+    "  --key K            line|file|function|traceback|route (default line)\n"
     "  --limit N          lines per round, 1..10000 (default 10)\n"
     "  --include GLOB     only these files (repeatable; function:GLOB for functions)\n"
     "  --exclude GLOB     not these files (repeatable)\n"
@@ -83,9 +83,9 @@ std::chrono::milliseconds parse_seconds(std::string_view text, std::string_view 
 
 // A key /diff takes; checked here so that a typo is a usage error, not a server's 400.
 std::string parse_key(std::string_view value) {
-  constexpr std::string_view kKeys[] = {"line", "file", "function", "traceback"};
+  constexpr std::string_view kKeys[] = {"line", "file", "function", "traceback", "route"};
   if (std::find(std::begin(kKeys), std::end(kKeys), value) == std::end(kKeys))
-    throw UsageError("--key must be line, file, function or traceback, not '" +
+    throw UsageError("--key must be line, file, function, traceback or route, not '" +
                      std::string(value) + "'");
   return std::string(value);
 }

@@ -1,6 +1,7 @@
 // pprof profiles and Prometheus metrics over HTTP (exports.hpp).
 #include "exports.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -132,6 +133,29 @@ void callsite_metrics(Exposition& out, unsigned limit) {
     out.sample("liveheap_callsite_inuse_bytes", by_labels[labels], labels);
 }
 
+// The `limit` routes of the host's requests holding most now (then most requested), a gauge
+// of live bytes and a counter of requests each: bounded as the callsites are.
+void route_metrics(Exposition& out, unsigned limit) {
+  RouteReport report;
+  try {
+    if (limit > 0 && is_tracing()) report = take_route_report();
+  } catch (const std::runtime_error&) {  // tracing stopped since the check
+  }
+  std::sort(report.routes.begin(), report.routes.end(), [](const RouteLine& a, const RouteLine& b) {
+    return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.requests > b.requests;
+  });
+  if (report.routes.size() > limit) report.routes.resize(limit);
+  const auto labels = [](const RouteLine& line) { return "{route=\"" + escape_label_value(line.route) + "\"}"; };
+  // Each family's samples together, after its TYPE line, as the format requires.
+  out.family("liveheap_route_inuse_bytes", "gauge",
+             "Traced bytes live now that requests of a route allocated (the biggest routes only).");
+  for (const RouteLine& line : report.routes) out.sample("liveheap_route_inuse_bytes", line.live_bytes, labels(line));
+  out.family("liveheap_route_requests_total", "counter", "Requests of a route since the process started.");
+  for (const RouteLine& line : report.routes)
+    if (line.requests > 0)
+      out.sample("liveheap_route_requests_total", static_cast<std::int64_t>(line.requests), labels(line));
+}
+
 }  // namespace
 
 std::string escape_label_value(std::string_view value) {
@@ -182,6 +206,7 @@ Response metrics_response(const ReplyTo& to, unsigned callsites) {
   allocator_metrics(out);
   process_metrics(out);
   callsite_metrics(out, callsites);
+  route_metrics(out, callsites);
   return make_response(to, Status::ok, out.take(), "text/plain; version=0.0.4; charset=utf-8");
 }
 

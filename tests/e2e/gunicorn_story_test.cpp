@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <cmath>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,12 +50,13 @@ class GunicornStory : public ::testing::Test {
     gunicorn_ = std::make_unique<http_test::ChildProcess>(
         std::vector<std::string>{kPython, "-m", "gunicorn", "-w", "2", "-b",
                                  "127.0.0.1:" + std::to_string(app_port_), "--chdir",
-                                 LIVEHEAP_STORIES_DIR, "figure_app:app"},
+                                 LIVEHEAP_STORIES_DIR, app_},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
                                  "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
                                  "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_->path(),
                                  "MPLCONFIGDIR=" + (*dir_ / "mpl"), "MPLBACKEND=Agg",
-                                 "PYTHONDONTWRITEBYTECODE=1"});
+                                 "PYTHONDONTWRITEBYTECODE=1",
+                                 std::string("LIVEHEAP_SAMPLES_PYTHON=") + LIVEHEAP_SAMPLES_PYTHON});
   }
   void TearDown() override {
     if (!gunicorn_) return;
@@ -69,18 +72,18 @@ class GunicornStory : public ::testing::Test {
 
   // `pairs` x 2 concurrent GET /plot: a worker holds each request 100 ms, so the two of a
   // pair are served by different workers. Their answers.
-  std::vector<json> plot(int pairs) const {
+  std::vector<json> plot(int pairs, const std::string& target = "/plot") const {
     std::vector<json> answers;
     for (int i = 0; i < pairs; ++i) {
       json a, b;
       std::thread other([&] {
         try {
-          a = http_test::get(app_port_, "/plot").json();
+          a = http_test::get(app_port_, target).json();
         } catch (const std::exception& e) {  // a thread must not throw: the check below fails
           a = {{"error", e.what()}};
         }
       });
-      b = http_test::get(app_port_, "/plot").json();
+      b = http_test::get(app_port_, target).json();
       other.join();
       answers.push_back(a);
       answers.push_back(b);
@@ -88,6 +91,7 @@ class GunicornStory : public ::testing::Test {
     return answers;
   }
 
+  std::string app_ = "figure_app:app";
   std::optional<test_support::TempDir> dir_;  // the registry (XDG_RUNTIME_DIR), matplotlib's cache
   std::uint16_t app_port_ = 0, port_ = 0;
   std::unique_ptr<http_test::ChildProcess> gunicorn_;
@@ -148,6 +152,55 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
   const std::string line = text.body.substr(at, text.body.find('\n', at) - at);
   EXPECT_NE(line.find(" (+4688 KiB), count="), std::string::npos) << line;  // 10 x 480000 B
   EXPECT_NE(line.find(" (+" + std::to_string(kRequests) + "), average=469 KiB"), std::string::npos) << line;
+}
+
+// The same story tagged by route (samples/python/liveheap_wsgi.py over the C API): through
+// the one port, GET /routes?pid=all says what a request of each route left behind.
+class GunicornRoutes : public GunicornStory {
+ protected:
+  GunicornRoutes() { app_ = "routes_app:app"; }
+};
+
+TEST_F(GunicornRoutes, ARouteThatKeepsItsFigureRetainsItAndOneThatClosesItNothing) {
+  json list;
+  ASSERT_TRUE(http_test::wait_until(
+      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
+      std::chrono::milliseconds(100)))
+      << "/processes never listed the arbiter and its two workers: " << list.dump();
+  // Warm-up: each worker draws with each route once (fonts, caches) before the baseline.
+  std::set<long> workers;
+  for (int i = 0; i < 20 && workers.size() < 2; ++i) {
+    for (const json& a : plot(1)) workers.insert(a.value("pid", 0L));
+    plot(1, "/plot/closed");
+  }
+  ASSERT_EQ(workers.size(), 2u) << "one worker never served a request";
+  plot(1, "/plot/closed");
+  const auto baseline = http_test::post(port_, "/debug/memory/baseline?pid=all&format=json");
+  ASSERT_EQ(baseline.status, 200) << baseline.body;
+
+  const std::vector<json> kept = plot(kRequests / 2);
+  plot(kRequests / 2, "/plot/closed");
+  const std::int64_t buffer = kept[0]["width"].get<std::int64_t>() * kept[0]["height"].get<std::int64_t>() * 4;
+
+  const auto reply = http_test::get(port_, "/debug/memory/routes?pid=all&format=json");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const json routes = reply.json();
+  json plot_line, closed_line;
+  for (const json& line : routes["routes"]) {
+    if (line["route"] == "GET /plot") plot_line = line;
+    if (line["route"] == "GET /plot/closed") closed_line = line;
+  }
+  ASSERT_FALSE(plot_line.is_null()) << routes.dump();
+  ASSERT_FALSE(closed_line.is_null()) << routes.dump();
+  std::cout << "GET /plot: " << plot_line.dump() << "\nGET /plot/closed: " << closed_line.dump() << "\n";
+  EXPECT_EQ(plot_line["retained_requests"], kRequests);
+  EXPECT_EQ(closed_line["retained_requests"], kRequests);
+  // A kept figure holds at least its renderer's buffer, and not several of them.
+  const double kept_each = plot_line["retained_per_request"];
+  EXPECT_GE(kept_each, static_cast<double>(buffer));
+  EXPECT_LT(kept_each, 3.0 * static_cast<double>(buffer));
+  // A closed figure leaves (nearly) nothing: under 2% of a buffer a request.
+  EXPECT_LT(std::abs(closed_line["retained_per_request"].get<double>()), 0.02 * static_cast<double>(buffer));
 }
 
 }  // namespace

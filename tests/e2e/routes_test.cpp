@@ -63,8 +63,11 @@ TEST(RoutesOfRequests, EachRouteRetainsWhatItsRequestsKeptWithFourClientsAtOnce)
     ASSERT_FALSE(line.is_null()) << name;
     const std::int64_t retained = sum(kept[std::string(name).substr(4)], "retained_bytes");
     EXPECT_EQ(line["retained_requests"], kClients * kEach) << name;
-    EXPECT_EQ(line["retained_bytes"], retained) << name;
-    EXPECT_NEAR(line["retained_per_request"].get<double>(), 6'720'148, 1) << name;  // one figure
+    // Exact for the synchronous route; the asynchronous one's hand-over between threads may
+    // leave one small block of Asio's kept for reuse (about 1 run in 10: 152 B).
+    const double slack = std::string(name) == "GET /figure" ? 0 : 256;
+    EXPECT_NEAR(line["retained_bytes"].get<double>(), retained, slack) << name;
+    EXPECT_NEAR(line["retained_per_request"].get<double>(), 6'720'148, 1 + slack / (kClients * kEach)) << name;
     EXPECT_GE(line["requests"], kClients * kEach + kClients) << name;
   }
   const json ok = route_line(now, "GET /ok");
@@ -72,15 +75,23 @@ TEST(RoutesOfRequests, EachRouteRetainsWhatItsRequestsKeptWithFourClientsAtOnce)
   EXPECT_EQ(ok["retained_bytes"], 0);
   EXPECT_GT(ok["allocated_per_request"].get<double>(), 256 * 1024);  // its scratch, freed
 
-  // key=route on /diff names the same growth.
+  // key=route on /diff names the same growth (taken a moment later: give or take a block
+  // of Asio's that a request made before the baseline and another gave back since).
   const json diff = json::parse(server.get("/debug/memory/diff?format=json&key=route").body);
   bool found = false;
   for (const json& stat : diff["stats"])
     if (stat["key"] == "GET /figure/async") {
       found = true;
-      EXPECT_EQ(stat["size_diff"], sum(kept["/figure/async"], "retained_bytes"));
+      EXPECT_NEAR(stat["size_diff"].get<double>(), sum(kept["/figure/async"], "retained_bytes"), 1024);
     }
   EXPECT_TRUE(found) << diff.dump();
+
+  // /metrics: a gauge and a counter per route (the biggest ones).
+  const std::string metrics = server.get("/debug/memory/metrics").body;
+  EXPECT_NE(metrics.find("liveheap_route_requests_total{route=\"GET /figure/async\"} " +
+                         std::to_string(route_line(now, "GET /figure/async")["requests"].get<int>())),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("liveheap_route_inuse_bytes{route=\"GET /figure\"} "), std::string::npos) << metrics;
 }
 
 TEST(RoutesOfRequests, ABlockFreedByAnotherRequestLeavesNeitherRouteWrong) {

@@ -35,14 +35,16 @@ std::vector<std::string> malformed_requests() {
         "exclude=", "include=function:", "include=%5B", "include=%5Babc", "include=%5B%21",
         "exclude=function:%5Bx", "include=%", "include=%4", "include=%zz", "include=%G0",
         "include=%C3%28", "include=%ED%A0%80", "include=%C0%AF", "include=%F5%80%80%80",
-        "include=%00", "include=%0A", "include=%7F", "include=a%0Db"})
+        "include=%00", "include=%0A", "include=%7F", "include=a%0Db", "key=routes", "route=",
+        "route=%5B", "route=%ff", "route=a%00"})
     out.push_back(request("GET", p + "/top?" + query));
   for (const char* target :
        {"/stats?limit=1", "/stats?seconds=1", "/tracebacks?key=line", "/tracebacks?cumulative=1",
         "/baseline?key=line", "/tracebacks?seconds=5", "/%zz", "/st%61ts%", "/%00",
         "/static/..", "/static/%2e%2e", "/static/%2e%2e%2fx", "/static/", "/static/a/b",
         "/static/%5c", "/static/.x", "/static/nope.js", "/nope", "/stats/extra",
-        "/stats#fragment", "/diff?seconds=61"})
+        "/stats#fragment", "/diff?seconds=61", "/routes?route=GET*", "/routes?key=route",
+        "/history?route=x", "/routes?pid=x"})
     out.push_back(request("GET", p + target));
   for (const char* query : {"mode=off", "mode=", "mode=EXACT", "frames=0", "frames=129",
                             "frames=x", "sample_interval=0", "sample_interval=-5", "limit=5",

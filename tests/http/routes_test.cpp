@@ -35,7 +35,7 @@ TEST_F(RoutesTest, IndexListsTheRoutesOrServesTheDashboard) {
   EXPECT_NE(text.body.find("GET  /debug/memory/stats"), std::string::npos) << text.body;
   EXPECT_NE(text.body.find("POST /debug/memory/trim"), std::string::npos) << text.body;
   const Reply json = get(port(), "/debug/memory/?format=json");
-  EXPECT_EQ(json.json().at("routes").size(), 18u);
+  EXPECT_EQ(json.json().at("routes").size(), 19u);
   const Reply page = get(port(), "/debug/memory/");
   EXPECT_EQ(page.status, 200);
   if (web::find_asset("index.html") != nullptr) {
@@ -317,11 +317,13 @@ TEST_F(RoutesTest, BadParametersAre400NamingThem) {
   } cases[] = {
       {"/stats?limit=5", "unknown parameter 'limit' (this route takes format, pid)"},
       {"/stats?pid=x", "pid='x' is not a process id (1 to 4194304) or all"},
-      {"/stats?pid=all", "pid=all applies to GET diff, GET top and POST baseline"},
+      {"/top?key=route&route=%5B", "route='[': bad glob"},
+      {"/routes?route=x", "unknown parameter 'route'"},
+      {"/stats?pid=all", "pid=all applies to GET diff, GET top, GET routes and POST baseline"},
       {"/top?foo=1", "unknown parameter 'foo'"},
       {"/tracebacks?key=line", "unknown parameter 'key'"},
       {"/tracebacks?seconds=1", "unknown parameter 'seconds'"},
-      {"/top?key=lines", "key='lines' is not one of line, file, function, traceback"},
+      {"/top?key=lines", "key='lines' is not one of line, file, function, traceback, route"},
       {"/top?limit=0", "limit='0' is not a whole number from 1 to 10000"},
       {"/top?limit=10001", "from 1 to 10000"},
       {"/top?limit=5x", "limit='5x'"},

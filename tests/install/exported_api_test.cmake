@@ -39,13 +39,14 @@ foreach(expected
     "liveheap::v1::report_from_json(std::basic_string_view<char, std::char_traits<char> >)"
     "liveheap::v1::to_json[abi:cxx11](liveheap::v1::Statistic const&, liveheap::v1::KeyType)"
     "liveheap::v1::http::Handler::Handler(liveheap::v1::http::Config)"
+    "liveheap::v1::RequestScope::RequestScope(std::basic_string_view<char, std::char_traits<char> >)"
     "liveheap::v1::settings::parse_whole(")
   string(FIND "${symbols}" "${expected}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "${LIBRARY} does not export ${expected}")
   endif()
 endforeach()
-foreach(hook malloc free calloc realloc)
+foreach(hook malloc free calloc realloc liveheap_request_begin liveheap_request_end)
   if(NOT "\n${symbols}" MATCHES "\n[0-9a-f]+ [TW] ${hook}\n")
     message(FATAL_ERROR "${LIBRARY} does not export the C hook ${hook}")
   endif()

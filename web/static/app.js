@@ -11,6 +11,7 @@ import { formatSize, formatCount, formatClock, formatAge, formatCap } from './fo
 import { groupName, pickerOptions, sumOf } from './processes.js';
 import { stacksFromDiff } from './flame.js';
 import { FlameGraph } from './flameview.js';
+import { showRoutes } from './routes.js';
 
 const $ = (id) => document.getElementById(id);
 // Page settings live in the fragment (#key=function&refresh=500): the server refuses query
@@ -125,6 +126,7 @@ async function refresh() {
       check(pid);
       if (pid !== 'all') showShares(null);
       showDiff(diff);
+      await loadRoutes(pid);
       if (state.flame) await loadFlame(pid);
     } else {
       table.clear();
@@ -145,6 +147,19 @@ async function refresh() {
     state.busy = false;
     if (state.again) { state.again = false; refresh(); } else schedule();
   }
+}
+
+// The "by route" panel, shown once the host tags its requests; a server whose answer is
+// refused (an older one) keeps it hidden.
+async function loadRoutes(pid) {
+  let answer = null;
+  try {
+    answer = await api.get('routes', { pid });
+  } catch (error) {
+    if (error instanceof Stale) throw error;
+  }
+  check(pid);
+  $('routes-panel').hidden = !showRoutes($('routes'), answer);
 }
 
 // ---- the process picker ----
