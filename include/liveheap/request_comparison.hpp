@@ -2,7 +2,9 @@
 // has a reference snapshot taken (logged as "liveheap: request 1: reference snapshot
 // taken, heap SIZE"); every N requests after it, the heap is compared with that reference
 // and the top K lines of growth are logged through a callback the host chooses, each with
-// its verdict once the history can tell (as /diff?verdicts=1 prints it). Both run on
+// its verdict once the history can tell (as /diff?verdicts=1 prints it); when the host tags
+// its requests (liveheap/request_scope.hpp), the top K routes whose requests grew the heap
+// follow, under "  which requests grew it, by route:". Both run on
 // a liveheap thread, shortly after the request that asks for them: the request goes on.
 #pragma once
 

@@ -3,6 +3,7 @@
 // the comparison's own thread, under IgnoreScope: watching must not show up as growth.
 #include "liveheap/request_comparison.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "blocked_signals.hpp"
 #include "liveheap/format.hpp"
@@ -81,26 +83,42 @@ struct RequestComparison::Impl {
     }
   }
 
-  // Logs the top K growing lines of the heap now against the reference.
+  // Logs the top K growing lines of the heap now against the reference, then, when the
+  // host tags its requests (liveheap/request_scope.hpp), the routes whose requests grew it.
   void compare(std::uint64_t request) {
     const Snapshot now = take_snapshot();
-    const auto diffs = now.compare_to(*reference, config.key);
     const std::int64_t growth = now.total_size() - reference->total_size();
     config.log("liveheap: request " + std::to_string(request) + ": heap " +
                format_size(static_cast<double>(now.total_size()), false) + " (" +
                format_size(static_cast<double>(growth), true) + " since request " +
                std::to_string(reference_request) + "); what grew most, by " +
                std::string(to_string(config.key)) + ":");
-    // Each line's verdict, as /diff?verdicts=1 gives it, while the history records.
     const History history = liveheap::history();
+    if (log_growth(now, history, config.key) == 0) config.log("  (nothing grew)");
+    if (config.key == KeyType::route) return;
+    const auto routes = now.compare_to(*reference, KeyType::route);
+    const bool tagged = std::any_of(routes.begin(), routes.end(), [](const StatisticDiff& d) {
+      return d.size_diff > 0 && route_of(d.traceback) != kNoRequest;
+    });
+    if (!tagged) return;
+    config.log("  which requests grew it, by route:");
+    log_growth(now, history, KeyType::route, &routes);
+  }
+
+  // The top K growing keys of `now` against the reference (`diffs` when already made), each
+  // with its verdict as /diff?verdicts=1 gives it once the history can tell (a young
+  // history's "unknown" is left out). Returns how many were logged.
+  unsigned log_growth(const Snapshot& now, const History& history, KeyType key,
+                      const std::vector<StatisticDiff>* diffs = nullptr) {
+    std::vector<StatisticDiff> made;
+    if (diffs == nullptr) diffs = &(made = now.compare_to(*reference, key));
     std::optional<HistoryIndex> index;
-    if (!history.points.empty()) index.emplace(history, config.key, false, std::vector<Filter>{});
+    if (!history.points.empty()) index.emplace(history, key, false, std::vector<Filter>{});
     unsigned shown = 0;
-    for (const StatisticDiff& diff : diffs) {
+    for (const StatisticDiff& diff : *diffs) {
       if (shown == config.top_k) break;
       if (diff.size_diff <= 0) continue;  // leaks grow; what shrank is not the question here
-      std::string line = "  " + format_statistic_diff(diff, config.key);
-      // Its verdict once the history can tell (a young history's "unknown" is left out).
+      std::string line = "  " + format_statistic_diff(diff, key);
       if (const KeySeries* series = index ? index->find(diff.traceback) : nullptr) {
         const Verdict verdict = classify(history, *series);
         if (verdict.trend != Trend::unknown) line += verdict_text(verdict);
@@ -108,7 +126,7 @@ struct RequestComparison::Impl {
       config.log(line);
       ++shown;
     }
-    if (shown == 0) config.log("  (nothing grew)");
+    return shown;
   }
 };
 

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "liveheap/request_comparison.hpp"
+#include "liveheap/request_scope.hpp"
 #include "../support/tracing_session.hpp"
 #include "history.hpp"
 #include "liveheap/tracker.hpp"
@@ -77,6 +78,33 @@ TEST(RequestComparison, LogsTheReferenceThenTheExactGrowth) {
     EXPECT_EQ(comparison.requests(), 4u);
     for (void* p : blocks) std::free(p);
   }
+}
+
+// A host that tags its requests learns which of them grew the heap: after the lines, the
+// routes that grew, each with what its requests left; untagged, no such section.
+TEST(RequestComparison, NamesTheRoutesWhoseRequestsGrewTheHeap) {
+  TracingSession tracing({liveheap::Mode::exact, 16});
+  Log log;
+  void* kept = nullptr;
+  {
+    RequestComparison comparison(ComparisonConfig{
+        .every_n = 1, .top_k = 2, .log = [&](std::string_view line) { log.add(line); }});
+    comparison.on_request();  // request 1: the reference
+    log.wait_for(1);
+    {
+      liveheap::RequestScope scope("POST /karyogram");
+      kept = std::malloc(300000);
+    }
+    comparison.on_request();  // request 2: a comparison
+    log.wait_for(5);
+  }
+  const auto lines = log.lines();
+  const auto by_route = std::find(lines.begin(), lines.end(), "  which requests grew it, by route:");
+  ASSERT_NE(by_route, lines.end()) << ::testing::PrintToString(lines);
+  ASSERT_NE(by_route + 1, lines.end());
+  EXPECT_TRUE((by_route + 1)->starts_with("  POST /karyogram: size=293 KiB (+293 KiB), count=1 (+1)"))
+      << *(by_route + 1);
+  std::free(kept);
 }
 
 // With the history recording, each line carries its verdict once the history can tell: a
