@@ -4,7 +4,8 @@
 //   prints "port N", then for each command line: "step1" -> leaks A and B and a transient
 //   loop; "step2" -> leak C; "many" -> 20,000 blocks of 4 KiB kept and 50,000 of 1 KiB
 //   allocated and freed (enough for sampled mode's estimates); "strings" -> 5 strings kept,
-//   each allocated through std::string's own code (allocation plumbing). Each answers
+//   each allocated through std::string's own code (allocation plumbing); "request" -> 4
+//   blocks of 2500 B kept by a request of route "POST /upload". Each answers
 //   "<name> LINE BYTES COUNT" lines, then "ok".
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "liveheap/http.hpp"
+#include "liveheap/request_scope.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace {
@@ -72,6 +74,17 @@ void report(const char* name, int line, long bytes, long count) {
   report("strings", line, 5 * 3001, 5);
 }
 
+// One request of a route, which keeps what it allocates.
+[[gnu::noinline]] void request() {
+  g_kept.reserve(g_kept.size() + 4);
+  liveheap::RequestScope scope("POST /upload");
+  int line = 0;
+  for (int i = 0; i < 4; ++i) {
+    g_kept.push_back(std::malloc(2500)); line = __LINE__;
+  }
+  report("upload", line, 4 * 2500, 4);
+}
+
 }  // namespace
 
 int main() {
@@ -86,6 +99,7 @@ int main() {
     else if (command == "step2") step2();
     else if (command == "many") many();
     else if (command == "strings") strings();
+    else if (command == "request") request();
     std::cout << "ok" << std::endl;
   }
   return 0;

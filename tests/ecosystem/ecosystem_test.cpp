@@ -226,6 +226,27 @@ TEST_F(Pprof, GoToolPprofShowsTopAndDiffBase) {
   EXPECT_EQ(diff.output.find(at(target.sites.at("leak_a").line)), std::string::npos) << diff.output;
 }
 
+// The route a request's blocks carry is a pprof sample label: -tagfocus keeps that route's
+// bytes alone (4 x 2500 B = 10000 B = 9.77kB), -tagignore everything else.
+TEST_F(Pprof, TagfocusOnTheRouteLabelSelectsOneRoutesBytes) {
+  Target target;
+  target.run("step1");
+  target.run("request");
+  const std::string heap = profile(target, "/debug/pprof/heap", "routes.pb.gz");
+  const std::string upload = at(target.sites.at("upload").line);
+  const CommandResult focus = run_command(go_env(work_) + kGo + " tool pprof -top -lines -sample_index=inuse_space "
+                                          "'-tagfocus=route=POST /upload' " + heap);
+  ASSERT_EQ(focus.status, 0) << focus.output;
+  EXPECT_NE(focus.output.find("9.77kB"), std::string::npos) << focus.output;
+  EXPECT_NE(focus.output.find(upload), std::string::npos) << focus.output;
+  EXPECT_EQ(focus.output.find(at(target.sites.at("leak_a").line)), std::string::npos) << focus.output;
+  const CommandResult ignore = run_command(go_env(work_) + kGo + " tool pprof -top -lines -sample_index=inuse_space "
+                                           "'-tagignore=route=POST /upload' " + heap);
+  ASSERT_EQ(ignore.status, 0) << ignore.output;
+  EXPECT_EQ(ignore.output.find(upload), std::string::npos) << ignore.output;
+  EXPECT_NE(ignore.output.find(at(target.sites.at("leak_a").line)), std::string::npos) << ignore.output;
+}
+
 // The flat column names the user's line, not the allocator's plumbing that the text
 // reports fold (std::string's code, std::__new_allocator, operator new), and the bytes are
 // all still there.
@@ -305,6 +326,19 @@ TEST(Prometheus, RealServerScrapesCallsiteGaugesExact) {
       EXPECT_EQ(value, static_cast<double>(s.bytes)) << callsite;
     }
     EXPECT_TRUE(found) << leak << " has no gauge";
+  }
+  // A request's route: its live bytes and its requests, exact, stored as the callsites are.
+  target.run("request");
+  for (const auto& [query, expected] : {std::pair<std::string, double>{"liveheap_route_inuse_bytes", 10000},
+                                        {"liveheap_route_requests_total", 1}}) {
+    std::string value;
+    EXPECT_TRUE(http_test::wait_until(std::chrono::seconds(30), [&] {
+      const http_test::Reply r = http_test::get(
+          port, "/api/v1/query?query=" + query + "%7Broute%3D%22POST%20%2Fupload%22%7D");
+      if (r.status != 200 || r.json()["data"]["result"].empty()) return false;
+      value = r.json()["data"]["result"][0]["value"][1].get<std::string>();
+      return std::stod(value) == expected;
+    }, std::chrono::milliseconds(500))) << query << " stored " << value << ", expected " << expected;
   }
   // The allocator's own figures, from the same scrape: glibc serves at least the traced bytes.
   const http_test::Reply held = http_test::get(
