@@ -77,6 +77,7 @@ case "${1:-}" in
   bench)
     install_packages "${BUILD_PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
     build -DLIVEHEAP_BUILD_TESTS=OFF
+    cmake --build "$BUILD_DIR" -j "$JOBS" --target overhead_bench  # not in the default build
     exec "$BUILD_DIR/samples/overhead_bench" "${@:2}"
     ;;
   fuzz)
