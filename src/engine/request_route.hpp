@@ -50,6 +50,11 @@ LIVEHEAP_SHARED void set_route(RouteId id) noexcept;
 // The name of `id` (NUL-terminated, valid for the life of the process), or nullptr when no
 // route has that id (yet).
 LIVEHEAP_SHARED const char* route_name(RouteId id) noexcept;
+// The name a route frame shows: its route's, or "(unknown route)" when its id names none.
+inline const char* route_frame_name(std::uintptr_t frame) noexcept {
+  const char* name = route_name(route_of_frame(frame));
+  return name != nullptr ? name : "(unknown route)";
+}
 // begin_request calls for `id` since the process started.
 LIVEHEAP_SHARED std::uint64_t route_requests(RouteId id) noexcept;
 

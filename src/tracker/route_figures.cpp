@@ -13,8 +13,7 @@ namespace {
 // The route of an interned stack: its outermost frame's, or kNoRequest.
 std::string route_of_stack(const std::uintptr_t* frames, std::uint32_t depth) {
   if (depth == 0 || !engine::is_route_frame(frames[depth - 1])) return std::string(kNoRequest);
-  const char* name = engine::route_name(engine::route_of_frame(frames[depth - 1]));
-  return name != nullptr ? name : "(unknown route)";
+  return engine::route_frame_name(frames[depth - 1]);
 }
 
 std::string route_of_id(std::uint32_t id) {

@@ -240,10 +240,8 @@ std::vector<std::uintptr_t> distinct_addresses(std::span<const std::span<const s
 // A frame the engine made up, which is no code: the over-the-cap stack's, or the route of
 // the request that allocated (outermost).
 Frame engine_frame(std::uintptr_t address) {
-  if (engine::is_route_frame(address)) {
-    const char* name = engine::route_name(engine::route_of_frame(address));
-    return Frame{name != nullptr ? name : "(unknown route)", "", 0, std::string(kRouteModule), address};
-  }
+  if (engine::is_route_frame(address))
+    return Frame{engine::route_frame_name(address), "", 0, std::string(kRouteModule), address};
   if (address == engine::kOverCapFrame) return Frame{std::string(kOverCapFunction), "", 0, "", address};
   return Frame{"", "", 0, "", address};
 }
