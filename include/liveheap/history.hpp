@@ -36,6 +36,9 @@ struct HistoryPoint {
   // The verdict's axis: an interval in which the process allocated no more than noise is idle.
   std::int64_t allocated = 0;
   std::int64_t allocations = 0;
+  // Requests each route had handled by this tick, since the process started
+  // (liveheap/request_scope.hpp): the axis of a route's verdict. Routes with none are absent.
+  std::vector<std::pair<std::string, std::uint64_t>> route_requests;
 };
 
 // One stack's live bytes and blocks at each point (index = point index; 0 where the stack
@@ -189,6 +192,13 @@ Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::i
                  std::uint64_t noise = 0);
 // A key's series of `history` (from its HistoryIndex), judged on the history's work.
 Verdict classify(const History& history, const KeySeries& series);
+// A route's series (key=route) judged on the route's own requests, `requests` its cumulative
+// count at each point (route_request_counts): an interval is work when the route handled a
+// request in it or the series allocated, and "the program did as much work again" means as
+// many requests again. A leak whose route went quiet stays growing however busy the rest of
+// the process is; a full cache whose requests go on reads plateaued.
+Verdict classify_on_requests(const History& history, const KeySeries& series,
+                             const std::vector<std::int64_t>& requests);
 
 // pid=all: `into`, a statistic summed so far, takes the verdict of `other`, the same key's
 // verdict in another process. Each process judged its own history: when they agree the
@@ -204,6 +214,9 @@ std::string verdict_text(const Verdict& verdict);
 std::vector<std::int64_t> point_times(const History& history);
 // The process's cumulative allocated bytes at each point, for classify().
 std::vector<std::int64_t> point_work(const History& history);
+// The requests `route` had handled at each point (HistoryPoint::route_requests; 0 before
+// its first), for classify_on_requests().
+std::vector<std::int64_t> route_request_counts(const History& history, std::string_view route);
 // Whether the interval ending at each point was idle (the process allocated no more than
 // noise in it); the first point is never idle. The dashboard draws idle stretches folded.
 std::vector<bool> idle_points(const History& history);

@@ -357,8 +357,10 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
       const HistoryPoint& p = history.points[i];
       json allocator = json::object();
       for (const auto& [name, bytes] : p.allocator) allocator[name] = bytes;
+      json route_requests = json::object();
+      for (const auto& [route, requests] : p.route_requests) route_requests[route] = requests;
       points.push_back({{"t_ms", p.t_ms}, {"traced", p.traced}, {"peak", p.peak}, {"rss", p.rss},
-                        {"allocator", std::move(allocator)},
+                        {"allocator", std::move(allocator)}, {"route_requests", std::move(route_requests)},
                         {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped},
                         {"allocated", p.allocated}, {"allocations", p.allocations},
                         {"idle", static_cast<bool>(idle[i])}});
@@ -476,14 +478,7 @@ Response trim_report(const ReplyTo& to, const ProcessMemory& before, const Proce
 }
 
 Response routes_report(const ReplyTo& to, RouteReport report) {
-  const History history = liveheap::history();
-  if (!history.points.empty()) {
-    // The history's rule on each route's live bytes: its stacks grouped as key=route groups.
-    HistoryIndex index(history, KeyType::route, false, {});
-    for (RouteLine& line : report.routes)
-      if (const KeySeries* series = index.find(Traceback{route_frame(line.route)}))
-        line.verdict = std::string(to_string(classify(history, *series).trend));
-  }
+  judge_on_history(report, liveheap::history());
   return route_report_response(to, report);
 }
 

@@ -145,7 +145,7 @@ Outcome peak(RouteState& state, const ReplyTo& to, const Query& query) {
 }
 
 // Per route of the host's requests: requests, live and allocated bytes, and what each request
-// left behind since the baseline (without one, since start-up).
+// left behind since the baseline (without one, over the history window).
 Outcome routes(RouteState& state, const ReplyTo& to, const Query&) {
   require_tracing(state);
   const auto baseline = state.baseline.get();

@@ -50,6 +50,8 @@ RouteReport merge(const std::vector<RouteReport>& reports) {
   std::vector<std::int64_t> verdict_bytes;  // the live bytes of the process whose verdict is kept
   for (const RouteReport& report : reports) {
     merged.since_baseline = merged.since_baseline || report.since_baseline;
+    if (report.since_ms != 0 && (merged.since_ms == 0 || report.since_ms < merged.since_ms))
+      merged.since_ms = report.since_ms;  // the oldest window's
     for (const RouteLine& line : report.routes) {
       const auto [it, added] = index.try_emplace(line.route, merged.routes.size());
       if (added) {
@@ -87,7 +89,9 @@ std::string to_json(const RouteReport& report) {
                       {"retained_bytes", l.retained_bytes},
                       {"retained_requests", l.retained_requests},
                       {"verdict", l.verdict}});
-  const json j = {{"routes", routes}, {"since", report.since_baseline ? "the baseline" : "start-up"}};
+  json j = {{"routes", routes},
+            {"since", report.since_baseline ? "the baseline" : report.since_ms != 0 ? "the history window" : "start-up"}};
+  if (!report.since_baseline && report.since_ms != 0) j["since_ms"] = report.since_ms;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -98,6 +102,10 @@ RouteReport route_report_from_json(std::string_view text) {
     throw std::invalid_argument("routes JSON: routes is missing or not an array");
   RouteReport report;
   report.since_baseline = j.value("since", "") == "the baseline";
+  if (!report.since_baseline && j.contains("since_ms")) {
+    if (!j["since_ms"].is_number_integer()) throw std::invalid_argument("routes JSON: since_ms has the wrong type");
+    report.since_ms = j["since_ms"].get<std::int64_t>();
+  }
   for (std::size_t i = 0; i < j["routes"].size(); ++i) {
     const json& r = j["routes"][i];
     RouteLine l;

@@ -96,9 +96,13 @@ struct Worked {
   std::vector<double> process;  // the process's cumulative work (one unit an interval when not recorded)
 };
 
+// What `work` counts: bytes the process allocated (an interval is work above noise), or the
+// requests a route handled (an interval is work when it saw one).
+enum class Axis { allocated_bytes, requests };
+
 Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
-               std::uint64_t noise, std::int64_t interval_ms) {
+               std::uint64_t noise, std::int64_t interval_ms, Axis axis) {
   const auto own = [&](std::size_t i) { return allocated.empty() ? 0.0 : static_cast<double>(allocated[i]); };
   const auto process = [&](std::size_t i) { return work.empty() ? static_cast<double>(i) : static_cast<double>(work[i]); };
   Worked w;
@@ -108,8 +112,11 @@ Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int
   w.process.push_back(process(0));
   double clock = 0;
   for (std::size_t i = 1; i < sizes.size(); ++i) {
-    const bool worked = work.empty() || !idle_between(work[i - 1], work[i], t_ms[i] - t_ms[i - 1], interval_ms, noise) ||
-                        (!allocated.empty() && allocated[i] > allocated[i - 1]);
+    const auto axis_moved = [&] {
+      return axis == Axis::requests ? work[i] > work[i - 1]
+                                    : !idle_between(work[i - 1], work[i], t_ms[i] - t_ms[i - 1], interval_ms, noise);
+    };
+    const bool worked = work.empty() || axis_moved() || (!allocated.empty() && allocated[i] > allocated[i - 1]);
     if (!worked) continue;
     clock += static_cast<double>(t_ms[i] - t_ms[i - 1]);
     w.x.push_back(clock);
@@ -174,6 +181,10 @@ bool bounded(const Worked& w, const Rise& r, double tolerance) {
   return after > 0 && after >= during;
 }
 
+Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
+              const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
+              std::uint64_t noise, double estimate_error, std::int64_t interval_ms, Axis axis);
+
 }  // namespace
 
 std::string_view to_string(Trend trend) noexcept {
@@ -196,13 +207,28 @@ std::optional<Trend> parse_trend(std::string_view text) noexcept {
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
                  std::uint64_t noise, double estimate_error, std::int64_t interval_ms) {
+  return judge(t_ms, sizes, allocated, work, noise, estimate_error, interval_ms, Axis::allocated_bytes);
+}
+
+Verdict classify_on_requests(const History& history, const KeySeries& series,
+                             const std::vector<std::int64_t>& requests) {
+  return judge(point_times(history), series.sizes, series.allocated, requests, history.noise,
+               estimate_error_of(series, history.noise), static_cast<std::int64_t>(history.interval_s * 1000),
+               Axis::requests);
+}
+
+namespace {
+
+Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
+              const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
+              std::uint64_t noise, double estimate_error, std::int64_t interval_ms, Axis axis) {
   Verdict v;
   const std::size_t n = sizes.size();
   if (n == 0 || t_ms.size() != n || (!allocated.empty() && allocated.size() != n) ||
       (!work.empty() && work.size() != n))
     return v;
   add_reasons(v, t_ms, sizes, allocated);
-  const Worked w = on_work(t_ms, sizes, allocated, work, noise, interval_ms);
+  const Worked w = on_work(t_ms, sizes, allocated, work, noise, interval_ms, axis);
   const std::size_t m = w.y.size();
   v.work_points = m - 1;
   if (m < 2) return v;  // no work seen at all: unknown
@@ -244,6 +270,8 @@ Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::i
   v.trend = flat && rose ? Trend::plateaued : Trend::stable;
   return v;
 }
+
+}  // namespace
 
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  std::uint64_t noise) {
@@ -340,6 +368,18 @@ std::vector<std::int64_t> point_work(const History& history) {
   work.reserve(history.points.size());
   for (const HistoryPoint& p : history.points) work.push_back(p.allocated);
   return work;
+}
+
+std::vector<std::int64_t> route_request_counts(const History& history, std::string_view route) {
+  std::vector<std::int64_t> counts;
+  counts.reserve(history.points.size());
+  for (const HistoryPoint& p : history.points) {
+    std::int64_t n = 0;
+    for (const auto& [name, requests] : p.route_requests)
+      if (name == route) n = static_cast<std::int64_t>(requests);
+    counts.push_back(n);
+  }
+  return counts;
 }
 
 std::vector<bool> idle_points(const History& history) {

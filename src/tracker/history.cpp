@@ -18,6 +18,7 @@
 #include "blocked_signals.hpp"
 #include "engine.hpp"
 #include "liveheap/allocator.hpp"
+#include "liveheap/request_scope.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace liveheap::tracker {
@@ -212,6 +213,7 @@ void history_tick() {
   // Off the allocation path, but not free: glibc's mallinfo2 holds each arena's lock while it
   // sums that arena (microseconds), as a GET /stats does.
   p.point.allocator = read_allocator().figures;
+  for (RouteRequests& r : requests_by_route()) p.point.route_requests.emplace_back(std::move(r.route), r.requests);
   r.scratch.clear();
   // Every stack that ever allocated, so that the process's work sums them all; only those
   // with live blocks are candidates for the point.

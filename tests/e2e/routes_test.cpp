@@ -122,5 +122,33 @@ TEST(RoutesOfRequests, TheCacheRouteReadsPlateauedOnceFull) {
   }, std::chrono::milliseconds(500))) << "GET /cache never read plateaued: " << routes(server).dump();
 }
 
+// The history records each route's requests at every point, and /routes judges a route on
+// them: a leak whose route went quiet stays growing while another route keeps the process
+// busy; without a baseline, what a request retained counts over the history window.
+TEST(RoutesOfRequests, ALeakWhoseRouteWentQuietStaysGrowingWhileAnotherRouteWorks) {
+  LeakyServer server;
+  for (int i = 0; i < 4; ++i) {
+    server.story("/figure");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // a history point each
+  }
+  for (int i = 1; i <= 32; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
+  json now;
+  ASSERT_TRUE(test_support::wait_until(std::chrono::seconds(60), [&] {
+    for (int i = 1; i <= 4; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
+    now = routes(server);
+    return route_line(now, "GET /cache")["verdict"] == "plateaued";
+  }, std::chrono::milliseconds(500))) << now.dump();
+  SCOPED_TRACE(now.dump());
+  const json figure = route_line(now, "GET /figure");
+  EXPECT_EQ(figure["verdict"], "growing");
+  EXPECT_EQ(now["since"], "the history window");
+  EXPECT_GT(now["since_ms"].get<std::int64_t>(), 0);
+  // The window began before the first request: every figure is what the requests left.
+  EXPECT_EQ(figure["retained_requests"], 4);
+  EXPECT_EQ(figure["retained_bytes"], figure["live_bytes"]);
+  const json history = json::parse(server.get("/debug/memory/history?format=json&limit=1").body);
+  EXPECT_EQ(history["points"].back()["route_requests"]["GET /figure"], 4);
+}
+
 }  // namespace
 }  // namespace liveheap::e2e

@@ -4,6 +4,7 @@
 
 #include "hand_built.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/history.hpp"
 #include "liveheap/pprof.hpp"
 #include "liveheap/report.hpp"
 #include "liveheap/route_report.hpp"
@@ -88,6 +89,74 @@ TEST(RouteReports, RoundTripThroughJsonAndMergeByRouteName) {
   EXPECT_EQ(both.routes[0].requests, 40u);
   EXPECT_EQ(both.routes[0].retained_per_request, 129761280.0 / 20);
   EXPECT_EQ(both.routes[0].verdict, "growing");
+}
+
+// 40 points a second apart. GET /leak keeps 1 MB a request for its 10 requests, then has no
+// more; GET /cache fills 2 MB over its first 10 points and then only hits (3 requests a
+// point, nothing allocated); the rest of the process allocates 1 MiB every interval.
+History leak_then_cache() {
+  History h;
+  h.interval_s = 1;
+  StackHistory leak{Traceback{kMalloc, user("app.cpp", 10), route_frame("GET /leak")}, {}, {}, {}, {}};
+  StackHistory cache{Traceback{kMalloc, user("app.cpp", 20), route_frame("GET /cache")}, {}, {}, {}, {}};
+  for (std::int64_t i = 0; i < 40; ++i) {
+    HistoryPoint p;
+    p.t_ms = 1000000 + 1000 * i;
+    p.allocated = (i + 1) << 20;
+    p.route_requests = {{"GET /leak", static_cast<std::uint64_t>(std::min<std::int64_t>(i, 10))},
+                        {"GET /cache", static_cast<std::uint64_t>(3 * i)}};
+    h.points.push_back(p);
+    const std::int64_t kept = 1000000 * std::min<std::int64_t>(i, 10);
+    for (auto* v : {&leak.sizes, &leak.allocated}) v->push_back(kept);
+    for (auto* v : {&leak.counts, &leak.allocations}) v->push_back(std::min<std::int64_t>(i, 10));
+    const std::int64_t cached = 200000 * std::min<std::int64_t>(i, 10);
+    for (auto* v : {&cache.sizes, &cache.allocated}) v->push_back(cached);
+    for (auto* v : {&cache.counts, &cache.allocations}) v->push_back(std::min<std::int64_t>(i, 10));
+  }
+  h.stacks = {leak, cache};
+  return h;
+}
+
+TEST(RouteVerdicts, AreJudgedOnTheRoutesOwnRequestsNotTheProcesssWork) {
+  const History h = leak_then_cache();
+  // On the process's work the leak looks bounded: the program went on working while it held.
+  HistoryIndex index(h, KeyType::route, false, {});
+  const KeySeries* leak = index.find(Traceback{route_frame("GET /leak")});
+  ASSERT_NE(leak, nullptr);
+  EXPECT_EQ(classify(h, *leak).trend, Trend::plateaued);
+  // On its own requests it rose with every one of them and none came since: growing.
+  EXPECT_EQ(route_request_counts(h, "GET /leak").back(), 10);
+  EXPECT_EQ(route_request_counts(h, "GET /other"), std::vector<std::int64_t>(40, 0));
+  RouteReport r;
+  r.routes = {{"GET /leak", 10, 10000000, 10, 10000000, 0, 0, 0, 0, "unknown"},
+              {"GET /cache", 117, 2000000, 10, 2000000, 0, 0, 0, 0, "unknown"}};
+  judge_on_history(r, h);
+  ASSERT_EQ(r.routes.size(), 2u);
+  EXPECT_EQ(r.routes[0].route, "GET /leak");
+  EXPECT_EQ(r.routes[0].verdict, "growing");
+  EXPECT_EQ(r.routes[1].verdict, "plateaued");  // its requests went on and it held
+}
+
+TEST(RouteVerdicts, WithoutABaselineARequestRetainsTheGrowthOverTheHistoryWindow) {
+  History h = leak_then_cache();
+  h.points.erase(h.points.begin(), h.points.begin() + 5);  // the window starts at the 5th request
+  for (StackHistory& s : h.stacks)
+    for (auto* v : {&s.sizes, &s.counts, &s.allocated, &s.allocations}) v->erase(v->begin(), v->begin() + 5);
+  RouteReport r;
+  r.routes = {{"GET /leak", 10, 10000000, 10, 10000000, 0, 0, 0, 0, "unknown"}};
+  judge_on_history(r, h);
+  EXPECT_EQ(r.routes[0].retained_bytes, 5000000);
+  EXPECT_EQ(r.routes[0].retained_requests, 5u);
+  EXPECT_EQ(r.routes[0].retained_per_request, 1000000.0);
+  EXPECT_EQ(r.since_ms, 1005000);
+  EXPECT_EQ(route_report_from_json(to_json(r)), r);
+  EXPECT_NE(to_json(r).find(R"("since":"the history window")"), std::string::npos);
+  // A baseline's figures stand: the window does not replace them.
+  RouteReport since_baseline = two_routes();
+  const RouteReport before = since_baseline;
+  judge_on_history(since_baseline, h);
+  EXPECT_EQ(since_baseline.routes[0].retained_bytes, before.routes[0].retained_bytes);
+  EXPECT_EQ(since_baseline.since_ms, 0);
 }
 
 }  // namespace
