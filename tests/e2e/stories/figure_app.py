@@ -13,9 +13,13 @@ from flask import Flask
 
 app = Flask(__name__)
 
+# Inches and dots per inch of each figure (routes_app.py draws the seed's full size).
+FIGSIZE, DPI = (4, 3), 100
+
+
 def draw():
     """A figure drawn and saved as PNG, never closed; and the PNG's size."""
-    fig = plt.figure(figsize=(4, 3), dpi=100)
+    fig = plt.figure(figsize=FIGSIZE, dpi=DPI)
     fig.add_subplot().plot([1, 2, 3], [3, 1, 2])
     out = io.BytesIO()
     fig.savefig(out, format="png")
