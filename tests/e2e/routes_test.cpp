@@ -122,6 +122,30 @@ TEST(RoutesOfRequests, TheCacheRouteReadsPlateauedOnceFull) {
   }, std::chrono::milliseconds(500))) << "GET /cache never read plateaued: " << routes(server).dump();
 }
 
+// Sampled mode: the same figures, as estimates. A figure's 6.5 MB buffer is sampled with
+// p = 1 - e^(-6.5 MB / 512 KiB), i.e. always; its few hundred small blocks are estimated
+// (docs/ecosystem.md's stated error), so what a request kept reads within a few percent.
+TEST(RoutesOfRequests, SampledModeReadsTheSameRoutesWithinItsError) {
+  LeakyServer server({.env = {"LIVEHEAP_MODE=sampled"}, .args = {"--mode", "sampled"}});
+  for (const char* route : {"/figure", "/ok"}) server.story(route);
+  server.post("/debug/memory/baseline");
+  std::vector<json> kept;
+  for (int i = 0; i < 12; ++i) {
+    kept.push_back(server.story("/figure"));
+    server.story("/ok");
+  }
+  const json now = routes(server);
+  SCOPED_TRACE(now.dump());
+  const json figure = route_line(now, "GET /figure");
+  ASSERT_FALSE(figure.is_null());
+  EXPECT_EQ(figure["retained_requests"], 12);  // requests are counted, not sampled
+  const double truth = static_cast<double>(sum(kept, "retained_bytes")) / 12;
+  EXPECT_NEAR(figure["retained_per_request"].get<double>(), truth, 0.05 * truth);
+  const json ok = route_line(now, "GET /ok");
+  ASSERT_FALSE(ok.is_null());
+  EXPECT_LT(std::abs(ok["retained_per_request"].get<double>()), 0.01 * truth);
+}
+
 // The history records each route's requests at every point, and /routes judges a route on
 // them: a leak whose route went quiet stays growing while another route keeps the process
 // busy; without a baseline, what a request retained counts over the history window.
