@@ -275,8 +275,7 @@ void count_folded(std::int64_t bytes) noexcept {
   return routed;
 }
 
-// The stack in this thread's request, if it is in one: outside requests, one load and one
-// compare more than before routes.
+// The stack in this thread's request, if it is in one.
 [[gnu::always_inline]] inline StackId in_route(StackId stack) noexcept {
   const RouteId route = thread_route();
   if (route == kNoRoute) [[likely]] return stack;
@@ -285,17 +284,20 @@ void count_folded(std::int64_t bytes) noexcept {
 
 // The stack's id (in this thread's request's route, if any); when it cannot be interned,
 // the over-the-cap stack's (and *folded set), or kNoStack when even that one does not exist.
+// The walk memo holds the ids in the route (a change of route empties it, request_route.cpp):
+// a walk whose id it knows costs nothing more for routes, inside a request or not.
 LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& start) noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
   KnownStack known;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
-  if (known.id != kNoStack) return in_route(known.id);
+  if (known.id != kNoStack) return known.id;
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
-    remember_stack_id(frames, known, stack);
-    return in_route(stack);
+    const StackId routed = in_route(stack);
+    remember_stack_id(frames, known, routed);
+    return routed;
   }
   *folded = true;
   return g_fold_stack.load(std::memory_order_relaxed);

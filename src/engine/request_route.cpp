@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "liveheap/liveheap.h"
+#include "stack_capture.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -84,6 +85,13 @@ bool wait_ready(const RouteSlot& slot) noexcept {
   return false;
 }
 
+// The walk memo's ids are routed ids (engine.cpp): a change of route empties it.
+void enter_route(RouteId id) noexcept {
+  if (t_thread.route == id) return;
+  t_thread.route = id;
+  forget_stack_ids();
+}
+
 }  // namespace
 
 RouteId intern_route(const char* name, std::size_t length) noexcept {
@@ -115,14 +123,14 @@ RouteId begin_request(const char* name, std::size_t length) noexcept {
   const RouteId id = intern_route(name, length);
   g_requests[id].fetch_add(1, std::memory_order_relaxed);
   const RouteId was = t_thread.route;
-  t_thread.route = id;
+  enter_route(id);
   return was;
 }
 
 RouteId current_route() noexcept { return t_thread.route; }
 
 void set_route(RouteId id) noexcept {
-  if (id == kNoRoute || route_name(id) != nullptr) t_thread.route = id;
+  if (id == kNoRoute || route_name(id) != nullptr) enter_route(id);
 }
 
 const char* route_name(RouteId id) noexcept {

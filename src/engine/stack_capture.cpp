@@ -324,6 +324,11 @@ void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, St
   cache.busy = false;
 }
 
+void forget_stack_ids() noexcept {
+  WalkCache& cache = t_walk_cache;
+  for (WalkCache::MemoEntry& e : cache.memo) e.clock = 0;  // 0: empty
+}
+
 LIVEHEAP_OWN_CODE
 bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t max,
                         std::uint32_t* depth) noexcept {

@@ -46,8 +46,13 @@ struct KnownStack {
 };
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
                             KnownStack* known, const WalkStart& start = {}) noexcept;
-// `frames`: what capture_stack() filled; `id`: the stack table's id for them.
+// `frames`: what capture_stack() filled; `id`: the id the caller records for them (the
+// stack table's, in the thread's request's route when it is in one).
 void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept;
+// This thread's request changed: the ids its walks' memo knows are the stacks of the route
+// before, so none is known any more (the memo holds routed ids, so that a walk whose id it
+// knows needs no look at the route).
+void forget_stack_ids() noexcept;
 
 // One unwinder alone, for tests and benchmarks: false when it cannot walk this stack
 // (frame_rules met a frame without a usable rule; libunwind is not loaded).
