@@ -304,7 +304,9 @@ TEST_F(Prefork, MergedReportsReadBackAsTheReportDocument) {
     ASSERT_TRUE(report.pids.has_value()) << route;
     EXPECT_EQ(report.pids->size(), 3u);
     EXPECT_TRUE(report.failed.empty());
-    if (report.diff) EXPECT_EQ(report.total.size_diff, 9000) << route;  // the workers' kept bytes
+    if (report.diff) {
+      EXPECT_EQ(report.total.size_diff, 9000) << route;  // the workers' kept bytes
+    }
     const Reply text = get(port_, "/debug/memory" + route + only + "&pid=all");
     EXPECT_EQ(liveheap::to_text(report), text.body) << route;
     const Reply one = get(port_, "/debug/memory" + route + only + "&format=json&pid=" +

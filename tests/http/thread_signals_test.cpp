@@ -78,7 +78,9 @@ TEST(ThreadSignals, EveryThreadLiveheapStartsBlocksTheHostsSignals) {
   for (const pid_t tid : other_threads()) {
     const std::uint64_t mask = blocked_mask(tid);
     const bool exiting = (mask & bit(SIGBUS)) != 0 && (mask & bit(SIGFPE)) != 0;
-    if (!exiting) EXPECT_EQ(mask & bit(SIGSEGV), 0u) << "thread " << tid;
+    if (!exiting) {
+      EXPECT_EQ(mask & bit(SIGSEGV), 0u) << "thread " << tid;
+    }
   }
 }
 
