@@ -13,6 +13,8 @@
 #include "own_code.hpp"
 #include "pages.hpp"
 #include "peak_signal.hpp"
+#include "python_runtime.hpp"
+#include "python_stacks.hpp"
 #include "request_route.hpp"
 #include "routed_stacks.hpp"
 #include "sampler.hpp"
@@ -283,6 +285,28 @@ void count_folded(std::int64_t bytes) noexcept {
   return routed_stack(stack, route);
 }
 
+// `stack` with its evaluator frames replaced by this thread's Python frames
+// (python_stacks.hpp), interned; `stack` itself when there are none or they cannot be
+// placed or interned.
+[[gnu::noinline]] StackId python_stack(StackId stack, const PythonRuntime& py) noexcept {
+  const StackRecord* r = g_stacks.record(stack);
+  if (r == nullptr || r->depth == 0 || r->depth > kMaxFramesCapture) return stack;
+  std::uintptr_t frames[kMaxFramesCapture];
+  const bool truncated = r->depth >= g_settings.max_frames;
+  const std::uint32_t depth = merge_python_frames(py, r->frames, r->depth, truncated, frames, kMaxFramesCapture);
+  if (depth == 0) return stack;
+  const StackId merged = g_stacks.find_or_insert(frames, depth);
+  return merged == kNoStack ? stack : merged;
+}
+
+// In a process that runs CPython, the stack with its Python frames: elsewhere one load and
+// one compare.
+[[gnu::always_inline]] inline StackId with_python(StackId stack) noexcept {
+  const PythonRuntime* py = python_runtime();
+  if (py == nullptr) [[likely]] return stack;
+  return python_stack(stack, *py);
+}
+
 // The stack's id (in this thread's request's route, if any); when it cannot be interned,
 // the over-the-cap stack's (and *folded set), or kNoStack when even that one does not exist.
 LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& start) noexcept {
@@ -290,12 +314,12 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   std::uint64_t hash = 0;
   KnownStack known;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
-  if (known.id != kNoStack) return in_route(known.id);
+  if (known.id != kNoStack) return in_route(with_python(known.id));
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     remember_stack_id(frames, known, stack);
-    return in_route(stack);
+    return in_route(with_python(stack));
   }
   *folded = true;
   return g_fold_stack.load(std::memory_order_relaxed);
@@ -452,6 +476,7 @@ void after_fork_in_child() noexcept {
 bool start(const Settings& settings) noexcept {
   g_mode.store(Mode::off, std::memory_order_seq_cst);
   if (settings.mode == Mode::sampled && !reserve_sample_region()) return false;
+  find_python();  // before tracing: its dlsym calls allocate
   // The first session finds every table as the loader made it: nothing to empty (and
   // nothing touched: a process that never allocates much pays no page for it).
   if (g_started_before) empty_tables(g_settings.mode);
