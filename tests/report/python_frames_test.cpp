@@ -1,12 +1,14 @@
 // Python frames among native ones, on hand-built snapshots: the interpreter's own C frames
 // are plumbing, so `key=line` names the Python line of a pure-Python allocation and the
 // extension's line of an extension's; text tracebacks show Python frames in tracemalloc's
-// form, JSON frames say their kind.
+// form, JSON frames say their kind; with cumulative=1 an include glob shows the app's lines
+// wherever they are in the stack.
 #include <gtest/gtest.h>
 
 #include "hand_built.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/json.hpp"
+#include "liveheap/report.hpp"
 #include "liveheap/snapshot.hpp"
 
 namespace liveheap {
@@ -71,6 +73,21 @@ TEST(PythonFrameReports, JsonFramesSayTheirKind) {
   EXPECT_EQ(frames[3]["kind"], "python");
   EXPECT_EQ(frames[4]["short_function"], "<module>");  // a Python name as it is
   EXPECT_EQ(frames[1]["short_function"], "RendererAgg::RendererAgg");
+}
+
+TEST(PythonFrameReports, CumulativeIncludeShowsTheAppsLinesWhereverTheyAreInTheStack) {
+  ReportRequest request;
+  request.cumulative = true;
+  request.include = {"*/app.py"};
+  const Report report = make_report(mixed(), request);
+  std::vector<std::string> keys;
+  for (const ReportLine& line : report.lines) keys.push_back(line.key + " " + std::to_string(line.size));
+  // The extension's allocation counts at the app's draw line, and both at <module>.
+  EXPECT_EQ(keys, (std::vector<std::string>{"/srv/app.py:40 1528576", "/srv/app.py:22 1048576", "/srv/app.py:30 480000"}));
+  // Without cumulative=1 an include glob still tests the line's own frame.
+  request.cumulative = false;
+  ASSERT_EQ(make_report(mixed(), request).lines.size(), 1u);
+  EXPECT_EQ(make_report(mixed(), request).lines[0].key, "/srv/app.py:22");
 }
 
 }  // namespace
