@@ -35,6 +35,11 @@ std::string format_statistic_diff(std::string_view key, std::int64_t size,
 // "<…>"; parameters, return type, ABI tags and "[clone …]" go. "void ns::op<A, B>::f(int)
 // const" -> "ns::op<…>::f". Names that are not C++ ("main", "lib.so+0x10") stay as they are.
 std::string short_function(std::string_view function);
+// The function a report shows for `frame`: a C++ name shortened (short_function); a route's
+// name or a Python function's qualified name as it is.
+std::string shown_function(const Frame& frame);
+// "python" for a frame of Python code (is_python_frame), else "native": JSON's "kind".
+std::string_view frame_kind(const Frame& frame) noexcept;
 
 // How format_traceback() lays a stack out.
 struct TracebackStyle {

@@ -169,6 +169,11 @@ KeyType parse_key_type(std::string_view text);
 inline constexpr std::string_view kRouteModule = "[request route]";
 inline constexpr std::string_view kNoRequest = "(no request)";
 bool is_route_frame(const Frame& frame) noexcept;
+// A frame of Python code in a process running CPython: its file, line and qualified
+// function as tracemalloc names them, and module kPythonModule. Such frames take the
+// place of the interpreter's evaluator frames in a stack (docs/ARCHITECTURE.md).
+inline constexpr std::string_view kPythonModule = "[python]";
+bool is_python_frame(const Frame& frame) noexcept;
 // The route's name, or kNoRequest.
 std::string_view route_of(const Traceback& traceback) noexcept;
 // The frame a route is shown by (key=route's key; what route_of reads).

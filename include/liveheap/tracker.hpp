@@ -124,6 +124,11 @@ struct EngineStats {
 };
 EngineStats engine_stats() noexcept;
 
+// Whether stacks carry the Python frames of a CPython running in this process, in one
+// line: "on (CPython 3.11.2)", or "off: " and why (a version liveheap has no layout for, a
+// symbol it needs missing); empty when the process runs no CPython.
+std::string python_frames_status();
+
 // The file of the allocator that serves malloc in this process: the one liveheap forwards
 // to (glibc's libc.so.6, libjemalloc.so.2, ...), or the one in effect instead of liveheap's.
 std::string allocator_file();

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <dlfcn.h>
 
+#include "python_runtime.hpp"
 #include "stack_capture.hpp"
 
 extern "C" [[gnu::visibility("default")]] int dlclose(void* handle) {
@@ -17,5 +18,6 @@ extern "C" [[gnu::visibility("default")]] int dlclose(void* handle) {
   }
   const int result = real(handle);
   liveheap::engine::forget_frame_rules();
+  liveheap::engine::forget_python_if_unloaded();
   return result;
 }

@@ -13,6 +13,8 @@
 #include "own_code.hpp"
 #include "pages.hpp"
 #include "peak_signal.hpp"
+#include "python_runtime.hpp"
+#include "python_stacks.hpp"
 #include "request_route.hpp"
 #include "routed_stacks.hpp"
 #include "sampler.hpp"
@@ -282,10 +284,25 @@ void count_folded(std::int64_t bytes) noexcept {
   return routed_stack(stack, route);
 }
 
+// `stack` with its evaluator frames replaced by this thread's Python frames
+// (python_stacks.hpp), interned; `stack` itself when there are none or they cannot be
+// placed or interned.
+[[gnu::noinline]] StackId python_stack(StackId stack, const PythonRuntime& py) noexcept {
+  const StackRecord* r = g_stacks.record(stack);
+  if (r == nullptr || r->depth == 0 || r->depth > kMaxFramesCapture) return stack;
+  std::uintptr_t frames[kMaxFramesCapture];
+  const bool truncated = r->depth >= g_settings.max_frames;
+  const std::uint32_t depth = merge_python_frames(py, r->frames, r->depth, truncated, frames, kMaxFramesCapture);
+  if (depth == 0) return stack;
+  const StackId merged = g_stacks.find_or_insert(frames, depth);
+  return merged == kNoStack ? stack : merged;
+}
+
 // The stack's id (in this thread's request's route, if any); when it cannot be interned,
 // the over-the-cap stack's (and *folded set), or kNoStack when even that one does not exist.
 // The walk memo holds the ids in the route (a change of route empties it, request_route.cpp):
-// a walk whose id it knows costs nothing more for routes, inside a request or not.
+// a walk whose id it knows costs nothing more for routes, inside a request or not, nor for
+// Python frames outside CPython.
 LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& start) noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
@@ -295,6 +312,10 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
+    // Where CPython runs, the memo is never written (one native stack runs many Python
+    // lines): every walk comes here, and its Python frames are read.
+    if (const PythonRuntime* py = python_runtime()) [[unlikely]]
+      return in_route(python_stack(stack, *py));
     const StackId routed = in_route(stack);
     remember_stack_id(frames, known, routed);
     return routed;
@@ -454,6 +475,7 @@ void after_fork_in_child() noexcept {
 bool start(const Settings& settings) noexcept {
   g_mode.store(Mode::off, std::memory_order_seq_cst);
   if (settings.mode == Mode::sampled && !reserve_sample_region()) return false;
+  find_python();  // before tracing: its dlsym calls allocate
   // The first session finds every table as the loader made it: nothing to empty (and
   // nothing touched: a process that never allocates much pays no page for it).
   if (g_started_before) empty_tables(g_settings.mode);

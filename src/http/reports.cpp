@@ -245,6 +245,7 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
   // For glibc the allocator's figures are mallinfo2's, read under its rate limit.
   const MallocInfo heap = allocator.name == "glibc" ? malloc_info_of(allocator) : read_malloc_info();
   const SymbolizerStats symbolizer = symbolizer_stats();
+  const std::string python = python_frames_status();
   if (to.format == Format::json) {
     json allocator_json = {{"name", allocator.name}, {"file", allocator.file}};
     for (const auto& [name, bytes] : allocator.figures) allocator_json[name] = bytes;
@@ -277,6 +278,7 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
            {"kept_limit", engine.region_kept_limit},
            {"madvise_calls", engine.region_madvise_calls}}},
          {"symbolizer", symbolizer_json(symbolizer)},
+         {"python_frames", python},
          {"rss", process.rss},
          {"peak_rss", process.peak_rss},
          {"mallinfo", std::move(mallinfo)},
@@ -319,6 +321,7 @@ Response stats_report(const ReplyTo& to, unsigned windows) {
     text += age;
   }
   if (symbolizer.process_asked) text += "\n" + symbolizer_text(symbolizer);
+  if (!python.empty()) text += "\npython frames: " + python;
   text += "\n";
   return make_text(to, Status::ok, std::move(text));
 }

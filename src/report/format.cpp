@@ -72,7 +72,7 @@ std::string frame_line(const Frame& f, std::size_t max_columns) {
   line += ", in ";
   const std::size_t used = columns(line);
   const std::size_t room = max_columns > used + 40 ? max_columns - used : 40;
-  return line + fit(short_function(f.function), room);
+  return line + fit(shown_function(f), room);
 }
 
 // Which frames fold. Library frames, unless that would leave no frame of the program's own

@@ -22,7 +22,8 @@ nlohmann::json key_fields(const Traceback& key, KeyType key_type, std::int64_t s
                                                     : key.front();
   return {{"key", format_key(key, key_type)},
           {"function", f.function},
-          {"short_function", is_route_frame(f) ? f.function : short_function(f.function)},
+          {"short_function", shown_function(f)},
+          {"kind", frame_kind(f)},
           {"file", f.file},
           {"line", f.line},
           {"module", f.module},
@@ -36,7 +37,8 @@ nlohmann::json key_fields(const Traceback& key, KeyType key_type, std::int64_t s
 
 nlohmann::json to_json(const Frame& frame) {
   return {{"function", frame.function},
-          {"short_function", is_route_frame(frame) ? frame.function : short_function(frame.function)},
+          {"short_function", shown_function(frame)},
+          {"kind", frame_kind(frame)},
           {"file", frame.file},
           {"line", frame.line},
           {"module", frame.module},

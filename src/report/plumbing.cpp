@@ -76,6 +76,19 @@ bool is_user_plumbing(const Frame& frame) noexcept {
   return false;
 }
 
+// The interpreter's own C code: libpython, an executable that links it in (Debian's
+// python3.11, pyenv's static builds) and the standard library's extension modules. Its
+// frames run Python code; the Python frames above them are where the user's code is.
+bool is_interpreter_module(std::string_view module) {
+  if (module.find("/lib-dynload/") != std::string_view::npos) return true;
+  const std::string_view name = base_name(module);
+  if (name.starts_with("libpython")) return true;
+  if (!name.starts_with("python")) return false;
+  for (const char c : name.substr(6))
+    if (!(c >= '0' && c <= '9') && c != '.' && c != 'd') return false;
+  return true;
+}
+
 bool in_system_headers(std::string_view file) {
   return file.starts_with("/usr/include/") || file.starts_with("/usr/local/include/");
 }
@@ -124,6 +137,8 @@ void set_plumbing(const std::vector<std::string>& globs) {
 
 bool is_plumbing(const Frame& frame) noexcept {
   if (is_route_frame(frame)) return true;  // no code: never a line's frame
+  if (is_python_frame(frame)) return is_user_plumbing(frame);
+  if (is_interpreter_module(frame.module)) return true;
   const std::string_view module = base_name(frame.module);
   if (module.starts_with("libliveheap") || module.starts_with("libc.so") ||
       module.starts_with("libstdc++.so"))

@@ -11,9 +11,20 @@
 LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
+// With cumulative=1 an include glob names the lines to show wherever they are in a stack
+// (a Python app's own lines above an extension's allocation): a trace is kept when any of
+// its frames matches, and only the lines that match are shown (shown_lines).
+bool includes_every_frame(const ReportRequest& request) {
+  return request.cumulative && !request.include.empty() && request.key != KeyType::traceback &&
+         request.key != KeyType::route;
+}
+
 std::vector<Filter> filters_of(const ReportRequest& request) {
   std::vector<Filter> filters;
-  for (const std::string& spec : request.include) filters.push_back(Filter::parse(true, spec));
+  for (const std::string& spec : request.include) {
+    filters.push_back(Filter::parse(true, spec));
+    filters.back().all_frames = includes_every_frame(request);
+  }
   for (const std::string& spec : request.exclude) filters.push_back(Filter::parse(false, spec));
   return filters;
 }
@@ -35,6 +46,19 @@ Report empty_report(const SnapshotInfo& info, const ReportRequest& request) {
   report.cap = info.cap;
   report.request = request;
   return report;
+}
+
+// The statistics a report shows: with includes_every_frame, those whose line an include
+// glob matches.
+template <typename Stats>
+Stats shown_lines(Stats stats, const std::vector<Filter>& filters, const ReportRequest& request) {
+  if (!includes_every_frame(request)) return stats;
+  std::erase_if(stats, [&](const auto& stat) {
+    return stat.traceback.empty() || std::none_of(filters.begin(), filters.end(), [&](const Filter& f) {
+             return f.inclusive && f.matches(stat.traceback.front());
+           });
+  });
+  return stats;
 }
 
 // A line named as format_key names it; the key's stack kept whole only where JSON shows it.
@@ -92,8 +116,10 @@ std::vector<Traceback> stacks_of(const Stats& stats) {
 
 Report make_report(const Snapshot& now, const ReportRequest& request, const VerdictOf& verdict_of) {
   Snapshot storage;
-  const Snapshot& snapshot = filtered(now, filters_of(request), request.routes, storage);
-  const std::vector<Statistic> stats = snapshot.statistics(request.key, request.cumulative);
+  const std::vector<Filter> filters = filters_of(request);
+  const Snapshot& snapshot = filtered(now, filters, request.routes, storage);
+  const std::vector<Statistic> stats =
+      shown_lines(snapshot.statistics(request.key, request.cumulative), filters, request);
   Report report = empty_report(snapshot.info(), request);
   report.total = {snapshot.total_size(), snapshot.total_count(), 0, 0};
   report.keys = stats.size();
@@ -117,7 +143,7 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
   const Snapshot& current = filtered(now, filters, request.routes, now_storage);
   const Snapshot& previous = filtered(old, filters, request.routes, old_storage);
   const std::vector<StatisticDiff> diffs =
-      current.compare_to(previous, request.key, request.cumulative);
+      shown_lines(current.compare_to(previous, request.key, request.cumulative), filters, request);
   Report report = empty_report(current.info(), request);
   report.diff = ReportAgainst{std::move(against), previous.info().taken_at_ms};
   report.total = {current.total_size(), current.total_count(),

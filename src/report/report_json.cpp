@@ -21,7 +21,8 @@ bool shows_traceback(const Report& report, const ReportLine& line) {
 json line_json(const Report& report, const ReportLine& line) {
   json j = {{"key", line.key},
             {"function", line.frame.function},
-            {"short_function", is_route_frame(line.frame) ? line.frame.function : short_function(line.frame.function)},
+            {"short_function", shown_function(line.frame)},
+            {"kind", frame_kind(line.frame)},
             {"file", line.frame.file},
             {"line", line.frame.line},
             {"module", line.frame.module},

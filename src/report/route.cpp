@@ -12,6 +12,8 @@ bool is_route_frame(const Frame& frame) noexcept {
   return frame.module == kRouteModule && frame.file.empty();
 }
 
+bool is_python_frame(const Frame& frame) noexcept { return frame.module == kPythonModule; }
+
 std::string_view route_of(const Traceback& traceback) noexcept {
   if (traceback.empty() || !is_route_frame(traceback.back())) return kNoRequest;
   return traceback.back().function;

@@ -97,6 +97,12 @@ std::string braced(std::string_view group) {
 
 }  // namespace
 
+std::string shown_function(const Frame& frame) {
+  return is_route_frame(frame) || is_python_frame(frame) ? frame.function : short_function(frame.function);
+}
+
+std::string_view frame_kind(const Frame& frame) noexcept { return is_python_frame(frame) ? "python" : "native"; }
+
 std::string short_function(std::string_view name) {
   std::string out;
   std::size_t i = 0;

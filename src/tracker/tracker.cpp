@@ -22,6 +22,8 @@
 #include "main_program.hpp"
 #include "peak.hpp"
 #include "preloaded_session.hpp"
+#include "python_frame_table.hpp"
+#include "python_runtime.hpp"
 #include "request_route.hpp"
 #include "stack_capture.hpp"
 #include "symbolizer.hpp"
@@ -232,14 +234,46 @@ EngineStats engine_stats() noexcept {
 
 namespace {
 
+std::string python_version(std::uint32_t v) {
+  std::string text = std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 0xFF) + "." +
+                     std::to_string((v >> 8) & 0xFF);
+  const unsigned level = (v >> 4) & 0xF;  // 0xA alpha, 0xB beta, 0xC candidate, 0xF final
+  if (level >= 0xA && level <= 0xC) text += std::string(1, "abc"[level - 0xA]) + std::to_string(v & 0xF);
+  return text;
+}
+
+}  // namespace
+
+std::string python_frames_status() {
+  IgnoreScope ignore;
+  engine::find_python();
+  const engine::PythonStatus s = engine::python_status();
+  switch (s.support) {
+    case engine::PythonSupport::absent:
+      return "";
+    case engine::PythonSupport::on:
+      return "on (CPython " + python_version(s.version) + ")";
+    case engine::PythonSupport::unsupported:
+      return "off: CPython " + (s.version == 0 ? std::string("before 3.11") : python_version(s.version)) +
+             " is not supported (3.11 is): native frames only";
+    case engine::PythonSupport::incomplete:
+      return "off: CPython " + python_version(s.version) + " has no symbol " + s.missing + ": native frames only";
+  }
+  return "";
+}
+
+namespace {
+
 // The distinct return addresses of `stacks`, sorted.
 std::vector<std::uintptr_t> distinct_addresses(std::span<const std::span<const std::uintptr_t>> stacks) {
   return tracker::AddressIndex(stacks).sorted();
 }
 
-// A frame the engine made up, which is no code: the over-the-cap stack's, or the route of
-// the request that allocated (outermost).
+// A frame the engine made up, which is no code: the over-the-cap stack's, the route of
+// the request that allocated (outermost), or a Python frame.
 Frame engine_frame(std::uintptr_t address) {
+  if (engine::PythonFrameText py; engine::python_frame_text(address, &py))
+    return Frame{py.function, py.file, py.line, std::string(kPythonModule), address};
   if (engine::is_route_frame(address))
     return Frame{engine::route_frame_name(address), "", 0, std::string(kRouteModule), address};
   if (address == engine::kOverCapFrame) return Frame{std::string(kOverCapFunction), "", 0, "", address};
@@ -250,15 +284,18 @@ Frame engine_frame(std::uintptr_t address) {
 std::vector<Traceback> symbolized(std::span<const std::span<const std::uintptr_t>> stacks) {
   const tracker::AddressIndex index(stacks);
   const std::vector<std::uintptr_t>& addresses = index.sorted();
-  // The frames that are no code are named, not symbolized (they sort first).
-  std::size_t named = 0;
+  // The frames that are no code are named, not symbolized: routes and the over-the-cap
+  // frame sort first, Python frames (top bit set) last.
+  std::size_t named = 0, code_end = addresses.size();
   while (named < addresses.size() && addresses[named] < engine::kFirstCodeAddress) ++named;
+  while (code_end > named && engine::is_python_frame(addresses[code_end - 1])) --code_end;
   std::vector<std::vector<Frame>> by_address =
-      symbolize::symbolize(std::span<const std::uintptr_t>(addresses).subspan(named));
+      symbolize::symbolize(std::span<const std::uintptr_t>(addresses).subspan(named, code_end - named));
   std::vector<std::vector<Frame>> names;
   for (std::size_t i = 0; i < named; ++i) names.push_back({engine_frame(addresses[i])});
   by_address.insert(by_address.begin(), std::make_move_iterator(names.begin()),
                     std::make_move_iterator(names.end()));
+  for (std::size_t i = code_end; i < addresses.size(); ++i) by_address.push_back({engine_frame(addresses[i])});
   const SnapshotFrames table = build_frame_table(std::move(by_address));
   std::vector<Traceback> tracebacks;
   tracebacks.reserve(stacks.size());
@@ -454,7 +491,7 @@ void frames_of(const StackSnapshot& stacks, std::vector<std::span<const std::uin
   if (!now) now = std::make_shared<const StackSnapshot::Code>(StackSnapshot::Code{symbolize::LoadedCode::now()});
   const auto mine = std::span(out).subspan(first);
   for (std::uintptr_t a : distinct_addresses(mine)) {
-    if (a < engine::kFirstCodeAddress) continue;  // named by the engine (engine_frame)
+    if (a < engine::kFirstCodeAddress || engine::is_python_frame(a)) continue;  // named by the engine (engine_frame)
     const std::string object = stacks.code->loaded.changed_object(a, now->loaded);
     if (!object.empty())
       throw UnloadedCodeError(object + " was unloaded or replaced (dlclose) since the snapshot was taken: its "
@@ -473,6 +510,7 @@ Snapshot snapshot_of(const StackSnapshot& stacks, std::vector<Traceback>::iterat
 
 StackSnapshot stack_snapshot_of(bool include_freed) {
   IgnoreScope ignore;
+  engine::find_python();  // a program may have loaded libpython since the last look
   StackSnapshot s;
   s.info = session_info();
   engine::visit_stack_ids(collect_id, &s.stacks, include_freed);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -152,6 +153,61 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
   const std::string line = text.body.substr(at, text.body.find('\n', at) - at);
   EXPECT_NE(line.find(" (+4688 KiB), count="), std::string::npos) << line;  // 10 x 480000 B
   EXPECT_NE(line.find(" (+" + std::to_string(kRequests) + "), average=469 KiB"), std::string::npos) << line;
+}
+
+// The renderer's buffer with its Python frames: its traceback runs through the app's
+// fig.savefig line, and the app's own lines, cumulative, hold the buffers at that line.
+TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
+  json list;
+  ASSERT_TRUE(http_test::wait_until(
+      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
+      std::chrono::milliseconds(100)))
+      << "/processes never listed the arbiter and its two workers: " << list.dump();
+  std::set<long> workers;
+  for (int i = 0; i < 20 && workers.size() < 2; ++i)
+    for (const json& a : plot(1)) workers.insert(a.value("pid", 0L));
+  ASSERT_EQ(workers.size(), 2u) << "one worker never served a request";
+  ASSERT_EQ(http_test::post(port_, "/debug/memory/baseline?pid=all").status, 200);
+  const std::vector<json> answers = plot(kRequests / 2);
+  const std::int64_t buffer = answers[0]["width"].get<std::int64_t>() * answers[0]["height"].get<std::int64_t>() * 4;
+  const std::string app = std::string(LIVEHEAP_STORIES_DIR) + "/figure_app.py";
+  int savefig = 0, draw = 0;  // the lines marked "# site: savefig" and "# site: draw"
+  {
+    std::ifstream in(app);
+    std::string text;
+    for (int line = 1; std::getline(in, text); ++line) {
+      if (text.ends_with("# site: savefig")) savefig = line;
+      if (text.ends_with("# site: draw")) draw = line;
+    }
+  }
+  ASSERT_NE(savefig, 0);
+  ASSERT_NE(draw, 0);
+
+  const auto all = http_test::get(port_, "/debug/memory/diff?pid=all&format=json&limit=1000&key=traceback");
+  ASSERT_EQ(all.status, 200) << all.body;
+  const json stat = renderer_stat(all.json(), buffer);
+  ASSERT_FALSE(stat.is_null()) << all.json()["stats"].dump(1);
+  EXPECT_EQ(stat["count_diff"], kRequests) << stat.dump();
+  bool through_savefig = false;
+  for (const json& frame : stat["traceback"])
+    through_savefig = through_savefig || (frame["kind"] == "python" && frame["file"] == app && frame["line"] == savefig);
+  EXPECT_TRUE(through_savefig) << stat["traceback"].dump(1);
+
+  const auto mine = http_test::get(
+      port_, "/debug/memory/diff?pid=all&format=json&limit=5&key=line&cumulative=1&include=*/figure_app.py");
+  ASSERT_EQ(mine.status, 200) << mine.body;
+  const json answer = mine.json();
+  ASSERT_FALSE(answer.at("stats").empty()) << mine.body;
+  // On top the app's outermost line that the figures go through (plot's call of draw),
+  // then draw's savefig line, each holding at least the requests' buffers.
+  const json& stats = answer.at("stats");
+  EXPECT_EQ(stats.at(0)["file"], app) << mine.body;
+  EXPECT_EQ(stats.at(0)["line"], draw) << mine.body;
+  bool savefig_holds_the_buffers = false;
+  for (const json& stat : stats)
+    savefig_holds_the_buffers = savefig_holds_the_buffers ||
+                                (stat["line"] == savefig && stat["size_diff"].get<std::int64_t>() >= kRequests * buffer);
+  EXPECT_TRUE(savefig_holds_the_buffers) << mine.body;
 }
 
 // The same story tagged by route (samples/python/liveheap_wsgi.py over the C API): through

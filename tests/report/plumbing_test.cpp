@@ -1,5 +1,5 @@
 // User-named plumbing (set_plumbing, LIVEHEAP_PLUMBING's list) on hand-built snapshots:
-// the user's arena and CPython's allocator stop being the `line` key; their callers are.
+// the user's arena and a pool allocator stop being the `line` key; their callers are.
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -19,12 +19,12 @@ struct PlumbingGuard {
 using hand_built::kMalloc;
 using hand_built::user;
 const Frame kArena{"void* my::Arena::allocate<int>(unsigned long)", "/src/arena.cpp", 30, "/bin/app", 0x2};
-const Frame kPyMem{"PyMem_Malloc", "Objects/obmalloc.c", 700, "/usr/lib/libpython3.11.so", 0x3};
+const Frame kPool{"pool_malloc", "src/pool.c", 700, "/usr/lib/libpool.so", 0x3};
 
 Snapshot arena_snapshot() {
   return Snapshot({{{kMalloc, kArena, user("a.cpp", 10, "make_a()"), user("m.cpp", 1, "main")}, 100, 1},
                    {{kMalloc, kArena, user("b.cpp", 20, "make_b()"), user("m.cpp", 2, "main")}, 300, 3},
-                   {{kMalloc, kPyMem, user("c.cpp", 5, "call_python()")}, 50, 1}},
+                   {{kMalloc, kPool, user("c.cpp", 5, "call_pool()")}, 50, 1}},
                   SnapshotInfo{});
 }
 
@@ -40,12 +40,12 @@ TEST(UserPlumbing, LineKeyNamesTheCallersOfNamedAllocators) {
   const Snapshot s = arena_snapshot();
   EXPECT_EQ(line_keys(s), (std::vector<std::string>{
                               "/src/arena.cpp:30: size=400 B, count=4, average=100 B",
-                              "Objects/obmalloc.c:700: size=50 B, count=1, average=50 B"}));
+                              "src/pool.c:700: size=50 B, count=1, average=50 B"}));
   // A function glob on the name as shown (no return type, template arguments or
   // parameters), and a file glob.
-  set_plumbing({"function:my::Arena::allocate<*>", "*/obmalloc.c"});
+  set_plumbing({"function:my::Arena::allocate<*>", "*/pool.c"});
   EXPECT_TRUE(is_plumbing(kArena));
-  EXPECT_TRUE(is_plumbing(kPyMem));
+  EXPECT_TRUE(is_plumbing(kPool));
   EXPECT_EQ(line_keys(s), (std::vector<std::string>{
                               "b.cpp:20: size=300 B, count=3, average=100 B",
                               "a.cpp:10: size=100 B, count=1, average=100 B",
@@ -54,31 +54,31 @@ TEST(UserPlumbing, LineKeyNamesTheCallersOfNamedAllocators) {
   EXPECT_EQ(s.statistics(KeyType::function)[0].traceback.front().function, "make_b()");
 
   // Full names match too; a later list replaces the earlier one.
-  set_plumbing({"function:PyMem_*"});
+  set_plumbing({"function:pool_*"});
   EXPECT_FALSE(is_plumbing(kArena));
-  EXPECT_TRUE(is_plumbing(kPyMem));
+  EXPECT_TRUE(is_plumbing(kPool));
   set_plumbing({});
-  EXPECT_FALSE(is_plumbing(kPyMem));
+  EXPECT_FALSE(is_plumbing(kPool));
   EXPECT_FALSE(is_plumbing(user("a.cpp", 10, "make_a()")));
 }
 
 TEST(UserPlumbing, BadGlobsAreErrorsAndChangeNothing) {
   PlumbingGuard guard;
-  set_plumbing({"*/obmalloc.c"});
+  set_plumbing({"*/pool.c"});
   for (const char* bad : {"function:[oops", "", "function:", "[a-"})
     EXPECT_THROW(set_plumbing({"*.cpp", bad}), std::invalid_argument) << bad;
-  EXPECT_TRUE(is_plumbing(kPyMem));                          // the old list stands
+  EXPECT_TRUE(is_plumbing(kPool));                          // the old list stands
   EXPECT_FALSE(is_plumbing(user("a.cpp", 10, "make_a()")));  // "*.cpp" never applied
 }
 
 TEST(UserPlumbing, FilterParseIsTheRoutesSyntax) {
-  const Filter by_file = Filter::parse(false, "*/obmalloc.c");
+  const Filter by_file = Filter::parse(false, "*/pool.c");
   EXPECT_FALSE(by_file.inclusive);
   EXPECT_EQ(by_file.field, Filter::Field::file);
-  EXPECT_EQ(by_file.pattern, "*/obmalloc.c");
-  const Filter by_function = Filter::parse(true, "function:PyMem_*");
+  EXPECT_EQ(by_file.pattern, "*/pool.c");
+  const Filter by_function = Filter::parse(true, "function:pool_*");
   EXPECT_EQ(by_function.field, Filter::Field::function);
-  EXPECT_EQ(by_function.pattern, "PyMem_*");
+  EXPECT_EQ(by_function.pattern, "pool_*");
 }
 
 }  // namespace

@@ -22,13 +22,13 @@ def draw():
     fig = plt.figure(figsize=FIGSIZE, dpi=DPI)
     fig.add_subplot().plot([1, 2, 3], [3, 1, 2])
     out = io.BytesIO()
-    fig.savefig(out, format="png")
+    fig.savefig(out, format="png")  # site: savefig
     time.sleep(0.1)  # holds this worker, so that concurrent requests reach the other one
     return fig, len(out.getvalue())
 
 
 @app.route("/plot")
 def plot():
-    fig, png_bytes = draw()
+    fig, png_bytes = draw()  # site: draw
     width, height = fig.canvas.get_width_height()
     return {"pid": os.getpid(), "width": width, "height": height, "png_bytes": png_bytes}
