@@ -24,10 +24,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kJemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+constexpr int kConvLine = 21;  // stories/conv_lengths.py: conv(torch.randn(8, 16, length))
 
 struct Held {
   std::int64_t count = 0;
   std::int64_t size = 0;
+  std::int64_t from_the_model = 0;  // blocks whose traceback reaches the script's Python line
 };
 
 // What the diff holds in tracebacks through PyTorch's oneDNN convolution that created a
@@ -35,15 +37,20 @@ struct Held {
 Held cache_entries(const json& diff) {
   Held held;
   for (const json& stat : diff.at("stats")) {
-    bool conv = false, descriptor = false;
+    bool conv = false, descriptor = false, model = false;
     for (const json& frame : stat.at("traceback")) {
       const std::string function = frame.value("function", "");
       conv = conv || function.find("at::native::mkldnn_convolution(") != std::string::npos;
       descriptor = descriptor || function == "dnnl_primitive_desc_iterator_create";
+      // The script's line that calls the convolution (Python frames in native stacks).
+      model = model || (frame.value("kind", "") == "python" && frame.value("function", "") == "run" &&
+                        frame.value("file", "").ends_with("/conv_lengths.py") &&
+                        frame.value("line", 0) == kConvLine);
     }
     if (conv && descriptor) {
       held.count += stat.at("count_diff").get<std::int64_t>();
       held.size += stat.at("size_diff").get<std::int64_t>();
+      if (model) held.from_the_model += stat.at("count_diff").get<std::int64_t>();
     }
   }
   return held;
@@ -114,6 +121,7 @@ TEST_F(TorchStory, OneDnnPrimitiveCacheGrowsToItsCapacityAndStops) {
   ASSERT_GT(first.count, 0) << "no cache entry under mkldnn_convolution";
   ASSERT_EQ(first.count % 15, 0) << first.count;
   const std::int64_t per_entry = first.count / 15;  // blocks each entry holds
+  EXPECT_EQ(first.from_the_model, first.count) << "the cache's tracebacks reach the model's line";
 
   const Held growing = cache_entries(step(1000));  // 1015 new lengths: the cache is not full
   EXPECT_EQ(growing.count, 1015 * per_entry);
