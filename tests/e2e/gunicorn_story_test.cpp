@@ -124,7 +124,7 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
   for (const json& a : answers) ++served[a.value("pid", 0L)];
   ASSERT_EQ(served.size(), 2u);
   const std::int64_t width = answers[0]["width"], height = answers[0]["height"];
-  ASSERT_EQ(width * height, 400 * 300);
+  ASSERT_EQ(width * height, 1560 * 1040);  // the seed's figure
   const std::int64_t buffer = width * height * 4;  // RGBA, one byte each
 
   const auto all = http_test::get(port_, "/debug/memory/diff?pid=all&format=json&limit=1000");
@@ -151,8 +151,8 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
   const auto at = text.body.find(key.substr(key.rfind('/') + 1) + ": size=");
   ASSERT_NE(at, std::string::npos) << text.body;
   const std::string line = text.body.substr(at, text.body.find('\n', at) - at);
-  EXPECT_NE(line.find(" (+4688 KiB), count="), std::string::npos) << line;  // 10 x 480000 B
-  EXPECT_NE(line.find(" (+" + std::to_string(kRequests) + "), average=469 KiB"), std::string::npos) << line;
+  EXPECT_NE(line.find(" (+61.9 MiB), count="), std::string::npos) << line;  // 10 x 6,489,600 B
+  EXPECT_NE(line.find(" (+" + std::to_string(kRequests) + "), average=6338 KiB"), std::string::npos) << line;
 }
 
 // The renderer's buffer with its Python frames: its traceback runs through the app's

@@ -1,7 +1,6 @@
 # The founding story tagged by route (samples/python/liveheap_wsgi.py): figure_app's
 # GET /plot draws a matplotlib figure and never closes it; GET /plot/closed draws the same,
-# closes it and collects it. Figures of the seed's size: 1560 x 1040 pixels, a 6,489,600-byte
-# Agg buffer each.
+# closes it and collects it.
 # Served by `gunicorn -w 2` in gunicorn_story_test.cpp.
 import gc
 import os
@@ -10,11 +9,8 @@ import sys
 import matplotlib.pyplot as plt
 
 sys.path.insert(0, os.environ["LIVEHEAP_SAMPLES_PYTHON"])
-import figure_app
 from figure_app import app, draw
 from liveheap_wsgi import LiveheapRoutes
-
-figure_app.FIGSIZE, figure_app.DPI = (15, 10), 104
 
 app.wsgi_app = LiveheapRoutes(app.wsgi_app, app.url_map)
 
