@@ -12,3 +12,9 @@ set_tests_properties(WalkthroughTest.LeaksGrowingAndTheFullCachePlateauedAfterTh
 set_tests_properties(RealPrograms.BashPipelinesSubshellsAndSubstitutionsRunAsBare PROPERTIES COST 11)
 set_tests_properties(Postgres.APreloadedPostmasterServesPgbenchAndNamesItsExecutable
   PROPERTIES COST 9)
+foreach(test GunicornStory.TheMergedDiffNamesTheAggRendererBufferOncePerRequest
+             GunicornStory.TheBuffersTracebackReachesTheAppsSavefigLine)
+  set_tests_properties(${test} PROPERTIES COST 35)
+endforeach()
+set_tests_properties(GunicornRoutes.ARouteThatKeepsItsFigureRetainsItAndOneThatClosesItNothing
+  PROPERTIES COST 15)
