@@ -1,10 +1,11 @@
 // Where CPython keeps what a Python frame is made of, per supported version: byte offsets
 // into its thread state, interpreter frames, code objects, str and bytes objects (x86-64).
 // liveheap reads them in place, without the GIL and without calling the interpreter
-// (python_frames.cpp), so a layout is used only for the exact minor version it was taken
-// from. Adding a version: its offsets here (tests/engine/python_layout_test.cpp checks them
-// against that version's own headers), its location-table decoder if the format changed,
-// and its frame-chain rules (python_frames.cpp) if the interpreter's changed.
+// (python_stacks.cpp, python_code.cpp), so a layout is used only for the exact minor version
+// it was taken from. Adding a version: its offsets here (tests/engine/python_layout_test.cpp
+// checks 3.11's against its own headers: do the same for the new one), its location-table
+// decoder if the format changed (python_code.cpp), and its frame-chain rules
+// (python_stacks.cpp) if the interpreter's changed.
 #pragma once
 
 #include <cstdint>
