@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -125,16 +127,26 @@ GlibcReads& glibc_reads() noexcept {
   return g_glibc;
 }
 
+double thread_cpu_ms() noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 GlibcRead read_glibc() noexcept {
   GlibcReads& reads = glibc_reads();
   std::lock_guard lock(reads.mutex);
   const Clock::time_point now = Clock::now();
   if (!reads.read_once || now >= reads.next_read) {
+    // The read's cost is this thread's CPU time: the time it was descheduled on a loaded
+    // machine is not work, and counted it would leave the figures stale for minutes.
+    const double cpu_before = thread_cpu_ms();
     reads.last = ::mallinfo2();
     const Clock::time_point done = Clock::now();
-    reads.cost_ms = std::chrono::duration<double, std::milli>(done - now).count();
+    reads.cost_ms = std::max(0.0, thread_cpu_ms() - cpu_before);
     reads.read_at = done;
-    reads.next_read = done + (done - now) * kQuietFactor;
+    reads.next_read = done + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double, std::milli>(reads.cost_ms * kQuietFactor));
     reads.read_once = true;
   }
   const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - reads.read_at);
