@@ -6,17 +6,14 @@
 #include <unordered_map>
 
 #include "grouping.hpp"
+#include "report_lines.hpp"
 #include "liveheap/format.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
-std::vector<Filter> filters_of(const ReportRequest& request) {
-  std::vector<Filter> filters;
-  for (const std::string& spec : request.include) filters.push_back(Filter::parse(true, spec));
-  for (const std::string& spec : request.exclude) filters.push_back(Filter::parse(false, spec));
-  return filters;
-}
+using report::filters_of;
+using report::line_of;
 
 // `snapshot` itself without filters, else the filtered copy, kept in `storage`.
 const Snapshot& filtered(const Snapshot& snapshot, const std::vector<Filter>& filters,
@@ -35,20 +32,6 @@ Report empty_report(const SnapshotInfo& info, const ReportRequest& request) {
   report.cap = info.cap;
   report.request = request;
   return report;
-}
-
-// A line named as format_key names it; the key's stack kept whole only where JSON shows it.
-ReportLine line_of(const Traceback& key, const ReportRequest& request, std::int64_t size,
-                   std::int64_t count) {
-  ReportLine line;
-  line.key = format_key(key, request.key);
-  if (!key.empty())
-    line.frame = request.key == KeyType::traceback ? key[user_frame_index(key)] : key.front();
-  line.traceback = key;
-  line.size = size;
-  line.count = count;
-  line.average = count == 0 ? 0.0 : static_cast<double>(size) / static_cast<double>(count);
-  return line;
 }
 
 // traceback=1 with a key of one frame (line, file, function): each line gets a whole stack,
@@ -100,7 +83,7 @@ Report make_report(const Snapshot& now, const ReportRequest& request, const Verd
   const std::size_t shown = std::min(stats.size(), request.limit);
   report.lines.reserve(shown);
   for (std::size_t i = 0; i < shown; ++i) {
-    ReportLine line = line_of(stats[i].traceback, request, stats[i].size, stats[i].count);
+    ReportLine line = line_of(stats[i].traceback, request.key, stats[i].size, stats[i].count);
     if (verdict_of) line.verdict = verdict_of(stats[i].traceback);
     report.lines.push_back(std::move(line));
   }
@@ -128,7 +111,7 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
   report.lines.reserve(shown);
   for (std::size_t i = 0; i < shown; ++i) {
     const StatisticDiff& d = diffs[i];
-    ReportLine line = line_of(d.traceback, request, d.size, d.count);
+    ReportLine line = line_of(d.traceback, request.key, d.size, d.count);
     line.size_diff = d.size_diff;
     line.count_diff = d.count_diff;
     if (verdict_of) line.verdict = verdict_of(d.traceback);
