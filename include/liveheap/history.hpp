@@ -36,6 +36,8 @@ struct HistoryPoint {
   // The verdict's axis: an interval in which the process allocated no more than noise is idle.
   std::int64_t allocated = 0;
   std::int64_t allocations = 0;
+
+  friend bool operator==(const HistoryPoint&, const HistoryPoint&) = default;
 };
 
 // One stack's live bytes and blocks at each point (index = point index; 0 where the stack
@@ -115,6 +117,8 @@ struct Verdict {
   std::optional<double> idle_s;
   double allocated = 0;             // bytes it allocated over the window (merges weigh retention)
   std::size_t work_points = 0;      // points whose interval had work (the rule's axis)
+
+  friend bool operator==(const Verdict&, const Verdict&) = default;
 };
 
 // Constants of the rule (the only implementation: the dashboard and liveheap-watch show the

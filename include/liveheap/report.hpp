@@ -61,6 +61,8 @@ struct ReportLine {
   // The server's verdict on the line's history; nullopt only in a report built without
   // verdicts (it is then written as "unknown").
   std::optional<Verdict> verdict;
+
+  friend bool operator==(const ReportLine&, const ReportLine&) = default;
 };
 
 // A process that did not answer a pid=all report.
