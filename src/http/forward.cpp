@@ -15,6 +15,7 @@
 
 #include "endpoint.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/processes_report.hpp"
 #include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 #include "local_client.hpp"
@@ -282,45 +283,37 @@ Forward merged_routes(RouteState& state, const Request& req, const ReplyTo& to) 
                      for (const PeerAnswer& answer : answers)
                        if (answer.response && answer.response->result() == Status::ok)
                          reports.push_back(route_report_from_json(answer.response->body()));
-                     return route_report_response(to, merge(reports));
+                     return typed_response(to, merge(reports));
                    });
                  });
 }
 
 // Each process's answer to POST /baseline, one entry (or line) each.
-Response baselines_report(const ReplyTo& to, const std::vector<PeerAnswer>& answers) {
-  json list = json::array();
-  std::string text;
+BaselinesReport baselines_of(const std::vector<PeerAnswer>& answers) {
+  BaselinesReport report;
   for (const PeerAnswer& answer : answers) {
-    const pid_t pid = answer.pid;
-    json entry = {{"pid", pid}};
+    ProcessBaseline entry{answer.pid, 0, std::nullopt, {}};
     try {
       if (!answer.response) throw std::runtime_error(answer.error);
       const Response& res = *answer.response;
-      entry["status"] = res.result_int();
-      if (res.result() == Status::ok) entry["baseline"] = json::parse(res.body());
-      else entry["error"] = body_reason(res);
+      entry.status = static_cast<int>(res.result_int());
+      if (res.result() == Status::ok) entry.baseline = baseline_report_from_json(res.body());
+      else entry.error = body_reason(res);
     } catch (const std::exception& e) {
-      entry["status"] = 502;
-      entry["error"] = e.what();
+      entry.status = 502;
+      entry.baseline.reset();
+      entry.error = e.what();
     }
-    text += "pid " + std::to_string(pid) + ": ";
-    if (entry.contains("baseline"))
-      text += "baseline of " + format_size(entry["baseline"]["total"]["size"].get<double>(), false) +
-              " in " + std::to_string(entry["baseline"]["total"]["count"].get<std::int64_t>()) + " blocks\n";
-    else
-      text += entry["error"].get<std::string>() + "\n";
-    list.push_back(std::move(entry));
+    report.processes.push_back(std::move(entry));
   }
-  if (to.format == Format::json) return make_json(to, Status::ok, {{"processes", list}});
-  return make_text(to, Status::ok, std::move(text));
+  return report;
 }
 
 // POST /baseline?pid=all: every process remembers its heap now.
 Forward baseline_all(RouteState& state, const Request& req, const ReplyTo& to) {
   return ask_all(state, req, peer_target(req.target(), Ask::json), kPeerAnswerTimeout,
                  [to](const std::vector<PeerAnswer>& answers) {
-                   return never_throwing(to, [&] { return baselines_report(to, answers); });
+                   return never_throwing(to, [&] { return typed_response(to, baselines_of(answers)); });
                  });
 }
 
@@ -362,41 +355,25 @@ ProcInfo proc_info(pid_t pid) {
 }
 
 // One process's entry in /processes, from its answer to GET /stats.
-json process_entry(const PeerAnswer& answer) {
+ProcessEntry process_entry(const PeerAnswer& answer) {
   const ProcInfo info = proc_info(answer.pid);
-  json entry = {{"pid", answer.pid}, {"ppid", info.ppid}, {"cmdline", info.cmdline}};
+  ProcessEntry entry{answer.pid, info.ppid, info.cmdline, "unreachable", std::nullopt, std::nullopt, info.started_ms};
   try {
     if (!answer.response) throw std::runtime_error(answer.error);
-    const json stats = json::parse(answer.response->body());
-    entry["mode"] = stats.at("mode");
-    entry["traced"] = stats.at("traced").at("current");
-    entry["rss"] = stats.at("rss");
-  } catch (const std::exception& e) {
-    entry["mode"] = "unreachable";
-    entry["traced"] = nullptr;
-    entry["rss"] = nullptr;
+    const StatsReport stats = stats_report_from_json(answer.response->body());
+    entry.mode = to_string(stats.mode);
+    entry.traced = stats.traced_current;
+    entry.rss = stats.rss;
+  } catch (const std::exception&) {  // unreachable, as entry says
   }
-  entry["started_ms"] = info.started_ms;
   return entry;
 }
 
-Response processes_list(const ReplyTo& to, const std::vector<PeerAnswer>& answers) {
-  json list = json::array();
-  for (const PeerAnswer& answer : answers) list.push_back(process_entry(answer));
-  if (to.format == Format::json)  // this_pid: who answers a request without pid= (the dashboard's default)
-    return make_json(to, Status::ok, {{"processes", list}, {"this_pid", ::getpid()}});
-  std::string text = std::to_string(list.size()) + " process" + (list.size() == 1 ? "" : "es") +
-                     " (this one: pid " + std::to_string(::getpid()) + ")\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "%8s %8s %-11s %11s %11s  %s\n", "PID", "PPID", "MODE", "TRACED", "RSS", "CMDLINE");
-  text += line;
-  for (const json& p : list) {
-    const auto size = [](const json& v) { return v.is_null() ? std::string("-") : format_size(v.get<double>(), false); };
-    std::snprintf(line, sizeof line, "%8ld %8ld %-11s %11s %11s  ", p["pid"].get<long>(), p["ppid"].get<long>(),
-                  p["mode"].get<std::string>().c_str(), size(p["traced"]).c_str(), size(p["rss"]).c_str());
-    text += line + p["cmdline"].get<std::string>() + "\n";
-  }
-  return make_text(to, Status::ok, std::move(text));
+ProcessesReport processes_of(const std::vector<PeerAnswer>& answers) {
+  ProcessesReport report;
+  for (const PeerAnswer& answer : answers) report.processes.push_back(process_entry(answer));
+  report.this_pid = ::getpid();  // who answers a request without pid= (the dashboard's default)
+  return report;
 }
 
 }  // namespace
@@ -468,7 +445,7 @@ Forward processes_report(RouteState& state, const ReplyTo& to) {
   req.set(bh::field::host, "localhost");  // this process's own request policy reads it too
   if (!state.config.token.empty()) req.set(bh::field::authorization, "Bearer " + state.config.token);
   return ask_all(state, req, std::string(req.target()), kStatsTimeout, [to](const std::vector<PeerAnswer>& answers) {
-    return never_throwing(to, [&] { return processes_list(to, answers); });
+    return never_throwing(to, [&] { return typed_response(to, processes_of(answers)); });
   });
 }
 

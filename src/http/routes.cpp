@@ -11,7 +11,6 @@
 #include "exports.hpp"
 #include "forward.hpp"
 #include "liveheap/tracker.hpp"
-#include "process_memory.hpp"
 #include "query.hpp"
 #include "reports.hpp"
 #include "request_policy.hpp"
@@ -99,18 +98,18 @@ Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
 }
 
 Outcome stats(RouteState& state, const ReplyTo& to, const Query&) {
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
 Outcome get_baseline(RouteState& state, const ReplyTo& to, const Query&) {
   const auto baseline = state.baseline.get();
   if (!baseline) conflict("no baseline yet: POST " + state.config.prefix + "/baseline first");
-  return baseline_report(to, *baseline, group_size());
+  return typed_response(to, baseline_report_of(*baseline, group_size()));
 }
 
 Outcome post_baseline(RouteState& state, const ReplyTo& to, const Query&) {
   StackSnapshot snapshot = stacks_now(state);
-  Response res = baseline_report(to, snapshot, group_size());
+  Response res = typed_response(to, baseline_report_of(snapshot, group_size()));
   state.baseline.set(std::move(snapshot));
   return res;
 }
@@ -186,30 +185,25 @@ Outcome start_tracing(RouteState& state, const ReplyTo& to, const Query& query) 
   } catch (const std::runtime_error& e) {
     conflict(e.what());
   }
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
 Outcome stop_tracing(RouteState& state, const ReplyTo& to, const Query&) {
   stop();
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
 Outcome clear_traces(RouteState& state, const ReplyTo& to, const Query&) {
   clear();
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
 Outcome reset_traced_peak(RouteState& state, const ReplyTo& to, const Query&) {
   reset_peak();
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
-Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
-  const ProcessMemory before = read_process_memory();
-  const std::string done = release_free_memory();
-  const std::int64_t tracker_released = trim_tracker_memory();  // sampled runs kept for reuse
-  return trim_report(to, before, read_process_memory(), done, tracker_released);
-}
+Outcome trim(RouteState&, const ReplyTo& to, const Query&) { return typed_response(to, trim_now()); }
 
 Snapshot allocations_now(const RouteState& state) {
   return while_tracing(state, [] { return take_allocation_snapshot(); });

@@ -8,6 +8,7 @@
 
 #include "../support/tracing_session.hpp"
 #include "history.hpp"
+#include "liveheap/history_report.hpp"
 #include "server_fixture.hpp"
 
 namespace http_test {
@@ -179,6 +180,28 @@ TEST_F(HistoryRoute, BadParametersAreRefused) {
   EXPECT_EQ(get(port(), "/debug/memory/history?key=nope").status, 400);
   EXPECT_EQ(get(port(), "/debug/memory/top?verdicts=2").status, 400);
   EXPECT_EQ(post(port(), "/debug/memory/history").status, 405);
+}
+
+}  // namespace
+}  // namespace http_test
+
+namespace http_test {
+namespace {
+
+// The answer read back as its value writes the same bytes, and the text a client renders
+// from it is the server's own text (the test ticks: both requests see one history).
+TEST_F(HistoryRoute, TheAnswerReadsBackAsItsValueAndItsTextIsTheServersText) {
+  for (const std::string query : {"", "key=file&", "key=traceback&limit=3&", "traceback=1&limit=4&",
+                                  "include=*history_test.cpp&cumulative=1&", "limit=1&"}) {
+    const Reply json = get(port(), "/debug/memory/history?" + query + "format=json");
+    ASSERT_EQ(json.status, 200) << json.body;
+    const liveheap::HistoryReport report = liveheap::history_report_from_json(json.body);
+    EXPECT_EQ(liveheap::to_json(report) + "\n", json.body) << query;
+    EXPECT_EQ(liveheap::history_report_from_json(liveheap::to_json(report)), report) << query;
+    EXPECT_EQ(report.points.size(), 6u);
+    const Reply text = get(port(), "/debug/memory/history?" + query);
+    EXPECT_EQ(liveheap::to_text(report), text.body) << query;
+  }
 }
 
 }  // namespace
