@@ -91,16 +91,6 @@ std::vector<pid_t> group_pids() {
   return pids;
 }
 
-// `req` re-targeted, answered by this process through the routes directly (its own
-// worker is busy with this very request).
-Response own_answer(RouteState& state, const Request& req, const std::string& target) {
-  Request own = req;
-  own.target(target);
-  Outcome outcome = answer(state, own);
-  if (auto* res = std::get_if<Response>(&outcome)) return std::move(*res);
-  throw std::runtime_error("a window cannot be merged");  // refused before: cannot happen
-}
-
 // `req` re-targeted, to be sent to process `pid` on its socket in the registry.
 PeerAsk peer_ask(pid_t pid, const Request& req, const std::string& target, milliseconds answer_within) {
   const auto dir = process_registry();
@@ -110,16 +100,16 @@ PeerAsk peer_ask(pid_t pid, const Request& req, const std::string& target, milli
   return ask;
 }
 
-// Every process of the group asked `target`: this one at once, here; the others by a
+// Every process of the group asked `target`: this one at once, by `own`; the others by a
 // Forward whose finish hands `merge` every answer, in pid order.
 using Merge = std::function<Response(const std::vector<PeerAnswer>&)>;
-Forward ask_all(RouteState& state, const Request& req, const std::string& target, milliseconds answer_within,
-                Merge merge) {
+Forward ask_all(const Request& req, const std::string& target, milliseconds answer_within,
+                const std::function<Response()>& own, Merge merge) {
   auto known = std::make_shared<std::vector<PeerAnswer>>();  // this one's, and asks that could not go
   std::vector<PeerAsk> asks;
   for (const pid_t pid : group_pids()) {
     try {
-      if (pid == ::getpid()) known->push_back({pid, own_answer(state, req, target), {}});
+      if (pid == ::getpid()) known->push_back({pid, own(), {}});
       else asks.push_back(peer_ask(pid, req, target, answer_within));
     } catch (const std::exception& e) {
       known->push_back({pid, std::nullopt, e.what()});
@@ -260,9 +250,10 @@ Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query,
 
 // GET /diff or /top with pid=all. The merged answer is held to the cap of one process's
 // (Config::max_report_bytes): its lines stop there and it says so.
-Forward merged_report(RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff) {
-  return ask_all(state, req, peer_target(req.target(), diff ? Ask::every_key_since_nothing : Ask::every_key),
-                 kPeerAnswerTimeout,
+Forward merged_report(const RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff,
+                      const AnswerHere& here) {
+  const std::string target = peer_target(req.target(), diff ? Ask::every_key_since_nothing : Ask::every_key);
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to, query, diff, prefix = state.config.prefix](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] {
                      const Report merged = merge_reports(answers, query, diff, prefix);
@@ -275,8 +266,9 @@ Forward merged_report(RouteState& state, const Request& req, const ReplyTo& to, 
 }
 
 // GET /routes with pid=all: every process's routes added up by route name.
-Forward merged_routes(RouteState& state, const Request& req, const ReplyTo& to) {
-  return ask_all(state, req, peer_target(req.target(), Ask::json), kPeerAnswerTimeout,
+Forward merged_routes(const Request& req, const ReplyTo& to, const AnswerHere& here) {
+  const std::string target = peer_target(req.target(), Ask::json);
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] {
                      std::vector<RouteReport> reports;
@@ -310,8 +302,9 @@ BaselinesReport baselines_of(const std::vector<PeerAnswer>& answers) {
 }
 
 // POST /baseline?pid=all: every process remembers its heap now.
-Forward baseline_all(RouteState& state, const Request& req, const ReplyTo& to) {
-  return ask_all(state, req, peer_target(req.target(), Ask::json), kPeerAnswerTimeout,
+Forward baseline_all(const Request& req, const ReplyTo& to, const AnswerHere& here) {
+  const std::string target = peer_target(req.target(), Ask::json);
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] { return typed_response(to, baselines_of(answers)); });
                  });
@@ -396,15 +389,15 @@ void merge_verdict(json& into, const json& other) {
 }
 
 std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to,
-                                      std::string_view route, const Query& query) {
+                                      std::string_view route, const Query& query, const AnswerHere& here) {
   if (!query.pid || *query.pid == ::getpid()) return std::nullopt;
   if (*query.pid == kAllProcesses) {
     const bool get = req.method() == bh::verb::get;
     if (query.seconds != 0)
       throw RequestError(Status::bad_request, "pid=all does not take seconds=: POST baseline?pid=all, then diff?pid=all");
-    if (get && (route == "/diff" || route == "/top")) return merged_report(state, req, to, query, route == "/diff");
-    if (!get && route == "/baseline") return baseline_all(state, req, to);
-    if (get && route == "/routes") return merged_routes(state, req, to);
+    if (get && (route == "/diff" || route == "/top")) return merged_report(state, req, to, query, route == "/diff", here);
+    if (!get && route == "/baseline") return baseline_all(req, to, here);
+    if (get && route == "/routes") return merged_routes(req, to, here);
     throw RequestError(Status::bad_request,
                        "pid=all applies to GET diff, GET top, GET routes and POST baseline; ask one process with pid=N");
   }
@@ -444,7 +437,11 @@ Forward processes_report(RouteState& state, const ReplyTo& to) {
   Request req{bh::verb::get, state.config.prefix + "/stats?format=json", 11};
   req.set(bh::field::host, "localhost");  // this process's own request policy reads it too
   if (!state.config.token.empty()) req.set(bh::field::authorization, "Bearer " + state.config.token);
-  return ask_all(state, req, std::string(req.target()), kStatsTimeout, [to](const std::vector<PeerAnswer>& answers) {
+  // This process's own /stats is read here, as GET /stats would answer it.
+  ReplyTo json = to;
+  json.format = Format::json;
+  const auto own = [&] { return typed_response(json, stats_now(state.windows.load())); };
+  return ask_all(req, std::string(req.target()), kStatsTimeout, own, [to](const std::vector<PeerAnswer>& answers) {
     return never_throwing(to, [&] { return typed_response(to, processes_of(answers)); });
   });
 }

@@ -52,6 +52,10 @@ Response make_response(const ReplyTo& to, Status status, std::string body,
 Response make_json(const ReplyTo& to, Status status, const nlohmann::json& body);
 // `body` as text/plain, ending with a newline.
 Response make_text(const ReplyTo& to, Status status, std::string body);
+// The response for the exception being handled (a 4xx for a RequestError, 503 out of
+// memory, else 500 with its reason); call only inside a catch.
+Response failure_response(const ReplyTo& to);
+
 // {"error": reason} or "reason\n".
 Response make_error(const ReplyTo& to, Status status, std::string_view reason);
 

@@ -1,5 +1,6 @@
 // The route table: paths, methods and parameters, each route's work, and the mapping of
 // every failure to a 4xx (or, for liveheap's own faults only, a 5xx) with a one-line reason.
+// A request for another process goes to forward.hpp's stage before any route runs.
 #include "routes.hpp"
 
 #include <boost/beast/http/field.hpp>
@@ -321,6 +322,22 @@ std::optional<Response> static_file(const Request& req, const ReplyTo& to, std::
   return make_response(to, Status::ok, std::string(asset->body), asset->content_type);
 }
 
+// `route` run here for `target` (its path and another query), as if `req` had asked it
+// without pid=: this process's share of a pid=all merge. The request passed the checks.
+Response run_here(RouteState& state, const Request& req, const Route& route, const std::string& target) {
+  ReplyTo to = reply_to(req);
+  to.max_report_bytes = state.config.max_report_bytes;
+  try {
+    const Query query = parse_query(split_target(target).query, route.params | kPid);
+    if (query.format) to.format = *query.format;
+    Outcome outcome = route.run(state, to, query);
+    if (auto* res = std::get_if<Response>(&outcome)) return std::move(*res);
+    throw std::runtime_error("a window cannot be merged");  // refused before: cannot happen
+  } catch (...) {
+    return failure_response(to);
+  }
+}
+
 Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
   const Target target = split_target(req.target());
   const std::string& prefix = state.config.prefix;
@@ -358,49 +375,12 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
     if (auto denied = check_bearer(req, state.config.token, to)) return std::move(*denied);
   const Query query = parse_query(target.query, match->params | kPid);  // every route takes pid=
   if (query.format) to.format = *query.format;
-  if (auto other = answer_for_pid(state, req, to, rest, query)) return std::move(*other);
+  const auto here = [&](const std::string& other_target) { return run_here(state, req, *match, other_target); };
+  if (auto other = answer_for_pid(state, req, to, rest, query, here)) return std::move(*other);
   return match->run(state, to, query);
 }
 
 }  // namespace
-
-// The response for the exception being handled.
-namespace {
-
-std::variant<unsigned, std::string> read_metrics_callsites(const Config& config) {
-  try {
-    return metrics_callsites(config);
-  } catch (const std::invalid_argument& e) {
-    return std::string(e.what());
-  }
-}
-
-}  // namespace
-
-RouteState::RouteState(Config c) : config(std::move(c)), metrics_callsites(read_metrics_callsites(config)) {}
-
-Response failure_response(const ReplyTo& to) {
-  try {
-    throw;
-  } catch (const RequestError& e) {
-    return make_error(to, e.status(), e.what());
-  } catch (const std::bad_alloc&) {
-    return make_error(to, Status::service_unavailable, "out of memory");
-  } catch (const std::exception& e) {
-    return make_error(to, Status::internal_server_error, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return make_error(to, Status::internal_server_error, "internal error");
-  }
-}
-
-WindowSlot::WindowSlot(RouteState& state) : count_(state.windows) {
-  if (count_.fetch_add(1) >= state.config.max_windows) {
-    count_.fetch_sub(1);
-    throw RequestError(Status::too_many_requests,
-                       std::to_string(state.config.max_windows) +
-                           " ?seconds= windows are already waiting; try again when one ends");
-  }
-}
 
 std::string_view alias_of(const Config& config, std::string_view path) noexcept {
   if (!config.pprof_prefix.empty() && path.starts_with(config.pprof_prefix)) {
