@@ -5,7 +5,6 @@
 #include "reports.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -18,17 +17,13 @@
 #include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 #include "liveheap/tracker.hpp"
+#include "wall_clock.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 namespace {
 
 using nlohmann::json;
-
-std::int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 // The report request a query asks for.
 ReportRequest request_of(const Query& query) {
@@ -268,7 +263,7 @@ BaselineReport baseline_report_of(const StackSnapshot& baseline, std::size_t gro
   r.sample_interval = info.sample_interval;
   r.max_frames = info.max_frames;
   r.taken_at_ms = info.taken_at_ms;
-  r.age_ms = std::max<std::int64_t>(0, now_ms() - info.taken_at_ms);
+  r.age_ms = std::max<std::int64_t>(0, engine::now_ms() - info.taken_at_ms);
   r.total_size = baseline.total_size();
   r.total_count = baseline.total_count();
   r.stacks = baseline.stacks.size();

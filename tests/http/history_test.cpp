@@ -9,6 +9,7 @@
 #include "../support/tracing_session.hpp"
 #include "history.hpp"
 #include "liveheap/history_report.hpp"
+#include "wall_clock.hpp"
 #include "server_fixture.hpp"
 
 namespace http_test {
@@ -73,7 +74,7 @@ class HistoryRoute : public ServerTest {
       liveheap::tracker::history_tick();
       // Distinct times for the trends: the clock the points are stamped with moved on.
       const std::int64_t last = liveheap::tracker::history_raw().points.back().t_ms;
-      ASSERT_TRUE(wait_until(kPatience, [&] { return now_ms() > last; }, std::chrono::milliseconds(1)));
+      ASSERT_TRUE(wait_until(kPatience, [&] { return engine::now_ms() > last; }, std::chrono::milliseconds(1)));
     }
   }
   void TearDown() override {
@@ -85,11 +86,6 @@ class HistoryRoute : public ServerTest {
     g_leak.clear();
     g_cache.clear();
     tracing_.reset();  // the next test's fixture starts tracing with the defaults again
-  }
-
-  static std::int64_t now_ms() {
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
   }
 
   std::optional<test_support::TracingSession> tracing_;
