@@ -3,7 +3,6 @@
 // the program, the registry's permissions, stale sockets, a child outliving its parent.
 // Each test has its own registry (XDG_RUNTIME_DIR in a fresh private directory).
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include "child_process.hpp"
 #include "../support/temp_dir.hpp"
 #include "client.hpp"
+#include "exchange.hpp"
 #include "runtime_dir.hpp"
 #include "forward.hpp"
 #include "liveheap/baseline_report.hpp"
@@ -89,30 +89,12 @@ struct Reaper {
 // GET `target` from one process on its own socket in the registry, not through the
 // holder: what that process itself says (a body, or "" when it did not answer in time).
 std::string get_direct(const std::string& socket, const std::string& target) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (fd >= 0) ::close(fd);
+  liveheap::client::Request request{boost::beast::http::verb::get, target, 11};
+  const liveheap::client::Result result =
+      liveheap::client::exchange_now(liveheap::client::Address::unix_socket(socket), std::move(request), {15s, 15s, 15s});
+  if (!result.response && result.failed == liveheap::client::Step::connect)
     throw std::runtime_error("cannot connect to " + socket);
-  }
-  const std::string request = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string raw;
-  const auto deadline = Clock::now() + 15s;
-  char buffer[4096];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    pollfd pfd{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    raw.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  const auto body = raw.find("\r\n\r\n");
-  return body == std::string::npos ? "" : raw.substr(body + 4);
+  return result.response ? result.response->body() : "";
 }
 
 // The ?seconds= windows a process counts open, by its own /stats.
