@@ -85,6 +85,8 @@ struct StatsReport {
 // the JSON keys them by name, so a report read back is put in this order again. Empty for
 // an allocator without figures.
 const std::vector<std::string>& allocator_figure_order(std::string_view allocator);
+// `figures` (name, bytes) put in that order; names it does not know go last, as they were.
+void order_figures(std::string_view allocator, std::vector<std::pair<std::string, std::int64_t>>& figures);
 
 // {"mode", "tracing", "sample_interval", "max_frames", "traced": {"current", "peak"},
 // "tracker_memory", "tracker_memory_cap", "stack_table_bytes", "live_table_bytes",

@@ -67,10 +67,7 @@ HistoryReport::Point point_from(const json& j, const std::string& at, const std:
   const json& figures = object(j, at, "allocator");
   for (const auto& [name, value] : figures.items())
     p.allocator.emplace_back(name, integer(figures, join(at, "allocator"), name));
-  const std::vector<std::string>& order = allocator_figure_order(allocator_name);
-  const auto rank = [&](const std::string& name) { return std::find(order.begin(), order.end(), name) - order.begin(); };
-  std::stable_sort(p.allocator.begin(), p.allocator.end(),
-                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  order_figures(allocator_name, p.allocator);
   p.stacks_dropped = integer(j, at, "stacks_dropped");
   p.bytes_dropped = integer(j, at, "bytes_dropped");
   p.allocated = integer(j, at, "allocated");

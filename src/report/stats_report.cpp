@@ -50,12 +50,7 @@ StatsReport::Allocator allocator_from(const json& j) {
   a.file = text(j, "allocator", "file");
   for (const auto& [name, value] : j.items())
     if (name != "name" && name != "file") a.figures.emplace_back(name, integer(j, "allocator", name));
-  const std::vector<std::string>& order = allocator_figure_order(a.name);
-  const auto rank = [&](const std::string& name) {
-    return std::find(order.begin(), order.end(), name) - order.begin();
-  };
-  std::stable_sort(a.figures.begin(), a.figures.end(),
-                   [&](const auto& x, const auto& y) { return rank(x.first) < rank(y.first); });
+  order_figures(a.name, a.figures);
   return a;
 }
 
@@ -111,6 +106,12 @@ const std::vector<std::string>& allocator_figure_order(std::string_view allocato
   if (allocator == "tcmalloc") return tcmalloc;
   if (allocator == "mimalloc") return mimalloc;
   return none;
+}
+
+void order_figures(std::string_view allocator, std::vector<std::pair<std::string, std::int64_t>>& figures) {
+  const std::vector<std::string>& order = allocator_figure_order(allocator);
+  const auto rank = [&](const std::string& name) { return std::find(order.begin(), order.end(), name) - order.begin(); };
+  std::stable_sort(figures.begin(), figures.end(), [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
 }
 
 std::string to_json(const StatsReport& r) {
