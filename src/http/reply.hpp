@@ -10,14 +10,15 @@
 #include <nlohmann/json.hpp>
 
 #include "liveheap/http.hpp"
+#include "liveheap/report_query.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 
 using Status = boost::beast::http::status;
 
-// folded / folded2: flamegraph.pl's folded stacks, one or two value columns (reports.cpp).
-enum class Format { text, json, folded, folded2 };
+// How an answer is laid out (the report layer's request model says it: report_query.hpp).
+using Format = AnswerFormat;
 
 // Sent with every response; the dashboard (web/static) keeps to it.
 inline constexpr std::string_view kContentSecurityPolicy =
