@@ -32,52 +32,22 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kStatsTimeout{1000};  // one process's /stats for /processes
 
-// A query parameter's name, percent-decoded, as the strict parser will read it.
-std::string param_name(std::string_view pair) {
-  const std::string_view raw = pair.substr(0, pair.find('='));
-  std::string name;
-  for (std::size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] == '%' && i + 2 < raw.size()) {
-      name += static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
-      name += raw[i] == '+' ? ' ' : raw[i];
-    }
-  }
-  return name;
-}
-
 // every_key_since_nothing: every key, and a process without a baseline diffs against nothing.
 enum class Ask { as_is, json, every_key, every_key_since_nothing };
 
-// The request's target without pid= and, for a merge, asking for JSON (and every key).
-std::string peer_target(std::string_view target, Ask ask) {
-  const bool for_merge = ask != Ask::as_is;
-  const auto mark = target.find('?');
-  std::string out(target.substr(0, mark));
-  std::string_view query = mark == std::string_view::npos ? "" : target.substr(mark + 1);
-  // Every key with its stack: merging and the text report need the frames.
-  const bool every_key = ask == Ask::every_key || ask == Ask::every_key_since_nothing;
-  std::string kept = every_key ? "format=json&traceback=1&limit=" + std::to_string(kMaxLimit)
-                     : for_merge ? "format=json"
-                                 : "";
-  if (ask == Ask::every_key_since_nothing) kept += "&missing_baseline=empty";
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? "" : query.substr(amp + 1);
-    std::string name;
-    try {
-      name = param_name(pair);
-    } catch (...) {  // a bad escape: parse_query already refused it
-    }
-    if (pair.empty() || name == "pid" || (for_merge && (name == "format" || name == "limit")) ||
-        (every_key && name == "traceback") ||
-        (ask == Ask::every_key_since_nothing && name == "missing_baseline"))
-      continue;
-    kept += (kept.empty() ? "" : "&") + std::string(pair);
+// The request's target (`query`, as parsed) without pid= and, for a merge, asking for JSON
+// (and every key, with its stack: merging and the text report need the frames).
+std::string peer_target(std::string_view target, Query query, Ask ask) {
+  query.pid.reset();
+  if (ask != Ask::as_is) query.format = Format::json;
+  if (ask == Ask::every_key || ask == Ask::every_key_since_nothing) {
+    query.traceback = true;
+    query.limit = kMaxLimit;
   }
-  return kept.empty() ? out : out + "?" + kept;
+  if (ask == Ask::every_key_since_nothing) query.diff_nothing_without_baseline = true;
+  const std::string path(target.substr(0, target.find('?')));
+  const std::string asked = to_query(query);
+  return asked.empty() ? path : path + "?" + asked;
 }
 
 // This process and every live one of its registry group, ascending.
@@ -252,7 +222,7 @@ Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query,
 // (Config::max_report_bytes): its lines stop there and it says so.
 Forward merged_report(const RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff,
                       const AnswerHere& here) {
-  const std::string target = peer_target(req.target(), diff ? Ask::every_key_since_nothing : Ask::every_key);
+  const std::string target = peer_target(req.target(), query, diff ? Ask::every_key_since_nothing : Ask::every_key);
   return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to, query, diff, prefix = state.config.prefix](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] {
@@ -266,8 +236,8 @@ Forward merged_report(const RouteState& state, const Request& req, const ReplyTo
 }
 
 // GET /routes with pid=all: every process's routes added up by route name.
-Forward merged_routes(const Request& req, const ReplyTo& to, const AnswerHere& here) {
-  const std::string target = peer_target(req.target(), Ask::json);
+Forward merged_routes(const Request& req, const ReplyTo& to, const Query& query, const AnswerHere& here) {
+  const std::string target = peer_target(req.target(), query, Ask::json);
   return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] {
@@ -302,8 +272,8 @@ BaselinesReport baselines_of(const std::vector<PeerAnswer>& answers) {
 }
 
 // POST /baseline?pid=all: every process remembers its heap now.
-Forward baseline_all(const Request& req, const ReplyTo& to, const AnswerHere& here) {
-  const std::string target = peer_target(req.target(), Ask::json);
+Forward baseline_all(const Request& req, const ReplyTo& to, const Query& query, const AnswerHere& here) {
+  const std::string target = peer_target(req.target(), query, Ask::json);
   return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] { return typed_response(to, baselines_of(answers)); });
@@ -396,8 +366,8 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
     if (query.seconds != 0)
       throw RequestError(Status::bad_request, "pid=all does not take seconds=: POST baseline?pid=all, then diff?pid=all");
     if (get && (route == "/diff" || route == "/top")) return merged_report(state, req, to, query, route == "/diff", here);
-    if (!get && route == "/baseline") return baseline_all(req, to, here);
-    if (get && route == "/routes") return merged_routes(req, to, here);
+    if (!get && route == "/baseline") return baseline_all(req, to, query, here);
+    if (get && route == "/routes") return merged_routes(req, to, query, here);
     throw RequestError(Status::bad_request,
                        "pid=all applies to GET diff, GET top, GET routes and POST baseline; ask one process with pid=N");
   }
@@ -413,7 +383,7 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
   };
   std::vector<PeerAsk> asks;
   try {
-    asks.push_back(peer_ask(pid, req, peer_target(req.target(), Ask::as_is),
+    asks.push_back(peer_ask(pid, req, peer_target(req.target(), query, Ask::as_is),
                             kPeerAnswerTimeout + std::chrono::seconds(query.seconds)));
   } catch (const std::exception& e) {
     throw failed(e.what());
