@@ -15,6 +15,7 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <boost/beast/http/write.hpp>
 
 namespace liveheap::client {
@@ -36,6 +37,7 @@ class StreamExchange final : public Exchange, public std::enable_shared_from_thi
     request_.set(bh::field::connection, "close");
     request_.prepare_payload();
     parser_.body_limit(kMaxAnswerBytes);
+    parser_.skip(request_.method() == bh::verb::head);  // its answer has a length and no body
     std::vector<Protocol::endpoint> endpoints;
     if (where.is_unix_socket()) {
       endpoints.emplace_back(net::local::stream_protocol::endpoint(where.socket_path));
