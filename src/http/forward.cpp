@@ -113,109 +113,43 @@ std::string body_reason(const Response& res) {
   }
 }
 
-// What makes two processes' lines one: the key's text, or for whole tracebacks every
-// frame's function, file and line (addresses differ between programs).
-std::string merge_key(const ReportLine& line, KeyType key) {
-  if (key != KeyType::traceback || !line.traceback) return line.key;
-  std::string text;
-  for (const Frame& f : *line.traceback)
-    text += f.function + "\n" + f.file + ":" + std::to_string(f.line) + "\n";
-  return text;
-}
-
-// Sums the reports of every process, key by key: the first answer's fields with every
-// process's totals and lines summed, sorted as one process sorts.
+// Every process's report read back and summed (merge, liveheap/report.hpp); those that did
+// not answer, or not with a report, are named in it.
 Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query, bool diff,
                      const std::string& prefix) {
-  std::optional<Report> merged;
-  std::vector<long> pids;
+  std::vector<ProcessReport> reports;
   std::vector<ReportFailure> failed;
-  std::vector<Report::Process> processes;
-  std::map<std::string, std::size_t> index;
   for (const PeerAnswer& answer : answers) {
     const pid_t pid = answer.pid;
     if (!answer.response) {
       failed.push_back({pid, 502, answer.error});
       continue;
     }
-    Report report;
     try {
       const Response& res = *answer.response;
       if (res.result() != Status::ok) {
         failed.push_back({pid, static_cast<int>(res.result_int()), body_reason(res)});
         continue;
       }
-      report = report_from_json(std::string_view(res.body()));
+      reports.push_back({pid, report_from_json(std::string_view(res.body()))});
     } catch (const std::exception& e) {
       failed.push_back({pid, 502, e.what()});
-      continue;
-    }
-    pids.push_back(pid);
-    processes.push_back({pid, report.total, report.diff && report.diff->against == kAgainstNothing});
-    if (!merged) {
-      merged = report;
-      merged->total = {};
-      merged->lines.clear();
-      merged->group_processes.reset();  // the merge is the group
-      if (merged->diff) merged->diff->against = "the baseline";
-    } else {
-      merged->truncated = merged->truncated || report.truncated;  // a process left lines out
-      // Each process has its own cap: reached by any, its folds and drops summed.
-      TrackerMemoryCap& cap = merged->cap;
-      cap.reached = cap.reached || report.cap.reached;
-      cap.max_bytes = std::max(cap.max_bytes, report.cap.max_bytes);
-      cap.folded_blocks += report.cap.folded_blocks;
-      cap.folded_bytes += report.cap.folded_bytes;
-      cap.dropped_blocks += report.cap.dropped_blocks;
-      cap.dropped_bytes += report.cap.dropped_bytes;
-    }
-    merged->total.size += report.total.size;
-    merged->total.count += report.total.count;
-    merged->total.size_diff += report.total.size_diff;
-    merged->total.count_diff += report.total.count_diff;
-    for (ReportLine& line : report.lines) {
-      const auto [at, fresh] = index.try_emplace(merge_key(line, query.key), merged->lines.size());
-      if (fresh) {
-        merged->lines.push_back(std::move(line));
-        continue;
-      }
-      ReportLine& into = merged->lines[at->second];
-      into.size += line.size;
-      into.count += line.count;
-      into.size_diff += line.size_diff;
-      into.count_diff += line.count_diff;
-      if (into.verdict && line.verdict) merge_verdict(*into.verdict, *line.verdict);
     }
   }
-  if (!merged) {
+  if (reports.empty()) {
     std::string reasons;
     for (const ReportFailure& f : failed)
       reasons += (reasons.empty() ? "" : "; ") + ("pid " + std::to_string(f.pid) + ": " + f.error);
     throw RequestError(Status::conflict, "no process answered: " + reasons);
   }
+  Report merged = merge(std::move(reports), std::move(failed), query.limit, query.traceback);
   // A process without a baseline joined the group after it, unless none has one: then there
   // is no baseline at all, as one process says.
-  if (diff && std::all_of(processes.begin(), processes.end(), [](const Report::Process& p) { return p.joined; }))
+  const auto joined = [](const Report::Process& p) { return p.joined; };
+  if (diff && std::all_of(merged.processes.begin(), merged.processes.end(), joined))
     throw RequestError(Status::conflict, "no process of this program has a baseline yet: POST " + prefix +
                                              "/baseline?pid=all first");
-  std::vector<ReportLine>& lines = merged->lines;
-  for (ReportLine& line : lines)
-    line.average = line.count == 0 ? 0.0 : static_cast<double>(line.size) / static_cast<double>(line.count);
-  const auto rank = [diff](const ReportLine& s) {
-    using Rank = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-    return diff ? Rank{std::abs(s.size_diff), s.size, std::abs(s.count_diff), s.count}
-                : Rank{s.size, s.count, 0, 0};
-  };
-  std::stable_sort(lines.begin(), lines.end(),
-                   [&](const ReportLine& a, const ReportLine& b) { return rank(a) > rank(b); });
-  merged->keys = lines.size();
-  lines.resize(std::min(lines.size(), query.limit));
-  merged->request.limit = query.limit;
-  merged->request.traceback = query.traceback;  // as a single process answers
-  merged->pids = std::move(pids);
-  merged->failed = std::move(failed);
-  merged->processes = std::move(processes);
-  return std::move(*merged);
+  return merged;
 }
 
 // GET /diff or /top with pid=all. The merged answer is held to the cap of one process's
