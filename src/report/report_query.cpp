@@ -147,7 +147,7 @@ void set_param(ReportQuery& query, Name which, const std::string& value, ParamSe
     try {
       query.key = parse_key_type(value);
     } catch (const std::invalid_argument&) {
-      bad_request("key=" + excerpt(value) + " is not one of line, file, function, traceback, route");
+      bad_request("key=" + excerpt(value) + " is not one of " + key_type_names(", "));
     }
   } else if (which == limit) {
     query.limit = parse_number(name, value, settings::kLimit);
