@@ -39,6 +39,8 @@ struct HistoryPoint {
   // Requests each route had handled by this tick, since the process started
   // (liveheap/request_scope.hpp): the axis of a route's verdict. Routes with none are absent.
   std::vector<std::pair<std::string, std::uint64_t>> route_requests;
+
+  friend bool operator==(const HistoryPoint&, const HistoryPoint&) = default;
 };
 
 // One stack's live bytes and blocks at each point (index = point index; 0 where the stack
@@ -118,6 +120,8 @@ struct Verdict {
   std::optional<double> idle_s;
   double allocated = 0;             // bytes it allocated over the window (merges weigh retention)
   std::size_t work_points = 0;      // points whose interval had work (the rule's axis)
+
+  friend bool operator==(const Verdict&, const Verdict&) = default;
 };
 
 // Constants of the rule (the only implementation: the dashboard and liveheap-watch show the

@@ -61,6 +61,8 @@ struct ReportLine {
   // The server's verdict on the line's history; nullopt only in a report built without
   // verdicts (it is then written as "unknown").
   std::optional<Verdict> verdict;
+
+  friend bool operator==(const ReportLine&, const ReportLine&) = default;
 };
 
 // A process that did not answer a pid=all report.
@@ -135,6 +137,22 @@ Report make_report(const Snapshot& now, const ReportRequest& request,
 // `now` against `old` (both filtered), `against` naming `old`.
 Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string against,
                         const ReportRequest& request, const VerdictOf& verdict_of = {});
+
+// One process's report, for a pid=all merge.
+struct ProcessReport {
+  long pid = 0;
+  Report report;
+};
+
+// pid=all: every process's report of one request (`reports`, in pid order; at least one)
+// summed key by key: the first one's fields, every process's totals and lines added (a
+// line's verdict merged with merge_verdicts; whole tracebacks matched by their frames'
+// functions, files and lines, as addresses differ between programs), sorted as one process
+// sorts, the top `limit` lines; each process's own totals in Report::processes, and `failed`,
+// those that did not answer. `traceback`: what the request asked (the processes were asked
+// for every stack).
+Report merge(std::vector<ProcessReport> reports, std::vector<ReportFailure> failed, std::size_t limit,
+             bool traceback);
 
 // The JSON document (one line, no trailing newline). Lines are written while the document
 // stays within `max_bytes` of them; "truncated" is true when some were left out (or

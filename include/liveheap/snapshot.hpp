@@ -157,10 +157,16 @@ struct Trace {
 // How statistics group traces (tracemalloc's key_type, plus `function`, and `route`: the
 // request that allocated, route_of()).
 enum class KeyType { file, line, function, traceback, route };
+// Every key, in the order a message lists them: the one list of the keys' names.
+inline constexpr KeyType kKeyTypes[] = {KeyType::line, KeyType::file, KeyType::function, KeyType::traceback,
+                                        KeyType::route};
 std::string_view to_string(KeyType key) noexcept;
-// Accepts "file", "line", "function", "traceback", "route"; throws std::invalid_argument
+// Accepts each of kKeyTypes' names ("line", "file", ...); throws std::invalid_argument
 // otherwise.
 KeyType parse_key_type(std::string_view text);
+// kKeyTypes' names for a message: "line, file, function, traceback or route" (`last`
+// before the last one).
+std::string key_type_names(std::string_view last = " or ");
 
 // The route of the request that allocated a trace's blocks (liveheap/request_scope.hpp,
 // liveheap/liveheap.h) is its stack's outermost frame: a frame of module kRouteModule whose

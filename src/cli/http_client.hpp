@@ -1,5 +1,6 @@
-// A small synchronous HTTP client for liveheap-watch: one request per connection, every
-// step bounded by a timeout, failures as messages a person can act on.
+// liveheap-watch's requests to the server: one request per connection (the library's one
+// HTTP client, src/client), every step bounded by `timeout`, failures as messages a person
+// can act on.
 // Thread-safety: none needed; each call owns its connection.
 #pragma once
 

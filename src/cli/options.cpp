@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "liveheap/settings.hpp"
+#include "liveheap/snapshot.hpp"
 
 namespace liveheap::cli {
 namespace {
@@ -83,10 +84,11 @@ std::chrono::milliseconds parse_seconds(std::string_view text, std::string_view 
 
 // A key /diff takes; checked here so that a typo is a usage error, not a server's 400.
 std::string parse_key(std::string_view value) {
-  constexpr std::string_view kKeys[] = {"line", "file", "function", "traceback", "route"};
-  if (std::find(std::begin(kKeys), std::end(kKeys), value) == std::end(kKeys))
-    throw UsageError("--key must be line, file, function, traceback or route, not '" +
-                     std::string(value) + "'");
+  try {
+    parse_key_type(value);
+  } catch (const std::invalid_argument&) {
+    throw UsageError("--key must be " + key_type_names() + ", not '" + std::string(value) + "'");
+  }
   return std::string(value);
 }
 

@@ -4,9 +4,9 @@
 // this tool never classifies a trend itself).
 #include "watch.hpp"
 
-#include <cctype>
 #include <chrono>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -16,36 +16,14 @@
 #include "liveheap/format.hpp"
 #include "liveheap/history.hpp"
 #include "liveheap/json.hpp"
+#include "liveheap/processes_report.hpp"
 #include "liveheap/report.hpp"
+#include "liveheap/report_query.hpp"
 
 namespace liveheap::cli {
 namespace {
 
 using nlohmann::json;
-
-// Query values are percent-encoded except for unreserved characters and what globs and
-// "function:" need: * ? : /.
-std::string percent_encode(std::string_view text) {
-  constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || std::string_view("-._~*?:/").find(c) != std::string_view::npos) {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
-
-// "&pid=N" or "&pid=all": every request is answered by that process (or by all of them,
-// merged), through the process holding the port; nothing for the holder itself.
-std::string pid_param(const WatchOptions& options) {
-  return options.pid.empty() || options.pid == "port" ? "" : "&pid=" + options.pid;
-}
 
 // Without --pid: every process merged when the program has several (a prefork server's
 // master serves no request: its own heap alone would say nothing grew), else the holder.
@@ -55,21 +33,36 @@ WatchOptions resolved(WatchOptions options) {
   try {
     const HttpReply reply = send_request(options.endpoint, "GET", "/processes?format=json", options.token,
                                          options.timeout);
-    const nlohmann::json body = nlohmann::json::parse(reply.body, nullptr, false);
-    if (reply.status == 200 && body.is_object() && body.contains("processes") && body["processes"].is_array() &&
-        body["processes"].size() > 1)
-      options.pid = "all";
+    if (reply.status == 200 && processes_report_from_json(reply.body).processes.size() > 1) options.pid = "all";
   } catch (...) {  // unreachable: the first round's request says so, in its own words
   }
   return options;
 }
 
+// pid=N or pid=all: every request is answered by that process (or by all of them, merged),
+// through the process holding the port; none for the holder itself ("port", or no --pid).
+std::optional<long> asked_pid(const WatchOptions& options) {
+  if (options.pid == "all") return query::kAllProcesses;
+  if (options.pid.empty() || options.pid == "port") return std::nullopt;
+  return std::stol(options.pid);
+}
+
+// The request's query as JSON, of the process asked for.
+ReportQuery json_query(const WatchOptions& options) {
+  ReportQuery query;
+  query.format = AnswerFormat::json;
+  query.pid = asked_pid(options);
+  return query;
+}
+
+// GET /diff of the key, limit and filters asked for.
 std::string diff_target(const WatchOptions& options) {
-  std::string target = "/diff?format=json&key=" + options.key +
-                       "&limit=" + std::to_string(options.limit) + pid_param(options);
-  for (const std::string& glob : options.include) target += "&include=" + percent_encode(glob);
-  for (const std::string& glob : options.exclude) target += "&exclude=" + percent_encode(glob);
-  return target;
+  ReportQuery query = json_query(options);
+  query.key = parse_key_type(options.key);
+  query.limit = options.limit;
+  query.include = options.include;
+  query.exclude = options.exclude;
+  return "/diff?" + to_query(query);
 }
 
 // The first line of `text`, at most 200 characters: enough to recognise what came back.
@@ -130,7 +123,7 @@ void print_text(std::ostream& out, std::uint64_t round, const WatchOptions& opti
       << " (" << signed_count(total.count_diff) << ") since the baseline";
   if (diff.pids)
     out << " of pids " << nlohmann::json(*diff.pids).dump() << " (" << diff.pids->size() << " processes merged)";
-  else if (!pid_param(options).empty())
+  else if (asked_pid(options))
     out << " of pid " << options.pid;
   out << " (mode=" << to_string(diff.mode) << ")\n";
   for (const ReportFailure& f : diff.failed)  // pid=all: who did not answer
@@ -173,7 +166,7 @@ Report read_diff(const WatchOptions& options, const std::string& target, const j
 
 int watch(const WatchOptions& given, std::ostream& out, std::ostream& err) {
   const WatchOptions options = resolved(given);
-  if (options.baseline) fetch_json(options, "POST", "/baseline?format=json" + pid_param(options));
+  if (options.baseline) fetch_json(options, "POST", "/baseline?" + to_query(json_query(options)));
   const std::string target = diff_target(options);
   for (std::uint64_t round = 1; !options.rounds || round <= *options.rounds; ++round) {
     std::this_thread::sleep_for(options.interval);

@@ -15,6 +15,7 @@
 
 #include "endpoint.hpp"
 #include "liveheap/format.hpp"
+#include "liveheap/processes_report.hpp"
 #include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 #include "local_client.hpp"
@@ -31,52 +32,22 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kStatsTimeout{1000};  // one process's /stats for /processes
 
-// A query parameter's name, percent-decoded, as the strict parser will read it.
-std::string param_name(std::string_view pair) {
-  const std::string_view raw = pair.substr(0, pair.find('='));
-  std::string name;
-  for (std::size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] == '%' && i + 2 < raw.size()) {
-      name += static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
-      name += raw[i] == '+' ? ' ' : raw[i];
-    }
-  }
-  return name;
-}
-
 // every_key_since_nothing: every key, and a process without a baseline diffs against nothing.
 enum class Ask { as_is, json, every_key, every_key_since_nothing };
 
-// The request's target without pid= and, for a merge, asking for JSON (and every key).
-std::string peer_target(std::string_view target, Ask ask) {
-  const bool for_merge = ask != Ask::as_is;
-  const auto mark = target.find('?');
-  std::string out(target.substr(0, mark));
-  std::string_view query = mark == std::string_view::npos ? "" : target.substr(mark + 1);
-  // Every key with its stack: merging and the text report need the frames.
-  const bool every_key = ask == Ask::every_key || ask == Ask::every_key_since_nothing;
-  std::string kept = every_key ? "format=json&traceback=1&limit=" + std::to_string(kMaxLimit)
-                     : for_merge ? "format=json"
-                                 : "";
-  if (ask == Ask::every_key_since_nothing) kept += "&missing_baseline=empty";
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? "" : query.substr(amp + 1);
-    std::string name;
-    try {
-      name = param_name(pair);
-    } catch (...) {  // a bad escape: parse_query already refused it
-    }
-    if (pair.empty() || name == "pid" || (for_merge && (name == "format" || name == "limit")) ||
-        (every_key && name == "traceback") ||
-        (ask == Ask::every_key_since_nothing && name == "missing_baseline"))
-      continue;
-    kept += (kept.empty() ? "" : "&") + std::string(pair);
+// The request's target (`query`, as parsed) without pid= and, for a merge, asking for JSON
+// (and every key, with its stack: merging and the text report need the frames).
+std::string peer_target(std::string_view target, Query query, Ask ask) {
+  query.pid.reset();
+  if (ask != Ask::as_is) query.format = Format::json;
+  if (ask == Ask::every_key || ask == Ask::every_key_since_nothing) {
+    query.traceback = true;
+    query.limit = kMaxLimit;
   }
-  return kept.empty() ? out : out + "?" + kept;
+  if (ask == Ask::every_key_since_nothing) query.diff_nothing_without_baseline = true;
+  const std::string path(target.substr(0, target.find('?')));
+  const std::string asked = to_query(query);
+  return asked.empty() ? path : path + "?" + asked;
 }
 
 // This process and every live one of its registry group, ascending.
@@ -90,16 +61,6 @@ std::vector<pid_t> group_pids() {
   return pids;
 }
 
-// `req` re-targeted, answered by this process through the routes directly (its own
-// worker is busy with this very request).
-Response own_answer(RouteState& state, const Request& req, const std::string& target) {
-  Request own = req;
-  own.target(target);
-  Outcome outcome = answer(state, own);
-  if (auto* res = std::get_if<Response>(&outcome)) return std::move(*res);
-  throw std::runtime_error("a window cannot be merged");  // refused before: cannot happen
-}
-
 // `req` re-targeted, to be sent to process `pid` on its socket in the registry.
 PeerAsk peer_ask(pid_t pid, const Request& req, const std::string& target, milliseconds answer_within) {
   const auto dir = process_registry();
@@ -109,16 +70,16 @@ PeerAsk peer_ask(pid_t pid, const Request& req, const std::string& target, milli
   return ask;
 }
 
-// Every process of the group asked `target`: this one at once, here; the others by a
+// Every process of the group asked `target`: this one at once, by `own`; the others by a
 // Forward whose finish hands `merge` every answer, in pid order.
 using Merge = std::function<Response(const std::vector<PeerAnswer>&)>;
-Forward ask_all(RouteState& state, const Request& req, const std::string& target, milliseconds answer_within,
-                Merge merge) {
+Forward ask_all(const Request& req, const std::string& target, milliseconds answer_within,
+                const std::function<Response()>& own, Merge merge) {
   auto known = std::make_shared<std::vector<PeerAnswer>>();  // this one's, and asks that could not go
   std::vector<PeerAsk> asks;
   for (const pid_t pid : group_pids()) {
     try {
-      if (pid == ::getpid()) known->push_back({pid, own_answer(state, req, target), {}});
+      if (pid == ::getpid()) known->push_back({pid, own(), {}});
       else asks.push_back(peer_ask(pid, req, target, answer_within));
     } catch (const std::exception& e) {
       known->push_back({pid, std::nullopt, e.what()});
@@ -152,116 +113,51 @@ std::string body_reason(const Response& res) {
   }
 }
 
-// What makes two processes' lines one: the key's text, or for whole tracebacks every
-// frame's function, file and line (addresses differ between programs).
-std::string merge_key(const ReportLine& line, KeyType key) {
-  if (key != KeyType::traceback || !line.traceback) return line.key;
-  std::string text;
-  for (const Frame& f : *line.traceback)
-    text += f.function + "\n" + f.file + ":" + std::to_string(f.line) + "\n";
-  return text;
-}
-
-// Sums the reports of every process, key by key: the first answer's fields with every
-// process's totals and lines summed, sorted as one process sorts.
+// Every process's report read back and summed (merge, liveheap/report.hpp); those that did
+// not answer, or not with a report, are named in it.
 Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query, bool diff,
                      const std::string& prefix) {
-  std::optional<Report> merged;
-  std::vector<long> pids;
+  std::vector<ProcessReport> reports;
   std::vector<ReportFailure> failed;
-  std::vector<Report::Process> processes;
-  std::map<std::string, std::size_t> index;
   for (const PeerAnswer& answer : answers) {
     const pid_t pid = answer.pid;
     if (!answer.response) {
       failed.push_back({pid, 502, answer.error});
       continue;
     }
-    Report report;
     try {
       const Response& res = *answer.response;
       if (res.result() != Status::ok) {
         failed.push_back({pid, static_cast<int>(res.result_int()), body_reason(res)});
         continue;
       }
-      report = report_from_json(std::string_view(res.body()));
+      reports.push_back({pid, report_from_json(std::string_view(res.body()))});
     } catch (const std::exception& e) {
       failed.push_back({pid, 502, e.what()});
-      continue;
-    }
-    pids.push_back(pid);
-    processes.push_back({pid, report.total, report.diff && report.diff->against == kAgainstNothing});
-    if (!merged) {
-      merged = report;
-      merged->total = {};
-      merged->lines.clear();
-      merged->group_processes.reset();  // the merge is the group
-      if (merged->diff) merged->diff->against = "the baseline";
-    } else {
-      merged->truncated = merged->truncated || report.truncated;  // a process left lines out
-      // Each process has its own cap: reached by any, its folds and drops summed.
-      TrackerMemoryCap& cap = merged->cap;
-      cap.reached = cap.reached || report.cap.reached;
-      cap.max_bytes = std::max(cap.max_bytes, report.cap.max_bytes);
-      cap.folded_blocks += report.cap.folded_blocks;
-      cap.folded_bytes += report.cap.folded_bytes;
-      cap.dropped_blocks += report.cap.dropped_blocks;
-      cap.dropped_bytes += report.cap.dropped_bytes;
-    }
-    merged->total.size += report.total.size;
-    merged->total.count += report.total.count;
-    merged->total.size_diff += report.total.size_diff;
-    merged->total.count_diff += report.total.count_diff;
-    for (ReportLine& line : report.lines) {
-      const auto [at, fresh] = index.try_emplace(merge_key(line, query.key), merged->lines.size());
-      if (fresh) {
-        merged->lines.push_back(std::move(line));
-        continue;
-      }
-      ReportLine& into = merged->lines[at->second];
-      into.size += line.size;
-      into.count += line.count;
-      into.size_diff += line.size_diff;
-      into.count_diff += line.count_diff;
-      if (into.verdict && line.verdict) merge_verdict(*into.verdict, *line.verdict);
     }
   }
-  if (!merged) {
+  if (reports.empty()) {
     std::string reasons;
     for (const ReportFailure& f : failed)
       reasons += (reasons.empty() ? "" : "; ") + ("pid " + std::to_string(f.pid) + ": " + f.error);
     throw RequestError(Status::conflict, "no process answered: " + reasons);
   }
+  Report merged = merge(std::move(reports), std::move(failed), query.limit, query.traceback);
   // A process without a baseline joined the group after it, unless none has one: then there
   // is no baseline at all, as one process says.
-  if (diff && std::all_of(processes.begin(), processes.end(), [](const Report::Process& p) { return p.joined; }))
+  const auto joined = [](const Report::Process& p) { return p.joined; };
+  if (diff && std::all_of(merged.processes.begin(), merged.processes.end(), joined))
     throw RequestError(Status::conflict, "no process of this program has a baseline yet: POST " + prefix +
                                              "/baseline?pid=all first");
-  std::vector<ReportLine>& lines = merged->lines;
-  for (ReportLine& line : lines)
-    line.average = line.count == 0 ? 0.0 : static_cast<double>(line.size) / static_cast<double>(line.count);
-  const auto rank = [diff](const ReportLine& s) {
-    using Rank = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-    return diff ? Rank{std::abs(s.size_diff), s.size, std::abs(s.count_diff), s.count}
-                : Rank{s.size, s.count, 0, 0};
-  };
-  std::stable_sort(lines.begin(), lines.end(),
-                   [&](const ReportLine& a, const ReportLine& b) { return rank(a) > rank(b); });
-  merged->keys = lines.size();
-  lines.resize(std::min(lines.size(), query.limit));
-  merged->request.limit = query.limit;
-  merged->request.traceback = query.traceback;  // as a single process answers
-  merged->pids = std::move(pids);
-  merged->failed = std::move(failed);
-  merged->processes = std::move(processes);
-  return std::move(*merged);
+  return merged;
 }
 
 // GET /diff or /top with pid=all. The merged answer is held to the cap of one process's
 // (Config::max_report_bytes): its lines stop there and it says so.
-Forward merged_report(RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff) {
-  return ask_all(state, req, peer_target(req.target(), diff ? Ask::every_key_since_nothing : Ask::every_key),
-                 kPeerAnswerTimeout,
+Forward merged_report(const RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff,
+                      const AnswerHere& here) {
+  const std::string target = peer_target(req.target(), query, diff ? Ask::every_key_since_nothing : Ask::every_key);
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to, query, diff, prefix = state.config.prefix](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] {
                      const Report merged = merge_reports(answers, query, diff, prefix);
@@ -274,53 +170,47 @@ Forward merged_report(RouteState& state, const Request& req, const ReplyTo& to, 
 }
 
 // GET /routes with pid=all: every process's routes added up by route name.
-Forward merged_routes(RouteState& state, const Request& req, const ReplyTo& to) {
-  return ask_all(state, req, peer_target(req.target(), Ask::json), kPeerAnswerTimeout,
+Forward merged_routes(const Request& req, const ReplyTo& to, const Query& query, const AnswerHere& here) {
+  const std::string target = peer_target(req.target(), query, Ask::json);
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to](const std::vector<PeerAnswer>& answers) {
                    return never_throwing(to, [&] {
                      std::vector<RouteReport> reports;
                      for (const PeerAnswer& answer : answers)
                        if (answer.response && answer.response->result() == Status::ok)
                          reports.push_back(route_report_from_json(answer.response->body()));
-                     return route_report_response(to, merge(reports));
+                     return typed_response(to, merge(reports));
                    });
                  });
 }
 
 // Each process's answer to POST /baseline, one entry (or line) each.
-Response baselines_report(const ReplyTo& to, const std::vector<PeerAnswer>& answers) {
-  json list = json::array();
-  std::string text;
+BaselinesReport baselines_of(const std::vector<PeerAnswer>& answers) {
+  BaselinesReport report;
   for (const PeerAnswer& answer : answers) {
-    const pid_t pid = answer.pid;
-    json entry = {{"pid", pid}};
+    ProcessBaseline entry{answer.pid, 0, std::nullopt, {}};
     try {
       if (!answer.response) throw std::runtime_error(answer.error);
       const Response& res = *answer.response;
-      entry["status"] = res.result_int();
-      if (res.result() == Status::ok) entry["baseline"] = json::parse(res.body());
-      else entry["error"] = body_reason(res);
+      entry.status = static_cast<int>(res.result_int());
+      if (res.result() == Status::ok) entry.baseline = baseline_report_from_json(res.body());
+      else entry.error = body_reason(res);
     } catch (const std::exception& e) {
-      entry["status"] = 502;
-      entry["error"] = e.what();
+      entry.status = 502;
+      entry.baseline.reset();
+      entry.error = e.what();
     }
-    text += "pid " + std::to_string(pid) + ": ";
-    if (entry.contains("baseline"))
-      text += "baseline of " + format_size(entry["baseline"]["total"]["size"].get<double>(), false) +
-              " in " + std::to_string(entry["baseline"]["total"]["count"].get<std::int64_t>()) + " blocks\n";
-    else
-      text += entry["error"].get<std::string>() + "\n";
-    list.push_back(std::move(entry));
+    report.processes.push_back(std::move(entry));
   }
-  if (to.format == Format::json) return make_json(to, Status::ok, {{"processes", list}});
-  return make_text(to, Status::ok, std::move(text));
+  return report;
 }
 
 // POST /baseline?pid=all: every process remembers its heap now.
-Forward baseline_all(RouteState& state, const Request& req, const ReplyTo& to) {
-  return ask_all(state, req, peer_target(req.target(), Ask::json), kPeerAnswerTimeout,
+Forward baseline_all(const Request& req, const ReplyTo& to, const Query& query, const AnswerHere& here) {
+  const std::string target = peer_target(req.target(), query, Ask::json);
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
                  [to](const std::vector<PeerAnswer>& answers) {
-                   return never_throwing(to, [&] { return baselines_report(to, answers); });
+                   return never_throwing(to, [&] { return typed_response(to, baselines_of(answers)); });
                  });
 }
 
@@ -362,41 +252,25 @@ ProcInfo proc_info(pid_t pid) {
 }
 
 // One process's entry in /processes, from its answer to GET /stats.
-json process_entry(const PeerAnswer& answer) {
+ProcessEntry process_entry(const PeerAnswer& answer) {
   const ProcInfo info = proc_info(answer.pid);
-  json entry = {{"pid", answer.pid}, {"ppid", info.ppid}, {"cmdline", info.cmdline}};
+  ProcessEntry entry{answer.pid, info.ppid, info.cmdline, "unreachable", std::nullopt, std::nullopt, info.started_ms};
   try {
     if (!answer.response) throw std::runtime_error(answer.error);
-    const json stats = json::parse(answer.response->body());
-    entry["mode"] = stats.at("mode");
-    entry["traced"] = stats.at("traced").at("current");
-    entry["rss"] = stats.at("rss");
-  } catch (const std::exception& e) {
-    entry["mode"] = "unreachable";
-    entry["traced"] = nullptr;
-    entry["rss"] = nullptr;
+    const StatsReport stats = stats_report_from_json(answer.response->body());
+    entry.mode = to_string(stats.mode);
+    entry.traced = stats.traced_current;
+    entry.rss = stats.rss;
+  } catch (const std::exception&) {  // unreachable, as entry says
   }
-  entry["started_ms"] = info.started_ms;
   return entry;
 }
 
-Response processes_list(const ReplyTo& to, const std::vector<PeerAnswer>& answers) {
-  json list = json::array();
-  for (const PeerAnswer& answer : answers) list.push_back(process_entry(answer));
-  if (to.format == Format::json)  // this_pid: who answers a request without pid= (the dashboard's default)
-    return make_json(to, Status::ok, {{"processes", list}, {"this_pid", ::getpid()}});
-  std::string text = std::to_string(list.size()) + " process" + (list.size() == 1 ? "" : "es") +
-                     " (this one: pid " + std::to_string(::getpid()) + ")\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "%8s %8s %-11s %11s %11s  %s\n", "PID", "PPID", "MODE", "TRACED", "RSS", "CMDLINE");
-  text += line;
-  for (const json& p : list) {
-    const auto size = [](const json& v) { return v.is_null() ? std::string("-") : format_size(v.get<double>(), false); };
-    std::snprintf(line, sizeof line, "%8ld %8ld %-11s %11s %11s  ", p["pid"].get<long>(), p["ppid"].get<long>(),
-                  p["mode"].get<std::string>().c_str(), size(p["traced"]).c_str(), size(p["rss"]).c_str());
-    text += line + p["cmdline"].get<std::string>() + "\n";
-  }
-  return make_text(to, Status::ok, std::move(text));
+ProcessesReport processes_of(const std::vector<PeerAnswer>& answers) {
+  ProcessesReport report;
+  for (const PeerAnswer& answer : answers) report.processes.push_back(process_entry(answer));
+  report.this_pid = ::getpid();  // who answers a request without pid= (the dashboard's default)
+  return report;
 }
 
 }  // namespace
@@ -419,15 +293,15 @@ void merge_verdict(json& into, const json& other) {
 }
 
 std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to,
-                                      std::string_view route, const Query& query) {
+                                      std::string_view route, const Query& query, const AnswerHere& here) {
   if (!query.pid || *query.pid == ::getpid()) return std::nullopt;
   if (*query.pid == kAllProcesses) {
     const bool get = req.method() == bh::verb::get;
     if (query.seconds != 0)
       throw RequestError(Status::bad_request, "pid=all does not take seconds=: POST baseline?pid=all, then diff?pid=all");
-    if (get && (route == "/diff" || route == "/top")) return merged_report(state, req, to, query, route == "/diff");
-    if (!get && route == "/baseline") return baseline_all(state, req, to);
-    if (get && route == "/routes") return merged_routes(state, req, to);
+    if (get && (route == "/diff" || route == "/top")) return merged_report(state, req, to, query, route == "/diff", here);
+    if (!get && route == "/baseline") return baseline_all(req, to, query, here);
+    if (get && route == "/routes") return merged_routes(req, to, query, here);
     throw RequestError(Status::bad_request,
                        "pid=all applies to GET diff, GET top, GET routes and POST baseline; ask one process with pid=N");
   }
@@ -443,7 +317,7 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
   };
   std::vector<PeerAsk> asks;
   try {
-    asks.push_back(peer_ask(pid, req, peer_target(req.target(), Ask::as_is),
+    asks.push_back(peer_ask(pid, req, peer_target(req.target(), query, Ask::as_is),
                             kPeerAnswerTimeout + std::chrono::seconds(query.seconds)));
   } catch (const std::exception& e) {
     throw failed(e.what());
@@ -467,8 +341,12 @@ Forward processes_report(RouteState& state, const ReplyTo& to) {
   Request req{bh::verb::get, state.config.prefix + "/stats?format=json", 11};
   req.set(bh::field::host, "localhost");  // this process's own request policy reads it too
   if (!state.config.token.empty()) req.set(bh::field::authorization, "Bearer " + state.config.token);
-  return ask_all(state, req, std::string(req.target()), kStatsTimeout, [to](const std::vector<PeerAnswer>& answers) {
-    return never_throwing(to, [&] { return processes_list(to, answers); });
+  // This process's own /stats is read here, as GET /stats would answer it.
+  ReplyTo json = to;
+  json.format = Format::json;
+  const auto own = [&] { return typed_response(json, stats_now(state.windows.load())); };
+  return ask_all(req, std::string(req.target()), kStatsTimeout, own, [to](const std::vector<PeerAnswer>& answers) {
+    return never_throwing(to, [&] { return typed_response(to, processes_of(answers)); });
   });
 }
 

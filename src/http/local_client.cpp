@@ -5,26 +5,18 @@
 #include <cstdio>
 #include <fstream>
 
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/write.hpp>
+#include <boost/beast/core/error.hpp>
+
+#include "exchange.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 namespace {
 
 namespace beast = boost::beast;
-namespace bh = boost::beast::http;
 namespace net = boost::asio;
-using local = net::local::stream_protocol;
-
-// An answer is a report the other process capped itself (Config::max_report_bytes), or a
-// pprof profile: this only stops a process that is not liveheap from filling our memory.
-constexpr std::uint64_t kMaxResponseBytes = 256ull << 20;
 
 std::string seconds_text(std::chrono::milliseconds ms) {
   char text[32];
@@ -44,90 +36,70 @@ bool is_stopped(pid_t pid) {
 
 }  // namespace
 
-// Connect, send, read the head within the ask's time, then the body while it keeps coming.
-// Thread-safety: runs on the io_context's one thread only.
+// One ask: its exchange, and a timer that looks whether the process is stopped while no
+// answer has come. Thread-safety: runs on the io_context's one thread only.
 struct PeerExchanges::Exchange : std::enable_shared_from_this<Exchange> {
   Exchange(net::io_context& io, std::shared_ptr<PeerExchanges> parent, std::size_t index, PeerAsk ask)
-      : parent(std::move(parent)), index(index), ask(std::move(ask)), stream(io), check(io) {}
+      : io(io), parent(std::move(parent)), index(index), ask(std::move(ask)), check(io) {}
 
   void run() {
     // The registry's sockets are the user's own: a request made here names the local host,
-    // which the other process's request policy lets through.
-    Request& req = ask.request;
-    if (req.find(bh::field::host) == req.end()) req.set(bh::field::host, "localhost");
-    req.set(bh::field::connection, "close");
-    req.prepare_payload();
-    parser.body_limit(kMaxResponseBytes);
-    stream.expires_after(kPeerConnectTimeout);
-    stream.async_connect(local::endpoint(ask.socket_path),
-                         [self = shared_from_this()](beast::error_code ec) { self->on_connect(ec); });
-  }
-
-  void on_connect(beast::error_code ec) {
-    if (ec) return fail(ec, "cannot connect");
-    bh::async_write(stream, ask.request,
-                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_sent(ec); });
-  }
-
-  void on_sent(beast::error_code ec) {
-    if (ec) return fail(ec, "cannot send the request");
-    stream.expires_after(ask.answer_within);
+    // which the other process's request policy lets through (client::Exchange's default).
+    const client::Timeouts timeouts{kPeerConnectTimeout, ask.answer_within, kPeerIdleTimeout};
+    exchange = client::Exchange::start(io, client::Address::unix_socket(ask.socket_path), std::move(ask.request),
+                                       timeouts, [self = shared_from_this()](client::Result result) {
+                                         self->check.cancel();
+                                         self->end(std::move(result));
+                                       });
     watch_for_stop(kPeerStoppedCheck);
-    bh::async_read_header(stream, buffer, parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->check.cancel();
-      self->on_read(ec, "no answer within " + seconds_text(self->ask.answer_within));
-    });
   }
 
   // A stopped process answers nothing before it is resumed: it is not waited for.
   void watch_for_stop(std::chrono::seconds after) {
     check.expires_after(after);
     check.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec || self->parser.is_header_done()) return;
+      const auto running = self->exchange.lock();
+      if (ec || !running || running->answering()) return;
       if (!is_stopped(self->ask.pid)) return self->watch_for_stop(std::chrono::seconds(1));
       self->stopped = true;
-      self->stream.cancel();
+      running->cancel();
     });
   }
 
-  void on_read(beast::error_code ec, const std::string& timeout) {
-    if (ec) return fail(ec, ec == beast::error::timeout ? timeout : "the answer broke off");
-    if (parser.is_done()) return end(PeerAnswer{ask.pid, parser.release(), {}});
-    stream.expires_after(kPeerIdleTimeout);
-    bh::async_read_some(stream, buffer, parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_read(ec, "the answer stopped for " + seconds_text(kPeerIdleTimeout));
-    });
+  void end(client::Result result) {
+    if (result.response) return parent->finished(index, PeerAnswer{ask.pid, std::move(result.response), {}});
+    parent->finished(index, PeerAnswer{ask.pid, std::nullopt, failure(result)});
   }
 
-  void fail(beast::error_code ec, const std::string& what) {
-    if (cancelled) return end(PeerAnswer{ask.pid, std::nullopt, "cancelled"});
-    if (stopped) return end(PeerAnswer{ask.pid, std::nullopt, "unreachable: the process is stopped (SIGSTOP or a debugger)"});
+  // Why no answer came, as /processes and the merged reports name it.
+  std::string failure(const client::Result& result) const {
+    if (stopped) return "unreachable: the process is stopped (SIGSTOP or a debugger)";
+    if (result.cancelled) return "cancelled";
+    const bool timeout = result.error == beast::error::timeout;
+    std::string what;
+    switch (result.failed) {
+      case client::Step::resolve:
+      case client::Step::connect: what = "cannot connect"; break;
+      case client::Step::send: what = "cannot send the request"; break;
+      case client::Step::answer: what = timeout ? "no answer within " + seconds_text(ask.answer_within) : "the answer broke off"; break;
+      case client::Step::body: what = timeout ? "the answer stopped for " + seconds_text(kPeerIdleTimeout) : "the answer broke off"; break;
+    }
     std::string error = "unreachable: " + what;
-    if (ec != beast::error::timeout) error += " (" + ec.message() + ")";
+    if (!timeout) error += " (" + result.error.message() + ")";
     if (is_stopped(ask.pid)) error += " (the process is stopped: SIGSTOP or a debugger)";
-    end(PeerAnswer{ask.pid, std::nullopt, std::move(error)});
-  }
-
-  void end(PeerAnswer answer) {
-    beast::error_code ignored;
-    stream.socket().close(ignored);  // the other process sees its client leave at once
-    parent->finished(index, std::move(answer));
+    return error;
   }
 
   void cancel() {
-    cancelled = true;
-    check.cancel();
-    stream.cancel();  // each pending operation completes with operation_aborted
+    if (const auto running = exchange.lock()) running->cancel();
   }
 
+  net::io_context& io;
   std::shared_ptr<PeerExchanges> parent;
   std::size_t index;
   PeerAsk ask;
-  beast::basic_stream<local> stream;
-  beast::flat_buffer buffer;
-  bh::response_parser<bh::string_body> parser;
+  std::weak_ptr<client::Exchange> exchange;
   net::steady_timer check;  // watch_for_stop's
-  bool cancelled = false;
   bool stopped = false;
 };
 

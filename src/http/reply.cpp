@@ -1,6 +1,8 @@
 // Building responses: headers, text or JSON, one-line failure reasons.
 #include "reply.hpp"
 
+#include <new>
+
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
@@ -71,6 +73,20 @@ Response make_error(const ReplyTo& to, Status status, std::string_view reason) {
     if (c == '\n' || c == '\r') c = ' ';  // one line, whatever the reason's source
   if (to.format == Format::json) return make_json(to, status, {{"error", line}});
   return make_text(to, status, std::move(line));
+}
+
+Response failure_response(const ReplyTo& to) {
+  try {
+    throw;
+  } catch (const RequestError& e) {
+    return make_error(to, e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(to, Status::service_unavailable, "out of memory");
+  } catch (const std::exception& e) {
+    return make_error(to, Status::internal_server_error, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return make_error(to, Status::internal_server_error, "internal error");
+  }
 }
 
 }  // namespace http

@@ -10,14 +10,15 @@
 #include <nlohmann/json.hpp>
 
 #include "liveheap/http.hpp"
+#include "liveheap/report_query.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 
 using Status = boost::beast::http::status;
 
-// folded / folded2: flamegraph.pl's folded stacks, one or two value columns (reports.cpp).
-enum class Format { text, json, folded, folded2 };
+// How an answer is laid out (the report layer's request model says it: report_query.hpp).
+using Format = AnswerFormat;
 
 // Sent with every response; the dashboard (web/static) keeps to it.
 inline constexpr std::string_view kContentSecurityPolicy =
@@ -52,6 +53,10 @@ Response make_response(const ReplyTo& to, Status status, std::string body,
 Response make_json(const ReplyTo& to, Status status, const nlohmann::json& body);
 // `body` as text/plain, ending with a newline.
 Response make_text(const ReplyTo& to, Status status, std::string body);
+// The response for the exception being handled (a 4xx for a RequestError, 503 out of
+// memory, else 500 with its reason); call only inside a catch.
+Response failure_response(const ReplyTo& to);
+
 // {"error": reason} or "reason\n".
 Response make_error(const ReplyTo& to, Status status, std::string_view reason);
 

@@ -1,10 +1,10 @@
-// The bodies of the report routes, text or JSON. The statistics reports (/top, /peak,
-// /tracebacks, /diff) are the report layer's document (liveheap/report.hpp), built and
-// rendered there; this file picks the rendering and lays out the other routes' bodies.
+// The bodies of the routes, text or JSON. Every answer is a value of the report layer
+// (Report, StatsReport, HistoryReport, BaselineReport, TrimReport, RouteReport), built and
+// rendered there; this file reads the process's state into them and picks the rendering
+// (and lays out the folded stacks, which are not a document).
 #include "reports.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -17,28 +17,13 @@
 #include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
 #include "liveheap/tracker.hpp"
+#include "wall_clock.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 namespace {
 
 using nlohmann::json;
-
-std::string_view plural(KeyType key) {
-  switch (key) {
-    case KeyType::file: return "files";
-    case KeyType::line: return "lines";
-    case KeyType::function: return "functions";
-    case KeyType::traceback: return "tracebacks";
-    case KeyType::route: return "routes";
-  }
-  return "keys";
-}
-
-std::int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 // The report request a query asks for.
 ReportRequest request_of(const Query& query) {
@@ -50,14 +35,6 @@ const Snapshot& apply_filters(const Snapshot& snapshot, const Query& query, Snap
   if (query.filters.empty() && query.routes.empty()) return snapshot;
   storage = snapshot.filter_routes(query.routes).filter_traces(query.filters);
   return storage;
-}
-
-// A JSON stat, with its whole stack only where asked: ~53 KB each otherwise.
-template <typename Stat>
-json stat_json(const Stat& stat, const Query& query) {
-  json j = to_json(stat, query.key);
-  if (query.key != KeyType::traceback && !query.traceback) j.erase("traceback");
-  return j;
 }
 
 // The report document laid out as the client asked: JSON, or text (stacks under each line
@@ -92,11 +69,6 @@ VerdictOf verdicts_for(const ReplyTo& to, const Query& query) {
   if (to.format != Format::json && !query.verdicts) return {};
   auto verdicts = std::make_shared<Verdicts>(query);
   return [verdicts](const Traceback& key) { return verdicts->of(key); };
-}
-
-std::string size_and_count(std::int64_t size, std::int64_t count) {
-  return "size=" + format_size(static_cast<double>(size), false) +
-         ", count=" + std::to_string(count);
 }
 
 // Folded lines appended up to a byte cap, then one comment line that says the rest was
@@ -209,121 +181,52 @@ Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& 
 
 }  // namespace
 
-namespace {
-
-// The symbolizer's counts and, once a report needed it, its process: where the debug
-// information's memory is (not in this process), or why names came without lines.
-json symbolizer_json(const SymbolizerStats& s) {
-  json out = {{"addresses_asked", s.addresses_asked}, {"addresses_resolved", s.addresses_resolved}};
-  if (!s.process_asked) return out;
-  if (s.problem.empty())
-    out["process"] = {{"pid", s.process_pid}, {"rss_bytes", s.process_rss_bytes}, {"files", s.process_files}};
-  else
-    out["problem"] = s.problem;
-  return out;
-}
-
-std::string symbolizer_text(const SymbolizerStats& s) {
-  if (!s.problem.empty()) return "symbolizer: unavailable (" + s.problem + "): names without lines";
-  return "symbolizer: pid " + std::to_string(s.process_pid) + ", rss=" +
-         format_size(static_cast<double>(s.process_rss_bytes), false) + ", " +
-         std::to_string(s.process_files) + " files read";
-}
-
-}  // namespace
-
-Response stats_report(const ReplyTo& to, unsigned windows) {
-  const bool tracing = is_tracing();
+StatsReport stats_now(unsigned windows) {
+  StatsReport r;
+  r.tracing = is_tracing();
   const Options options = liveheap::options();
-  const Mode mode = tracing ? options.mode : Mode::off;
-  const std::uint64_t interval = mode == Mode::sampled ? options.sample_interval : 0;
+  r.mode = r.tracing ? options.mode : Mode::off;
+  r.sample_interval = r.mode == Mode::sampled ? options.sample_interval : 0;
+  r.max_frames = options.max_frames;
   const TracedMemory traced = traced_memory();
-  const std::int64_t own = tracker_memory();
+  r.traced_current = traced.current;
+  r.traced_peak = traced.peak;
+  r.tracker_memory = tracker_memory();
   const EngineStats engine = engine_stats();
-  const ProcessMemory process = read_process_memory();
-  const AllocatorInfo allocator = read_allocator();
-  // For glibc the allocator's figures are mallinfo2's, read under its rate limit.
-  const MallocInfo heap = allocator.name == "glibc" ? malloc_info_of(allocator) : read_malloc_info();
+  r.cap = engine.cap;
+  r.stack_table_bytes = engine.stack_table_bytes;
+  r.live_table_bytes = engine.live_table_bytes;
+  r.stacks = engine.stacks;
+  r.live_blocks = engine.live_blocks;
+  r.dropped = engine.dropped;
+  r.fallback_walks = engine.fallback_walks;
+  r.sampled = {r.mode == Mode::sampled ? engine.live_blocks : 0, engine.region_live_bytes, engine.region_kept_bytes,
+               engine.region_kept_limit, engine.region_madvise_calls};
   const SymbolizerStats symbolizer = symbolizer_stats();
-  const std::string python = python_frames_status();
-  if (to.format == Format::json) {
-    json allocator_json = {{"name", allocator.name}, {"file", allocator.file}};
-    for (const auto& [name, bytes] : allocator.figures) allocator_json[name] = bytes;
-    json mallinfo = {{"arena", heap.arena}, {"hblkhd", heap.hblkhd}, {"uordblks", heap.uordblks},
-                     {"fordblks", heap.fordblks}, {"keepcost", heap.keepcost}};
-    if (allocator.name == "glibc") {  // read under its rate limit: how old, and what it cost
-      mallinfo["age_ms"] = allocator.figures_age_ms;
-      mallinfo["read_ms"] = allocator.read_ms;
-    }
-    return make_json(
-        to, Status::ok,
-        {{"mode", to_string(mode)},
-         {"tracing", tracing},
-         {"sample_interval", interval},
-         {"max_frames", options.max_frames},
-         {"traced", {{"current", traced.current}, {"peak", traced.peak}}},
-         {"tracker_memory", own},
-         {"tracker_memory_cap", to_json(engine.cap)},
-         {"stack_table_bytes", engine.stack_table_bytes},
-         {"live_table_bytes", engine.live_table_bytes},
-         {"stacks", engine.stacks},
-         {"live_blocks", engine.live_blocks},
-         {"dropped", engine.dropped},
-         {"fallback_walks", engine.fallback_walks},
-         // What sampled mode holds: its samples' runs, the freed runs kept for reuse.
-         {"sampled",
-          {{"samples_live", mode == Mode::sampled ? engine.live_blocks : 0},
-           {"live_bytes", engine.region_live_bytes},
-           {"kept_bytes", engine.region_kept_bytes},
-           {"kept_limit", engine.region_kept_limit},
-           {"madvise_calls", engine.region_madvise_calls}}},
-         {"symbolizer", symbolizer_json(symbolizer)},
-         {"python_frames", python},
-         {"rss", process.rss},
-         {"peak_rss", process.peak_rss},
-         {"mallinfo", std::move(mallinfo)},
-         {"allocator", std::move(allocator_json)},
-         {"windows", windows}});
+  r.symbolizer.addresses_asked = symbolizer.addresses_asked;
+  r.symbolizer.addresses_resolved = symbolizer.addresses_resolved;
+  if (symbolizer.process_asked && symbolizer.problem.empty())
+    r.symbolizer.process = StatsReport::SymbolizerProcess{symbolizer.process_pid, symbolizer.process_rss_bytes,
+                                                          symbolizer.process_files};
+  else if (symbolizer.process_asked)
+    r.symbolizer.problem = symbolizer.problem;
+  r.python_frames = python_frames_status();
+  const ProcessMemory process = read_process_memory();
+  r.rss = process.rss;
+  r.peak_rss = process.peak_rss;
+  AllocatorInfo allocator = read_allocator();
+  // For glibc the allocator's figures are mallinfo2's, read under its rate limit: how old,
+  // and what it cost.
+  const bool glibc = allocator.name == "glibc";
+  const MallocInfo heap = glibc ? malloc_info_of(allocator) : read_malloc_info();
+  r.mallinfo = {heap.arena, heap.hblkhd, heap.uordblks, heap.fordblks, heap.keepcost, std::nullopt, std::nullopt};
+  if (glibc) {
+    r.mallinfo.age_ms = allocator.figures_age_ms;
+    r.mallinfo.read_ms = allocator.read_ms;
   }
-  const auto size = [](auto bytes) { return format_size(static_cast<double>(bytes), false); };
-  std::string text = "tracing: " + std::string(tracing ? "on" : "off") +
-                     ", mode=" + std::string(to_string(mode)) +
-                     ", max_frames=" + std::to_string(options.max_frames);
-  if (interval != 0) text += ", sample_interval=" + size(interval);
-  text += "\ntraced: current=" + size(traced.current) + ", peak=" + size(traced.peak) +
-          "\ntracker memory: " + size(own) + " (cap " + size(engine.cap.max_bytes) +
-          "; stack table " + size(engine.stack_table_bytes) + ", live-block table " +
-          size(engine.live_table_bytes) + ")";
-  if (const std::string cap = format_cap(engine.cap); !cap.empty()) text += "\n" + cap;
-  text += "\nstacks=" + std::to_string(engine.stacks) +
-          ", live_blocks=" + std::to_string(engine.live_blocks) +
-          ", dropped=" + std::to_string(engine.dropped) +
-          ", fallback_walks=" + std::to_string(engine.fallback_walks);
-  if (mode == Mode::sampled || engine.region_live_bytes + engine.region_kept_bytes > 0)
-    text += "\nsampled: " + std::to_string(mode == Mode::sampled ? engine.live_blocks : 0) +
-            " samples live in " + size(engine.region_live_bytes) + " of runs, " +
-            size(engine.region_kept_bytes) + " kept for reuse (at most " +
-            size(engine.region_kept_limit) + " now), " + std::to_string(engine.region_madvise_calls) +
-            " madvise calls";
-  text += "\nrss=" + size(process.rss) + ", peak_rss=" + size(process.peak_rss);
-  if (allocator.name == "glibc" || allocator.name == "unknown")  // else glibc's arena is unused
-    text += "\nmallinfo2: arena=" + size(heap.arena) + ", hblkhd=" + size(heap.hblkhd) +
-            ", uordblks=" + size(heap.uordblks) + ", fordblks=" + size(heap.fordblks) +
-            ", keepcost=" + size(heap.keepcost);
-  text += "\nallocator: " + allocator.name;
-  for (std::size_t i = 0; i < allocator.figures.size(); ++i)
-    text += (i == 0 ? ": " : ", ") + allocator.figures[i].first + "=" + size(allocator.figures[i].second);
-  // Said when it matters: figures a second old or more, or a read that stalled malloc 1 ms.
-  if (allocator.name == "glibc" && (allocator.figures_age_ms >= 1000 || allocator.read_ms >= 1)) {
-    char age[96];
-    std::snprintf(age, sizeof age, " (read %.1f s ago, in %.2f ms)",
-                  static_cast<double>(allocator.figures_age_ms) / 1000, allocator.read_ms);
-    text += age;
-  }
-  if (symbolizer.process_asked) text += "\n" + symbolizer_text(symbolizer);
-  if (!python.empty()) text += "\npython frames: " + python;
-  text += "\n";
-  return make_text(to, Status::ok, std::move(text));
+  r.allocator = {std::move(allocator.name), std::move(allocator.file), std::move(allocator.figures)};
+  r.windows = windows;
+  return r;
 }
 
 Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query, std::size_t group) {
@@ -348,146 +251,43 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
 }
 
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {
-  HistoryIndex index(history, query.key, query.cumulative, query.filters);
-  const std::vector<std::int64_t> times = point_times(history);
-  const std::vector<bool> idle = idle_points(history);
-  const std::vector<KeySeries>& all = index.all();
-  const std::size_t shown = std::min(all.size(), query.limit);
-  const auto last = [](const std::vector<std::int64_t>& v) { return v.empty() ? 0 : v.back(); };
-  if (to.format == Format::json) {
-    json points = json::array();
-    for (std::size_t i = 0; i < history.points.size(); ++i) {
-      const HistoryPoint& p = history.points[i];
-      json allocator = json::object();
-      for (const auto& [name, bytes] : p.allocator) allocator[name] = bytes;
-      json route_requests = json::object();
-      for (const auto& [route, requests] : p.route_requests) route_requests[route] = requests;
-      points.push_back({{"t_ms", p.t_ms}, {"traced", p.traced}, {"peak", p.peak}, {"rss", p.rss},
-                        {"allocator", std::move(allocator)}, {"route_requests", std::move(route_requests)},
-                        {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped},
-                        {"allocated", p.allocated}, {"allocations", p.allocations},
-                        {"idle", static_cast<bool>(idle[i])}});
-    }
-    json stats = json::array();
-    std::size_t stats_bytes = 0;
-    bool truncated = false;
-    for (std::size_t i = 0; i < shown; ++i) {
-      const KeySeries& s = all[i];
-      json stat = stat_json(Statistic{s.key, last(s.sizes), last(s.counts)}, query);
-      json series = json::array();
-      json allocated = json::array();
-      for (std::size_t p = 0; p < times.size(); ++p) {
-        series.push_back({times[p], s.sizes[p], s.counts[p]});
-        allocated.push_back({times[p], s.allocated[p], s.allocations[p]});
-      }
-      stat["series"] = std::move(series);
-      stat["allocated_series"] = std::move(allocated);
-      add_verdict_json(stat, classify(history, s));
-      // Each series is a few KB: 10,000 keys (with their stacks) would be hundreds of MB.
-      const std::size_t stat_bytes = stat.dump().size() + 1;
-      if (stats_bytes + stat_bytes > to.max_report_bytes) {
-        truncated = true;
-        break;
-      }
-      stats_bytes += stat_bytes;
-      stats.push_back(std::move(stat));
-    }
-    return make_json(to, Status::ok,
-                     {{"interval_s", history.interval_s},
-                      {"allocator", allocator_name()},
-                      {"max_points", history.max_points},
-                      {"points_dropped", history.points_dropped},
-                      {"stacks_per_point", history.stacks_per_point},
-                      {"key", to_string(query.key)},
-                      {"limit", query.limit},
-                      {"include", query.include},
-                      {"exclude", query.exclude},
-                      {"keys", all.size()},
-                      {"points", std::move(points)},
-                      {"stats", std::move(stats)},
-                      {"truncated", truncated}});
-  }
-  const auto size = [](std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); };
-  std::string text = "History: " + std::to_string(history.points.size()) + " points every " +
-                     std::to_string(static_cast<unsigned>(history.interval_s)) + " s";
-  if (!history.points.empty()) {
-    const HistoryPoint& p = history.points.back();
-    text += " over " + std::to_string((p.t_ms - history.points.front().t_ms) / 1000) +
-            " s; last: traced=" + size(p.traced) + ", peak=" + size(p.peak) + ", rss=" + size(p.rss);
-  }
-  text += "\nTop " + std::to_string(shown) + " of " + std::to_string(all.size()) + " " +
-          std::string(plural(query.key)) + " by size now:\n";
-  for (std::size_t i = 0; i < shown; ++i) {
-    const KeySeries& s = all[i];
-    const std::string row = format_statistic(Statistic{s.key, last(s.sizes), last(s.counts)}, query.key) +
-                            verdict_text(classify(history, s)) + "\n";
-    if (text.size() + row.size() > to.max_report_bytes) {  // as the reports' text says it
-      text += "(truncated at " + format_size(static_cast<double>(to.max_report_bytes), false) +
-              ": " + std::to_string(i) + " of " + std::to_string(shown) +
-              " rows shown; ask for a smaller limit= or narrow with include=)\n";
-      break;
-    }
-    text += row;
-  }
-  return make_text(to, Status::ok, std::move(text));
-}
-
-Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline, std::size_t group) {
-  const SnapshotInfo& info = baseline.info;
-  const std::int64_t age_ms = std::max<std::int64_t>(0, now_ms() - info.taken_at_ms);
-  const std::string others = group > 1 ? " (this is 1 of the " + std::to_string(group) +
-                                             " processes of this program: pid=all sets them all)"
-                                       : "";
-  if (to.format == Format::json) {
-    json answer = {{"mode", to_string(info.mode)},
-               {"sample_interval", info.sample_interval},
-               {"max_frames", info.max_frames},
-               {"taken_at_ms", info.taken_at_ms},
-               {"age_ms", age_ms},
-               {"total", {{"size", baseline.total_size()}, {"count", baseline.total_count()}}},
-               {"stacks", baseline.stacks.size()},
-               {"traced", {{"current", info.traced_current}, {"peak", info.traced_peak}}},
-               {"tracker_memory", info.tracker_memory},
-               {"tracker_memory_cap", to_json(info.cap)}};
-    if (group > 1) answer["group"] = {{"processes", group}};
-    return make_json(to, Status::ok, answer);
-  }
-  return make_text(to, Status::ok,
-                   "baseline taken " + std::to_string(age_ms / 1000) + " s ago: " +
-                       size_and_count(baseline.total_size(), baseline.total_count()) +
-                       ", stacks=" + std::to_string(baseline.stacks.size()) +
-                       " (mode=" + std::string(to_string(info.mode)) + ")" + others);
-}
-
-Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
-                     const std::string& done, std::int64_t tracker_released) {
+  const HistoryReport report = make_history_report(history, request_of(query), allocator_name());
   if (to.format == Format::json)
-    return make_json(to, Status::ok,
-                     // glibc says whether it released memory; for the others, RSS does.
-                     {{"released", done.starts_with("malloc_trim") ? done.ends_with("released memory")
-                                                                   : after.rss < before.rss},
-                      {"allocator", allocator_name()},
-                      {"action", done},
-                      {"tracker_released", tracker_released},
-                      {"rss_before", before.rss},
-                      {"rss_after", after.rss}});
-  return make_text(to, Status::ok,
-                   done + ": rss " + format_size(static_cast<double>(before.rss), false) + " -> " +
-                       format_size(static_cast<double>(after.rss), false) +
-                       (tracker_released > 0 ? "; liveheap gave back " +
-                                                   format_size(static_cast<double>(tracker_released), false) +
-                                                   " of freed samples"
-                                             : ""));
+    return make_response(to, Status::ok, to_json(report, to.max_report_bytes) + "\n", "application/json");
+  return make_text(to, Status::ok, to_text(report, to.max_report_bytes));
+}
+
+BaselineReport baseline_report_of(const StackSnapshot& baseline, std::size_t group) {
+  const SnapshotInfo& info = baseline.info;
+  BaselineReport r;
+  r.mode = info.mode;
+  r.sample_interval = info.sample_interval;
+  r.max_frames = info.max_frames;
+  r.taken_at_ms = info.taken_at_ms;
+  r.age_ms = std::max<std::int64_t>(0, engine::now_ms() - info.taken_at_ms);
+  r.total_size = baseline.total_size();
+  r.total_count = baseline.total_count();
+  r.stacks = baseline.stacks.size();
+  r.traced_current = info.traced_current;
+  r.traced_peak = info.traced_peak;
+  r.tracker_memory = info.tracker_memory;
+  r.cap = info.cap;
+  if (group > 1) r.group_processes = group;
+  return r;
+}
+
+TrimReport trim_now() {
+  const ProcessMemory before = read_process_memory();
+  std::string action = release_free_memory();
+  const std::int64_t tracker_released = trim_tracker_memory();  // sampled runs kept for reuse
+  const ProcessMemory after = read_process_memory();
+  const bool released = trim_released(action, before.rss, after.rss);
+  return {released, allocator_name(), std::move(action), tracker_released, before.rss, after.rss};
 }
 
 Response routes_report(const ReplyTo& to, RouteReport report) {
   judge_on_history(report, liveheap::history());
-  return route_report_response(to, report);
-}
-
-Response route_report_response(const ReplyTo& to, const RouteReport& report) {
-  if (to.format == Format::json) return make_response(to, Status::ok, to_json(report) + "\n", "application/json");
-  return make_text(to, Status::ok, to_text(report));
+  return typed_response(to, report);
 }
 
 }  // namespace http

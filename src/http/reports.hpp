@@ -1,11 +1,17 @@
-// The bodies of the report routes, as text (tracemalloc's lines under a header of totals)
-// or JSON (the same fields as numbers). Thread-safety: pure functions.
+// The bodies of the routes: the process's state read into the report layer's values, laid
+// out as text or JSON. Thread-safety: functions of the process's state, callable from any
+// thread under an IgnoreScope.
 #pragma once
 
 #include <string>
 
+#include "liveheap/baseline_report.hpp"
 #include "liveheap/history.hpp"
+#include "liveheap/history_report.hpp"
+#include "liveheap/route_report.hpp"
 #include "liveheap/snapshot.hpp"
+#include "liveheap/stats_report.hpp"
+#include "liveheap/trim_report.hpp"
 #include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
 #include "query.hpp"
@@ -14,9 +20,16 @@
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 
-// GET /stats: the tracker's and the process's state now (reads them itself), and `windows`:
-// the ?seconds= windows open now on this handler.
-Response stats_report(const ReplyTo& to, unsigned windows);
+// A typed answer (StatsReport, BaselineReport, ...) laid out as the client asked.
+template <typename Value>
+Response typed_response(const ReplyTo& to, const Value& value) {
+  if (to.format == Format::json) return make_response(to, Status::ok, to_json(value) + "\n", "application/json");
+  return make_text(to, Status::ok, to_text(value));
+}
+
+// GET /stats: the tracker's and the process's state now, and `windows`: the ?seconds=
+// windows open now on this handler.
+StatsReport stats_now(unsigned windows);
 
 // GET /top: statistics of `now` grouped by query.key, the top query.limit of them. `group`:
 // the processes of this one's group; more than one, the answer says so (pid=all merges them).
@@ -35,16 +48,14 @@ Response history_report(const ReplyTo& to, const History& history, const Query& 
 // GET /routes: per route, what its requests allocated and left behind; `report` gets each
 // route's verdict from the history here.
 Response routes_report(const ReplyTo& to, RouteReport report);
-// The same laid out (pid=all: the merged report, verdicts already in).
-Response route_report_response(const ReplyTo& to, const RouteReport& report);
 
-// GET and POST /baseline: when it was taken and its totals (nothing symbolized).
-Response baseline_report(const ReplyTo& to, const StackSnapshot& baseline, std::size_t group = 1);
+// GET and POST /baseline: when it was taken and its totals (nothing symbolized). `group`:
+// the processes of this one's group.
+BaselineReport baseline_report_of(const StackSnapshot& baseline, std::size_t group = 1);
 
-// POST /trim: what the allocator was asked (`done`), RSS before and after, and the bytes of
-// freed sampled blocks liveheap itself gave back.
-Response trim_report(const ReplyTo& to, const ProcessMemory& before, const ProcessMemory& after,
-                     const std::string& done, std::int64_t tracker_released);
+// POST /trim: asks the allocator (and liveheap's sampled region) to give free memory back,
+// with RSS before and after.
+TrimReport trim_now();
 
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

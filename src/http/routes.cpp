@@ -1,5 +1,6 @@
 // The route table: paths, methods and parameters, each route's work, and the mapping of
 // every failure to a 4xx (or, for liveheap's own faults only, a 5xx) with a one-line reason.
+// A request for another process goes to forward.hpp's stage before any route runs.
 #include "routes.hpp"
 
 #include <boost/beast/http/field.hpp>
@@ -11,7 +12,6 @@
 #include "exports.hpp"
 #include "forward.hpp"
 #include "liveheap/tracker.hpp"
-#include "process_memory.hpp"
 #include "query.hpp"
 #include "reports.hpp"
 #include "request_policy.hpp"
@@ -99,18 +99,18 @@ Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
 }
 
 Outcome stats(RouteState& state, const ReplyTo& to, const Query&) {
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
 Outcome get_baseline(RouteState& state, const ReplyTo& to, const Query&) {
   const auto baseline = state.baseline.get();
   if (!baseline) conflict("no baseline yet: POST " + state.config.prefix + "/baseline first");
-  return baseline_report(to, *baseline, group_size());
+  return typed_response(to, baseline_report_of(*baseline, group_size()));
 }
 
 Outcome post_baseline(RouteState& state, const ReplyTo& to, const Query&) {
   StackSnapshot snapshot = stacks_now(state);
-  Response res = baseline_report(to, snapshot, group_size());
+  Response res = typed_response(to, baseline_report_of(snapshot, group_size()));
   state.baseline.set(std::move(snapshot));
   return res;
 }
@@ -186,30 +186,25 @@ Outcome start_tracing(RouteState& state, const ReplyTo& to, const Query& query) 
   } catch (const std::runtime_error& e) {
     conflict(e.what());
   }
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
 Outcome stop_tracing(RouteState& state, const ReplyTo& to, const Query&) {
   stop();
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
 Outcome clear_traces(RouteState& state, const ReplyTo& to, const Query&) {
   clear();
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
 Outcome reset_traced_peak(RouteState& state, const ReplyTo& to, const Query&) {
   reset_peak();
-  return stats_report(to, state.windows.load());
+  return typed_response(to, stats_now(state.windows.load()));
 }
 
-Outcome trim(RouteState&, const ReplyTo& to, const Query&) {
-  const ProcessMemory before = read_process_memory();
-  const std::string done = release_free_memory();
-  const std::int64_t tracker_released = trim_tracker_memory();  // sampled runs kept for reuse
-  return trim_report(to, before, read_process_memory(), done, tracker_released);
-}
+Outcome trim(RouteState&, const ReplyTo& to, const Query&) { return typed_response(to, trim_now()); }
 
 Snapshot allocations_now(const RouteState& state) {
   return while_tracing(state, [] { return take_allocation_snapshot(); });
@@ -327,6 +322,22 @@ std::optional<Response> static_file(const Request& req, const ReplyTo& to, std::
   return make_response(to, Status::ok, std::string(asset->body), asset->content_type);
 }
 
+// `route` run here for `target` (its path and another query), as if `req` had asked it
+// without pid=: this process's share of a pid=all merge. The request passed the checks.
+Response run_here(RouteState& state, const Request& req, const Route& route, const std::string& target) {
+  ReplyTo to = reply_to(req);
+  to.max_report_bytes = state.config.max_report_bytes;
+  try {
+    const Query query = parse_query(split_target(target).query, route.params | kPid);
+    if (query.format) to.format = *query.format;
+    Outcome outcome = route.run(state, to, query);
+    if (auto* res = std::get_if<Response>(&outcome)) return std::move(*res);
+    throw std::runtime_error("a window cannot be merged");  // refused before: cannot happen
+  } catch (...) {
+    return failure_response(to);
+  }
+}
+
 Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
   const Target target = split_target(req.target());
   const std::string& prefix = state.config.prefix;
@@ -364,49 +375,12 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
     if (auto denied = check_bearer(req, state.config.token, to)) return std::move(*denied);
   const Query query = parse_query(target.query, match->params | kPid);  // every route takes pid=
   if (query.format) to.format = *query.format;
-  if (auto other = answer_for_pid(state, req, to, rest, query)) return std::move(*other);
+  const auto here = [&](const std::string& other_target) { return run_here(state, req, *match, other_target); };
+  if (auto other = answer_for_pid(state, req, to, rest, query, here)) return std::move(*other);
   return match->run(state, to, query);
 }
 
 }  // namespace
-
-// The response for the exception being handled.
-namespace {
-
-std::variant<unsigned, std::string> read_metrics_callsites(const Config& config) {
-  try {
-    return metrics_callsites(config);
-  } catch (const std::invalid_argument& e) {
-    return std::string(e.what());
-  }
-}
-
-}  // namespace
-
-RouteState::RouteState(Config c) : config(std::move(c)), metrics_callsites(read_metrics_callsites(config)) {}
-
-Response failure_response(const ReplyTo& to) {
-  try {
-    throw;
-  } catch (const RequestError& e) {
-    return make_error(to, e.status(), e.what());
-  } catch (const std::bad_alloc&) {
-    return make_error(to, Status::service_unavailable, "out of memory");
-  } catch (const std::exception& e) {
-    return make_error(to, Status::internal_server_error, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return make_error(to, Status::internal_server_error, "internal error");
-  }
-}
-
-WindowSlot::WindowSlot(RouteState& state) : count_(state.windows) {
-  if (count_.fetch_add(1) >= state.config.max_windows) {
-    count_.fetch_sub(1);
-    throw RequestError(Status::too_many_requests,
-                       std::to_string(state.config.max_windows) +
-                           " ?seconds= windows are already waiting; try again when one ends");
-  }
-}
 
 std::string_view alias_of(const Config& config, std::string_view path) noexcept {
   if (!config.pprof_prefix.empty() && path.starts_with(config.pprof_prefix)) {

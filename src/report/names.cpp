@@ -1,4 +1,5 @@
 // The names of modes and keys, parsed strictly: an unknown name is an error, not a guess.
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -34,10 +35,17 @@ std::string_view to_string(KeyType key) noexcept {
 }
 
 KeyType parse_key_type(std::string_view text) {
-  for (KeyType k : {KeyType::line, KeyType::file, KeyType::function, KeyType::traceback, KeyType::route})
+  for (KeyType k : kKeyTypes)
     if (to_string(k) == text) return k;
-  throw std::invalid_argument("unknown key '" + std::string(text) +
-                              "' (expected line, file, function, traceback or route)");
+  throw std::invalid_argument("unknown key '" + std::string(text) + "' (expected " + key_type_names() + ")");
+}
+
+std::string key_type_names(std::string_view last) {
+  std::string names;
+  const std::size_t n = std::size(kKeyTypes);
+  for (std::size_t i = 0; i < n; ++i)
+    names += std::string(i == 0 ? "" : i + 1 == n ? last : ", ") + std::string(to_string(kKeyTypes[i]));
+  return names;
 }
 
 LIVEHEAP_NAMESPACE_END

@@ -6,28 +6,15 @@
 #include <unordered_map>
 
 #include "grouping.hpp"
+#include "report_lines.hpp"
 #include "liveheap/format.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
-// With cumulative=1 an include glob names the lines to show wherever they are in a stack
-// (a Python app's own lines above an extension's allocation): a trace is kept when any of
-// its frames matches, and only the lines that match are shown (shown_lines).
-bool includes_every_frame(const ReportRequest& request) {
-  return request.cumulative && !request.include.empty() && request.key != KeyType::traceback &&
-         request.key != KeyType::route;
-}
-
-std::vector<Filter> filters_of(const ReportRequest& request) {
-  std::vector<Filter> filters;
-  for (const std::string& spec : request.include) {
-    filters.push_back(Filter::parse(true, spec));
-    filters.back().all_frames = includes_every_frame(request);
-  }
-  for (const std::string& spec : request.exclude) filters.push_back(Filter::parse(false, spec));
-  return filters;
-}
+using report::filters_of;
+using report::includes_every_frame;
+using report::line_of;
 
 // `snapshot` itself without filters, else the filtered copy, kept in `storage`.
 const Snapshot& filtered(const Snapshot& snapshot, const std::vector<Filter>& filters,
@@ -59,20 +46,6 @@ Stats shown_lines(Stats stats, const std::vector<Filter>& filters, const ReportR
            });
   });
   return stats;
-}
-
-// A line named as format_key names it; the key's stack kept whole only where JSON shows it.
-ReportLine line_of(const Traceback& key, const ReportRequest& request, std::int64_t size,
-                   std::int64_t count) {
-  ReportLine line;
-  line.key = format_key(key, request.key);
-  if (!key.empty())
-    line.frame = request.key == KeyType::traceback ? key[user_frame_index(key)] : key.front();
-  line.traceback = key;
-  line.size = size;
-  line.count = count;
-  line.average = count == 0 ? 0.0 : static_cast<double>(size) / static_cast<double>(count);
-  return line;
 }
 
 // traceback=1 with a key of one frame (line, file, function): each line gets a whole stack,
@@ -126,7 +99,7 @@ Report make_report(const Snapshot& now, const ReportRequest& request, const Verd
   const std::size_t shown = std::min(stats.size(), request.limit);
   report.lines.reserve(shown);
   for (std::size_t i = 0; i < shown; ++i) {
-    ReportLine line = line_of(stats[i].traceback, request, stats[i].size, stats[i].count);
+    ReportLine line = line_of(stats[i].traceback, request.key, stats[i].size, stats[i].count);
     if (verdict_of) line.verdict = verdict_of(stats[i].traceback);
     report.lines.push_back(std::move(line));
   }
@@ -154,7 +127,7 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
   report.lines.reserve(shown);
   for (std::size_t i = 0; i < shown; ++i) {
     const StatisticDiff& d = diffs[i];
-    ReportLine line = line_of(d.traceback, request, d.size, d.count);
+    ReportLine line = line_of(d.traceback, request.key, d.size, d.count);
     line.size_diff = d.size_diff;
     line.count_diff = d.count_diff;
     if (verdict_of) line.verdict = verdict_of(d.traceback);

@@ -1,12 +1,13 @@
 // The report document as JSON, written (with a byte budget for its lines) and read back
 // strictly: every field of the schema must be there with its type, or the error names it.
-#include <charconv>
 #include <climits>
 #include <stdexcept>
 
 #include "liveheap/format.hpp"
 #include "liveheap/json.hpp"
 #include "liveheap/report.hpp"
+#include "report_lines.hpp"
+#include "strict_json.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace {
@@ -19,23 +20,7 @@ bool shows_traceback(const Report& report, const ReportLine& line) {
 }
 
 json line_json(const Report& report, const ReportLine& line) {
-  json j = {{"key", line.key},
-            {"function", line.frame.function},
-            {"short_function", shown_function(line.frame)},
-            {"kind", frame_kind(line.frame)},
-            {"file", line.frame.file},
-            {"line", line.frame.line},
-            {"module", line.frame.module},
-            {"size", line.size},
-            {"count", line.count},
-            {"average", line.average}};
-  if (report.diff) {
-    j["size_diff"] = line.size_diff;
-    j["count_diff"] = line.count_diff;
-  }
-  if (shows_traceback(report, line)) j["traceback"] = to_json(*line.traceback);
-  add_verdict_json(j, line.verdict.value_or(Verdict{}));
-  return j;
+  return report::line_json(line, report.diff.has_value(), shows_traceback(report, line));
 }
 
 // Everything but the lines.
@@ -84,186 +69,9 @@ json head_json(const Report& report) {
   return j;
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 // ---- reading ----
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw std::invalid_argument("report JSON: " + path + " " + what);
-}
-
-std::string join(const std::string& path, std::string_view name) {
-  return path.empty() ? std::string(name) : path + "." + std::string(name);
-}
-
-const json& field(const json& object, const std::string& path, std::string_view name) {
-  const auto it = object.find(name);
-  if (it == object.end()) fail(join(path, name), "is missing");
-  return *it;
-}
-
-// What `value` is, for a message: where a number was expected, why this one will not do.
-std::string describe(const json& value, bool numeric) {
-  if (value.is_number()) {
-    if (!numeric) return "a number";
-    if (value.is_number_float()) return "a fraction";
-    return !value.is_number_unsigned() && value.get<std::int64_t>() < 0 ? "negative" : "too large";
-  }
-  if (value.is_null()) return "null";
-  if (value.is_boolean()) return "a boolean";
-  if (value.is_string()) return "a string";
-  return value.is_array() ? "an array" : "an object";
-}
-
-void expect(bool ok, const json& value, const std::string& path, const char* type) {
-  const std::string_view t(type);
-  const bool numeric = t == "an integer" || t == "a whole number" || t == "a process id";
-  if (!ok) fail(path, "is " + describe(value, numeric) + ", not " + type);
-}
-
-std::int64_t integer(const json& object, const std::string& path, std::string_view name) {
-  const json& v = field(object, path, name);
-  expect(v.is_number_integer() && (!v.is_number_unsigned() ||
-                                    v.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX)),
-         v, join(path, name), "an integer");
-  return v.get<std::int64_t>();
-}
-
-// A number >= 0 (parsed text gives an unsigned one; a value built in C++ may be signed).
-bool non_negative(const json& v) {
-  return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
-}
-
-std::uint64_t whole(const json& object, const std::string& path, std::string_view name,
-                    std::uint64_t max = UINT64_MAX) {
-  const json& v = field(object, path, name);
-  expect(non_negative(v) && v.get<std::uint64_t>() <= max, v, join(path, name), "a whole number");
-  return v.get<std::uint64_t>();
-}
-
-double number(const json& object, const std::string& path, std::string_view name) {
-  const json& v = field(object, path, name);
-  expect(v.is_number(), v, join(path, name), "a number");
-  return v.get<double>();
-}
-
-bool boolean(const json& object, const std::string& path, std::string_view name) {
-  const json& v = field(object, path, name);
-  expect(v.is_boolean(), v, join(path, name), "true or false");
-  return v.get<bool>();
-}
-
-std::string text(const json& object, const std::string& path, std::string_view name) {
-  const json& v = field(object, path, name);
-  expect(v.is_string(), v, join(path, name), "a string");
-  return v.get<std::string>();
-}
-
-const json& array(const json& object, const std::string& path, std::string_view name) {
-  const json& v = field(object, path, name);
-  expect(v.is_array(), v, join(path, name), "an array");
-  return v;
-}
-
-void expect_object(const json& v, const std::string& path) { expect(v.is_object(), v, path, "an object"); }
-
-std::vector<std::string> strings(const json& object, const std::string& path, std::string_view name) {
-  std::vector<std::string> out;
-  const json& list = array(object, path, name);
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string at = join(path, name) + "[" + std::to_string(i) + "]";
-    expect(list[i].is_string(), list[i], at, "a string");
-    out.push_back(list[i].get<std::string>());
-  }
-  return out;
-}
-
-// A word of the schema: `parse` throws std::invalid_argument for anything else.
-template <typename Parse>
-auto word(const json& object, const std::string& path, std::string_view name, Parse parse) {
-  const std::string value = text(object, path, name);
-  try {
-    return parse(value);
-  } catch (const std::invalid_argument& e) {
-    fail(join(path, name), std::string("is not known: ") + e.what());
-  }
-}
-
-Frame frame_from(const json& j, const std::string& path, bool with_address) {
-  Frame f;
-  f.function = text(j, path, "function");
-  text(j, path, "short_function");  // derived from function: checked, not kept
-  f.file = text(j, path, "file");
-  f.line = static_cast<unsigned>(whole(j, path, "line", UINT_MAX));
-  f.module = text(j, path, "module");
-  if (with_address) {
-    const std::string address = text(j, path, "address");
-    const char* first = address.data() + 2;
-    const char* last = address.data() + address.size();
-    std::uint64_t value = 0;
-    const auto [end, ec] = std::from_chars(first, last, value, 16);
-    if (!address.starts_with("0x") || first == last || ec != std::errc() || end != last)
-      fail(join(path, "address"), "'" + address + "' is not a hex address like 0x1f");
-    f.address = static_cast<std::uintptr_t>(value);
-  }
-  return f;
-}
-
-std::optional<Verdict> verdict_from(const json& j, const std::string& path) {
-  const Trend trend = word(j, path, "verdict", [](const std::string& v) {
-    const std::optional<Trend> t = parse_trend(v);
-    if (!t) throw std::invalid_argument("'" + v + "' (expected growing, plateaued, stable, shrinking or unknown)");
-    return *t;
-  });
-  Verdict verdict;
-  verdict.trend = trend;
-  for (const char* name : {"growth_per_min", "since_last_growth_s"}) {
-    const json& v = field(j, path, name);
-    if (trend == Trend::unknown) expect(v.is_null(), v, join(path, name), "null (the verdict is unknown)");
-  }
-  if (trend != Trend::unknown) {
-    verdict.growth_per_min = number(j, path, "growth_per_min");
-    verdict.since_last_growth_s = number(j, path, "since_last_growth_s");
-  }
-  // The reasons: absent from an older server's report, null where unknown.
-  const auto optional_number = [&](const char* name) -> std::optional<double> {
-    const auto it = j.find(name);
-    if (it == j.end() || it->is_null()) return std::nullopt;
-    expect(it->is_number(), *it, join(path, name), "a number or null");
-    return it->get<double>();
-  };
-  verdict.retention = optional_number("retention");
-  verdict.idle_s = optional_number("idle_s");
-  verdict.allocated = optional_number("allocated_in_window").value_or(0);
-  return verdict;
-}
-
-ReportLine line_from(const json& j, const std::string& path, KeyType key, bool diff) {
-  expect_object(j, path);
-  ReportLine line;
-  line.key = text(j, path, "key");
-  line.frame = frame_from(j, path, false);
-  line.size = integer(j, path, "size");
-  line.count = integer(j, path, "count");
-  line.average = number(j, path, "average");
-  if (diff) {
-    line.size_diff = integer(j, path, "size_diff");
-    line.count_diff = integer(j, path, "count_diff");
-  }
-  if (key == KeyType::traceback || j.contains("traceback")) {
-    const json& frames = array(j, path, "traceback");
-    std::vector<Frame> list;
-    list.reserve(frames.size());
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-      const std::string at = join(path, "traceback") + "[" + std::to_string(i) + "]";
-      expect_object(frames[i], at);
-      list.push_back(frame_from(frames[i], at, true));
-    }
-    line.traceback = Traceback(std::move(list));
-  }
-  line.verdict = verdict_from(j, path);
-  return line;
-}
+using namespace report;  // the strict readers: field, integer, whole, text, word, ...
 
 }  // namespace
 
@@ -300,8 +108,9 @@ std::string to_json(const Report& report, std::size_t max_bytes) {
   return out;
 }
 
-Report report_from_json(const json& j) {
-  expect_object(j, "the document");
+namespace {
+
+Report read_report(const json& j) {
   Report report;
   const json& schema = field(j, "", "schema");
   expect(schema.is_number_integer(), schema, "schema", "an integer");
@@ -319,14 +128,7 @@ Report report_from_json(const json& j) {
   r.include = strings(j, "", "include");
   r.exclude = strings(j, "", "exclude");
   if (j.contains("route")) r.routes = strings(j, "", "route");
-  const json& cap = field(j, "", "tracker_memory_cap");
-  expect_object(cap, "tracker_memory_cap");
-  report.cap.max_bytes = integer(cap, "tracker_memory_cap", "max_bytes");
-  report.cap.reached = boolean(cap, "tracker_memory_cap", "reached");
-  report.cap.folded_blocks = whole(cap, "tracker_memory_cap", "folded_blocks");
-  report.cap.folded_bytes = integer(cap, "tracker_memory_cap", "folded_bytes");
-  report.cap.dropped_blocks = whole(cap, "tracker_memory_cap", "dropped_blocks");
-  report.cap.dropped_bytes = integer(cap, "tracker_memory_cap", "dropped_bytes");
+  report.cap = cap_from(j, "", "tracker_memory_cap");
   if (j.contains("against"))
     report.diff = ReportAgainst{text(j, "", "against"), integer(j, "", "old_taken_at_ms")};
   const json& total = field(j, "", "total");
@@ -395,10 +197,15 @@ Report report_from_json(const json& j) {
   return report;
 }
 
-Report report_from_json(std::string_view text) {
-  json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) throw std::invalid_argument("report JSON: the text is not JSON");
-  return report_from_json(document);
+}  // namespace
+
+Report report_from_json(const json& document) {
+  return read_strictly("report JSON", document, [](const json& j) {
+    expect_object(j, "the document");
+    return read_report(j);
+  });
 }
+
+Report report_from_json(std::string_view text) { return read_strictly("report JSON", text, read_report); }
 
 LIVEHEAP_NAMESPACE_END

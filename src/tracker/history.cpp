@@ -20,14 +20,10 @@
 #include "liveheap/allocator.hpp"
 #include "liveheap/request_scope.hpp"
 #include "liveheap/tracker.hpp"
+#include "wall_clock.hpp"
 
 namespace liveheap::tracker {
 namespace {
-
-std::int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 // Resident bytes from /proc/self/statm (its second field, in pages); -1 when unknown.
 std::int64_t resident_bytes() noexcept {
@@ -205,7 +201,7 @@ void history_tick() {
   }
   std::lock_guard tick_lock(*tick_mutex);
   Point p;
-  p.point.t_ms = now_ms();
+  p.point.t_ms = engine::now_ms();
   const engine::Totals traced = engine::traced();
   p.point.traced = traced.current;
   p.point.peak = traced.peak;

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -18,6 +17,7 @@
 #include "engine.hpp"
 #include "liveheap/tracker.hpp"
 #include "peak_signal.hpp"
+#include "wall_clock.hpp"
 
 namespace liveheap::peak {
 namespace {
@@ -41,11 +41,6 @@ State& state() {
   return *s;
 }
 
-std::int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 void add_stack(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
                const engine::StackSums& sums) {
   auto* r = static_cast<Record*>(ctx);
@@ -61,7 +56,7 @@ void record(State& s) {
   IgnoreScope ignore;  // the record is the tracker's memory
   auto r = std::make_shared<Record>();
   r->stacks.reserve(engine::stack_count() + 64);
-  r->taken_at_ms = now_ms();
+  r->taken_at_ms = engine::now_ms();
   engine::visit_stacks(add_stack, r.get());
   engine::set_peak_mark(r->total + std::max(r->total / kMarginDivisor, kMinMargin));
   std::shared_ptr<const Record> old;  // freed outside the lock

@@ -6,7 +6,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -20,6 +19,7 @@
 #include "history.hpp"
 #include "loaded_code.hpp"
 #include "main_program.hpp"
+#include "wall_clock.hpp"
 #include "peak.hpp"
 #include "preloaded_session.hpp"
 #include "python_frame_table.hpp"
@@ -101,11 +101,6 @@ SnapshotFrames build_frame_table(std::vector<std::vector<Frame>> by_address) {
     first.push_back(static_cast<std::uint32_t>(frames->size()));
   }
   return {std::move(frames), std::move(first)};
-}
-
-std::int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 // start(), or (engine_started) the tracker's part of it for a session the engine runs.
@@ -411,7 +406,7 @@ SnapshotInfo session_info() {
   info.mode = opts.mode;
   info.sample_interval = opts.mode == Mode::sampled ? opts.sample_interval : 0;
   info.max_frames = opts.max_frames;
-  info.taken_at_ms = now_ms();
+  info.taken_at_ms = engine::now_ms();
   const TracedMemory traced = traced_memory();
   info.traced_current = traced.current;
   info.traced_peak = traced.peak;

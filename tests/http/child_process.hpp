@@ -1,40 +1,28 @@
-// Runs a program for an end-to-end test: its stdin and stdout are pipes, extra environment
-// variables on top of ours; killed (by its pid) if the test ends first.
+// The tests' child processes (tests/support/child_process.hpp) with this suite's calling
+// conventions: extra environment variables on top of ours, timeouts in milliseconds.
 #pragma once
 
-#include <sys/types.h>
-
-#include <cstdint>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "../support/child_process.hpp"
+
 namespace http_test {
 
-class ChildProcess {
+class ChildProcess : public test_support::ChildProcess {
  public:
   // Throws std::runtime_error when the program cannot be started.
-  ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
+  ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env)
+      : test_support::ChildProcess(argv, test_support::environment_with(extra_env)) {}
 
-  pid_t pid() const { return pid_; }
-  void write_line(const std::string& line);
-  // The next line of its stdout (without '\n'), or std::nullopt at EOF or after timeout_ms.
-  std::optional<std::string> read_line(int timeout_ms);
-  // Closes its stdin and waits for it to exit; the exit status, or -1 if it did not exit
-  // normally within timeout_ms (then it is killed).
-  int wait(int timeout_ms);
-
- private:
-  pid_t pid_ = -1;
-  int stdin_fd_ = -1;
-  int stdout_fd_ = -1;
-  std::string pending_;  // read but not yet returned
+  using test_support::ChildProcess::read_line;
+  using test_support::ChildProcess::wait;
+  std::optional<std::string> read_line(int timeout_ms) { return read_line(std::chrono::milliseconds(timeout_ms)); }
+  int wait(int timeout_ms) { return wait(std::chrono::milliseconds(timeout_ms)); }
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-std::uint16_t free_port();
+using test_support::free_port;
 
 }  // namespace http_test

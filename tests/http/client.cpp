@@ -1,5 +1,6 @@
-// A small blocking HTTP client for the http tests, on plain POSIX sockets so that what is
-// sent is exactly what the test wrote.
+// The http tests' requests: send() through the library's one HTTP client (src/client);
+// send_raw and Connection on plain POSIX sockets, so that what is sent is exactly what the
+// test wrote (malformed requests, slow clients).
 #include "client.hpp"
 
 #include <arpa/inet.h>
@@ -13,7 +14,13 @@
 #include <stdexcept>
 #include <utility>
 
+#include <boost/beast/core/string.hpp>
+
+#include "exchange.hpp"
+
 namespace http_test {
+
+using namespace std::chrono_literals;
 
 std::string Reply::header(const std::string& name) const {
   const auto it = headers.find(name);
@@ -98,37 +105,39 @@ int status_of(std::string_view raw) {
 
 Reply send(std::uint16_t port, std::string_view method, std::string_view target,
            std::string_view headers, std::string_view body) {
-  // Host: 127.0.0.1 unless the test writes its own.
-  std::string lower(headers);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const bool own_host = lower.starts_with("host:") || lower.find("\nhost:") != std::string::npos;
-  std::string request = std::string(method) + " " + std::string(target) + " HTTP/1.1\r\n" +
-                        (own_host ? "" : "Host: 127.0.0.1\r\n") + "Connection: close\r\n" +
-                        std::string(headers);
-  if (!body.empty() || method == "POST")
-    request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-  request += "\r\n" + std::string(body);
-  const std::string raw = send_raw(port, request, false);
-
-  Reply reply;
-  reply.status = status_of(raw);
-  const auto head_end = raw.find("\r\n\r\n");
-  if (reply.status == 0 || head_end == std::string::npos)
-    throw std::runtime_error("no HTTP response to " + std::string(method) + " " +
-                             std::string(target) + ": '" + raw + "'");
-  std::size_t at = raw.find("\r\n") + 2;
-  while (at < head_end) {
-    const auto end = raw.find("\r\n", at);
-    const std::string line = raw.substr(at, end - at);
+  namespace bh = boost::beast::http;
+  liveheap::client::Request request;
+  request.method_string(method);
+  request.target(target);
+  request.version(11);
+  // Host: 127.0.0.1 unless the test writes its own; each of its lines as it wrote it.
+  bool own_host = false;
+  for (std::size_t at = 0; at < headers.size();) {
+    const auto end = headers.find("\r\n", at);
+    const std::string_view line = headers.substr(at, end - at);
+    at = end == std::string_view::npos ? headers.size() : end + 2;
     const auto colon = line.find(':');
-    std::string name = line.substr(0, colon);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string value = colon == std::string::npos ? "" : line.substr(colon + 1);
-    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-    reply.headers[name] = value;
-    at = end + 2;
+    if (line.empty() || colon == std::string_view::npos) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    request.insert(line.substr(0, colon), value);
+    own_host = own_host || boost::beast::iequals(line.substr(0, colon), "host");
   }
-  reply.body = raw.substr(head_end + 4);
+  if (!own_host) request.set(bh::field::host, "127.0.0.1");
+  request.body() = std::string(body);
+  const liveheap::client::Result result = liveheap::client::exchange_now(
+      liveheap::client::Address::tcp("127.0.0.1", port), std::move(request), {15s, 15s, 15s});
+  if (!result.response)
+    throw std::runtime_error("no HTTP response to " + std::string(method) + " " + std::string(target) + ": " +
+                             liveheap::client::why(result));
+  Reply reply;
+  reply.status = static_cast<int>(result.response->result_int());
+  for (const auto& field : *result.response) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    reply.headers[name] = std::string(field.value());
+  }
+  reply.body = result.response->body();
   return reply;
 }
 

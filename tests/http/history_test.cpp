@@ -8,6 +8,8 @@
 
 #include "../support/tracing_session.hpp"
 #include "history.hpp"
+#include "liveheap/history_report.hpp"
+#include "wall_clock.hpp"
 #include "server_fixture.hpp"
 
 namespace http_test {
@@ -72,7 +74,7 @@ class HistoryRoute : public ServerTest {
       liveheap::tracker::history_tick();
       // Distinct times for the trends: the clock the points are stamped with moved on.
       const std::int64_t last = liveheap::tracker::history_raw().points.back().t_ms;
-      ASSERT_TRUE(wait_until(kPatience, [&] { return now_ms() > last; }, std::chrono::milliseconds(1)));
+      ASSERT_TRUE(wait_until(kPatience, [&] { return engine::now_ms() > last; }, std::chrono::milliseconds(1)));
     }
   }
   void TearDown() override {
@@ -84,11 +86,6 @@ class HistoryRoute : public ServerTest {
     g_leak.clear();
     g_cache.clear();
     tracing_.reset();  // the next test's fixture starts tracing with the defaults again
-  }
-
-  static std::int64_t now_ms() {
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
   }
 
   std::optional<test_support::TracingSession> tracing_;
@@ -179,6 +176,28 @@ TEST_F(HistoryRoute, BadParametersAreRefused) {
   EXPECT_EQ(get(port(), "/debug/memory/history?key=nope").status, 400);
   EXPECT_EQ(get(port(), "/debug/memory/top?verdicts=2").status, 400);
   EXPECT_EQ(post(port(), "/debug/memory/history").status, 405);
+}
+
+}  // namespace
+}  // namespace http_test
+
+namespace http_test {
+namespace {
+
+// The answer read back as its value writes the same bytes, and the text a client renders
+// from it is the server's own text (the test ticks: both requests see one history).
+TEST_F(HistoryRoute, TheAnswerReadsBackAsItsValueAndItsTextIsTheServersText) {
+  for (const std::string query : {"", "key=file&", "key=traceback&limit=3&", "traceback=1&limit=4&",
+                                  "include=*history_test.cpp&cumulative=1&", "limit=1&"}) {
+    const Reply json = get(port(), "/debug/memory/history?" + query + "format=json");
+    ASSERT_EQ(json.status, 200) << json.body;
+    const liveheap::HistoryReport report = liveheap::history_report_from_json(json.body);
+    EXPECT_EQ(liveheap::to_json(report) + "\n", json.body) << query;
+    EXPECT_EQ(liveheap::history_report_from_json(liveheap::to_json(report)), report) << query;
+    EXPECT_EQ(report.points.size(), 6u);
+    const Reply text = get(port(), "/debug/memory/history?" + query);
+    EXPECT_EQ(liveheap::to_text(report), text.body) << query;
+  }
 }
 
 }  // namespace

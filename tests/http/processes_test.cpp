@@ -3,7 +3,6 @@
 // the program, the registry's permissions, stale sockets, a child outliving its parent.
 // Each test has its own registry (XDG_RUNTIME_DIR in a fresh private directory).
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -25,9 +24,13 @@
 #include "child_process.hpp"
 #include "../support/temp_dir.hpp"
 #include "client.hpp"
+#include "exchange.hpp"
 #include "runtime_dir.hpp"
 #include "forward.hpp"
+#include "liveheap/baseline_report.hpp"
+#include "liveheap/processes_report.hpp"
 #include "liveheap/report.hpp"
+#include "liveheap/stats_report.hpp"
 #include "gtest/gtest.h"
 
 extern char** environ;
@@ -86,30 +89,12 @@ struct Reaper {
 // GET `target` from one process on its own socket in the registry, not through the
 // holder: what that process itself says (a body, or "" when it did not answer in time).
 std::string get_direct(const std::string& socket, const std::string& target) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (fd >= 0) ::close(fd);
+  liveheap::client::Request request{boost::beast::http::verb::get, target, 11};
+  const liveheap::client::Result result =
+      liveheap::client::exchange_now(liveheap::client::Address::unix_socket(socket), std::move(request), {15s, 15s, 15s});
+  if (!result.response && result.failed == liveheap::client::Step::connect)
     throw std::runtime_error("cannot connect to " + socket);
-  }
-  const std::string request = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string raw;
-  const auto deadline = Clock::now() + 15s;
-  char buffer[4096];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    pollfd pfd{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    raw.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  const auto body = raw.find("\r\n\r\n");
-  return body == std::string::npos ? "" : raw.substr(body + 4);
+  return result.response ? result.response->body() : "";
 }
 
 // The ?seconds= windows a process counts open, by its own /stats.
@@ -312,6 +297,68 @@ TEST_F(Prefork, MergedReportsReadBackAsTheReportDocument) {
     const Reply one = get(port_, "/debug/memory" + route + only + "&format=json&pid=" +
                                      std::to_string(kept.begin()->first));
     EXPECT_EQ(liveheap::to_json(liveheap::report_from_json(std::string_view(one.body))) + "\n", one.body);
+  }
+}
+
+// /processes, every process's POST /baseline and each one's /stats read back as their
+// values write the same bytes; the list and the text say the same processes.
+TEST_F(Prefork, TheGroupsAnswersReadBackAsTheirValues) {
+  const Reply list = get(port_, "/debug/memory/processes?format=json");
+  const liveheap::ProcessesReport processes = liveheap::processes_report_from_json(list.body);
+  EXPECT_EQ(liveheap::to_json(processes) + "\n", list.body);
+  ASSERT_EQ(processes.processes.size(), 3u);
+  EXPECT_EQ(processes.this_pid, master_pid_);
+  for (const liveheap::ProcessEntry& p : processes.processes) {
+    EXPECT_EQ(p.mode, "exact");
+    EXPECT_TRUE(p.traced.has_value() && p.rss.has_value()) << p.pid;
+    const Reply stats = get(port_, "/debug/memory/stats?format=json&pid=" + std::to_string(p.pid));
+    EXPECT_EQ(liveheap::to_json(liveheap::stats_report_from_json(stats.body)) + "\n", stats.body) << p.pid;
+  }
+  const Reply baselines = post(port_, "/debug/memory/baseline?pid=all&format=json");
+  const liveheap::BaselinesReport all = liveheap::baselines_report_from_json(baselines.body);
+  EXPECT_EQ(liveheap::to_json(all) + "\n", baselines.body);
+  ASSERT_EQ(all.processes.size(), 3u);
+  for (const liveheap::ProcessBaseline& p : all.processes) {
+    EXPECT_EQ(p.status, 200) << p.error;
+    ASSERT_TRUE(p.baseline.has_value()) << p.pid;
+    EXPECT_EQ(p.baseline->group_processes, 3u);  // each answered as one of the group
+  }
+}
+
+// pid=all is the sum of the processes' own reports: each line's size and count, and the
+// totals, are those of every process's answer to the same question added up.
+TEST_F(Prefork, TheMergeIsTheSumOfTheProcessesOwnReports) {
+  ASSERT_EQ(post(port_, "/debug/memory/baseline?pid=all").status, 200);
+  const auto kept = keep();
+  ASSERT_EQ(kept.size(), 2u);
+  const std::string where = kept.begin()->second.first;
+  const std::string only = "include=*" + where.substr(where.rfind('/') + 1, where.rfind(':') - where.rfind('/') - 1);
+  for (const std::string route : {"/diff?", "/top?", "/top?key=function&"}) {
+    const auto report = [&](const std::string& pid) {
+      const Reply reply = get(port_, "/debug/memory" + route + only + "&format=json&limit=1000&pid=" + pid);
+      EXPECT_EQ(reply.status, 200) << reply.body;
+      return liveheap::report_from_json(std::string_view(reply.body));
+    };
+    const liveheap::Report merged = report("all");
+    liveheap::ReportTotal sum;
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> lines;  // key -> size, size_diff
+    for (const long pid : {master_pid_, workers_[0], workers_[1]}) {
+      const liveheap::Report own = report(std::to_string(pid));
+      sum.size += own.total.size;
+      sum.count += own.total.count;
+      sum.size_diff += own.total.size_diff;
+      sum.count_diff += own.total.count_diff;
+      for (const liveheap::ReportLine& line : own.lines) {
+        lines[line.key].first += line.size;
+        lines[line.key].second += line.size_diff;
+      }
+    }
+    EXPECT_EQ(merged.total, sum) << route;
+    ASSERT_EQ(merged.lines.size(), lines.size()) << route;
+    for (const liveheap::ReportLine& line : merged.lines) {
+      EXPECT_EQ(line.size, lines[line.key].first) << route << line.key;
+      EXPECT_EQ(line.size_diff, lines[line.key].second) << route << line.key;
+    }
   }
 }
 

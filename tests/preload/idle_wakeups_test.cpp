@@ -2,14 +2,7 @@
 // preload library, in each mode, with and without an endpoint, and as the second process of
 // a group; the voluntary context switches of all its threads over a few seconds (a peak
 // recorder that polled every 5 ms made 200 a second).
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/child_process.hpp"
 #include "../support/temp_dir.hpp"
 #include "../support/wait.hpp"
 
@@ -58,40 +52,22 @@ std::pair<long, int> voluntary_switches(pid_t pid) {
 }
 
 // `sleep 60` with the preload library and `extra` in its environment (none of the test's
-// own LD_PRELOAD or LIVEHEAP_*), output to /dev/null; killed and reaped at the end.
-class IdleProcess {
+// own LD_PRELOAD or LIVEHEAP_*), its stdin ours; killed and reaped at the end.
+class IdleProcess : public test_support::ChildProcess {
  public:
-  explicit IdleProcess(const std::vector<std::string>& extra) {
+  explicit IdleProcess(const std::vector<std::string>& extra)
+      : test_support::ChildProcess({"sleep", "60"}, environment(extra), {.stdin_pipe = false, .with_stderr = true}) {}
+
+ private:
+  static std::vector<std::string> environment(const std::vector<std::string>& extra) {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e)
       if (std::string_view(*e).rfind("LD_PRELOAD=", 0) != 0 && std::string_view(*e).rfind("LIVEHEAP_", 0) != 0)
         env.emplace_back(*e);
     env.push_back(std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_PATH);
     env.insert(env.end(), extra.begin(), extra.end());
-    std::vector<char*> envp;
-    for (std::string& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    char sleep[] = "sleep", seconds[] = "60";
-    char* argv[] = {sleep, seconds, nullptr};
-    posix_spawn_file_actions_t quiet;
-    posix_spawn_file_actions_init(&quiet);
-    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
-    if (::posix_spawnp(&pid_, sleep, &quiet, nullptr, argv, envp.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&quiet);
+    return env;
   }
-  ~IdleProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  IdleProcess(const IdleProcess&) = delete;
-  IdleProcess& operator=(const IdleProcess&) = delete;
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
 };
 
 struct Case {
@@ -126,18 +102,7 @@ TEST_P(IdleWakeups, AnIdleTracedProcessIsWokenAtMostThreeTimesASecond) {
                                         << kWindow.count() << " s";
 }
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using test_support::free_port;
 
 // A process of a group whose port another holds waits for that holder's exit, not on a
 // timer (a retry every second, before): with no history thread, its threads do not wake.

@@ -15,6 +15,7 @@
 #include "../support/tracing_session.hpp"
 #include "../support/wait.hpp"
 #include "history.hpp"
+#include "wall_clock.hpp"
 #include "liveheap/tracker.hpp"
 
 namespace {
@@ -54,11 +55,6 @@ liveheap::Options no_thread() {
   return o;
 }
 
-std::int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 // The program's work between two points: a request served (allocated, then freed).
 [[gnu::noinline]] void work_step() {
   void* request = std::malloc(64 * 1024);
@@ -70,7 +66,7 @@ std::int64_t now_ms() {
 // point gets a later one (the trends need distinct times).
 testing::AssertionResult clock_past_last_point() {
   const std::int64_t last = liveheap::tracker::history_raw().points.back().t_ms;
-  return wait_until(kPatience, [&] { return now_ms() > last; }, std::chrono::milliseconds(1));
+  return wait_until(kPatience, [&] { return liveheap::engine::now_ms() > last; }, std::chrono::milliseconds(1));
 }
 
 // The raw points, once there are at least `n` (the thread ticks on its own).

@@ -2,6 +2,7 @@
 // and every failure as an ApiError with a one-line reason (the page shows it; it never throws
 // past the refresh loop).
 
+import { toQuery } from './query.js';
 import { readReport } from './report.js';
 
 const TOKEN_KEY = 'liveheap.token';
@@ -53,12 +54,9 @@ export class Api {
   post(route, params) { return this.request('POST', route, params); }
 
   async request(method, route, params = {}) {
-    const query = new URLSearchParams({ format: 'json' });
-    for (const [name, value] of Object.entries(params)) {
-      // pid 'port' is the page's name for the process holding the port: no pid= at all.
-      if (name === 'pid' && value === 'port') continue;
-      if (value !== undefined && value !== null && value !== '') query.set(name, String(value));
-    }
+    // As the server's to_query() writes it (query.js): pid 'port', the process holding the
+    // port, is no pid= at all.
+    const query = toQuery({ format: 'json', ...params });
     const headers = { Accept: 'application/json' };
     const token = this.token;
     if (token) headers.Authorization = `Bearer ${token}`;
