@@ -55,6 +55,9 @@ struct StatsReport {
     std::string problem;  // "" unless the process could not be asked
     friend bool operator==(const Symbolizer&, const Symbolizer&) = default;
   } symbolizer;
+  // Whether stacks carry Python frames: "on (CPython 3.11.2)", "off: <why>: native frames
+  // only", or "" in a process without CPython.
+  std::string python_frames;
   std::int64_t rss = 0;       // -1 when unknown
   std::int64_t peak_rss = 0;
   // glibc's mallinfo2(); with glibc serving malloc, read under its rate limit: how old the
@@ -91,7 +94,7 @@ void order_figures(std::string_view allocator, std::vector<std::pair<std::string
 // {"mode", "tracing", "sample_interval", "max_frames", "traced": {"current", "peak"},
 // "tracker_memory", "tracker_memory_cap", "stack_table_bytes", "live_table_bytes",
 // "stacks", "live_blocks", "dropped", "fallback_walks", "sampled": {...}, "symbolizer":
-// {...}, "rss", "peak_rss", "mallinfo": {...}, "allocator": {"name", "file", figures...},
+// {...}, "python_frames", "rss", "peak_rss", "mallinfo": {...}, "allocator": {"name", "file", figures...},
 // "windows"}, one line.
 std::string to_json(const StatsReport& report);
 // Throws std::invalid_argument naming a missing or mistyped field ("stats JSON: traced.peak

@@ -6,15 +6,8 @@
 namespace liveheap::engine {
 namespace {
 
-template <typename T>
-T load(std::uintptr_t address) noexcept {
-  T value;
-  __builtin_memcpy(&value, reinterpret_cast<const void*>(address), sizeof value);
-  return value;
-}
-
 bool of_type(std::uintptr_t object, std::uintptr_t type, const PythonLayout& l) noexcept {
-  return object != 0 && (object & 7) == 0 && load<std::uintptr_t>(object + l.object_type) == type;
+  return object != 0 && (object & 7) == 0 && read_at<std::uintptr_t>(object + l.object_type) == type;
 }
 
 // Names and paths longer than this are not read (none is, in practice).
@@ -24,8 +17,8 @@ constexpr std::uint32_t kMaxLinetable = 1u << 24;
 bool read_text(const PythonRuntime& py, std::uintptr_t object, PythonText* out) noexcept {
   const PythonLayout& l = *py.layout;
   if (!of_type(object, py.str_type, l)) return false;
-  const auto length = load<std::int64_t>(object + l.str_length);
-  const auto state = load<std::uint32_t>(object + l.str_state);
+  const auto length = read_at<std::int64_t>(object + l.str_length);
+  const auto state = read_at<std::uint32_t>(object + l.str_state);
   // state: interned:2, kind:3, compact:1, ascii:1, ready:1 (from the lowest bit)
   const std::uint8_t kind = (state >> 2) & 7;
   const bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
@@ -57,7 +50,7 @@ struct Fnv {
   void bytes(const unsigned char* p, std::size_t n) noexcept {
     // 8 bytes a step: the table and the names are read on every cached frame's check.
     std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) word(load<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p + i)));
+    for (; i + 8 <= n; i += 8) word(read_at<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p + i)));
     std::uint64_t tail = 0;
     __builtin_memcpy(&tail, p + i, n - i);
     word(tail ^ (std::uint64_t{n - i} << 56));
@@ -74,19 +67,19 @@ bool read_code(const PythonRuntime& py, std::uintptr_t address, PythonCode* out)
   const PythonLayout& l = *py.layout;
   if (!of_type(address, py.code_type, l)) return false;
   out->address = address;
-  out->file_object = load<std::uintptr_t>(address + l.code_filename);
-  out->qualname_object = load<std::uintptr_t>(address + l.code_qualname);
-  out->linetable_object = load<std::uintptr_t>(address + l.code_linetable);
+  out->file_object = read_at<std::uintptr_t>(address + l.code_filename);
+  out->qualname_object = read_at<std::uintptr_t>(address + l.code_qualname);
+  out->linetable_object = read_at<std::uintptr_t>(address + l.code_linetable);
   if (!read_text(py, out->file_object, &out->file) || !read_text(py, out->qualname_object, &out->qualname) ||
       !of_type(out->linetable_object, py.bytes_type, l))
     return false;
-  const auto table_size = load<std::int64_t>(out->linetable_object + l.var_size);
-  const auto units = load<std::int64_t>(address + l.var_size);
+  const auto table_size = read_at<std::int64_t>(out->linetable_object + l.var_size);
+  const auto units = read_at<std::int64_t>(address + l.var_size);
   if (table_size < 0 || table_size > kMaxLinetable || units <= 0 || units > (1 << 26)) return false;
   out->linetable = reinterpret_cast<const unsigned char*>(out->linetable_object + l.bytes_data);
   out->linetable_size = static_cast<std::uint32_t>(table_size);
-  out->first_line = load<std::int32_t>(address + l.code_firstlineno);
-  out->first_traceable = load<std::int32_t>(address + l.code_first_traceable);
+  out->first_line = read_at<std::int32_t>(address + l.code_firstlineno);
+  out->first_traceable = read_at<std::int32_t>(address + l.code_first_traceable);
   out->units = static_cast<std::uint32_t>(units);
   out->instructions = address + l.code_units;
   return true;
@@ -138,8 +131,8 @@ std::size_t to_utf8(const PythonText& text, char* out, std::size_t capacity) noe
   std::size_t o = 0;
   for (std::uint32_t i = 0; i < text.length; ++i) {
     std::uint32_t c = text.kind == 1   ? text.data[i]
-                      : text.kind == 2 ? load<std::uint16_t>(reinterpret_cast<std::uintptr_t>(text.data) + 2 * i)
-                                       : load<std::uint32_t>(reinterpret_cast<std::uintptr_t>(text.data) + 4 * i);
+                      : text.kind == 2 ? read_at<std::uint16_t>(reinterpret_cast<std::uintptr_t>(text.data) + 2 * i)
+                                       : read_at<std::uint32_t>(reinterpret_cast<std::uintptr_t>(text.data) + 4 * i);
     if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || c < 0x20 || c == 0x7F) c = '?';
     char bytes[4];
     std::size_t n = 0;

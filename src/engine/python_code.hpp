@@ -12,6 +12,15 @@
 
 namespace liveheap::engine {
 
+// A T read in place from the host's memory at `address` (any alignment): the interpreter's
+// structures, read without calling it.
+template <typename T>
+T read_at(std::uintptr_t address) noexcept {
+  T value;
+  __builtin_memcpy(&value, reinterpret_cast<const void*>(address), sizeof value);
+  return value;
+}
+
 // A str's characters in place: `length` code points of `kind` bytes each (1, 2 or 4).
 struct PythonText {
   const unsigned char* data = nullptr;

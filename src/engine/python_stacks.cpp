@@ -7,13 +7,6 @@
 namespace liveheap::engine {
 namespace {
 
-template <typename T>
-T load(std::uintptr_t address) noexcept {
-  T value;
-  __builtin_memcpy(&value, reinterpret_cast<const void*>(address), sizeof value);
-  return value;
-}
-
 // The innermost frames of a deeper chain are kept (a stack holds 128 frames at most), and
 // the chain is cut there. Small: this runs on the host's stack, inside its malloc.
 constexpr std::uint32_t kMaxPythonFrames = 128;
@@ -35,10 +28,10 @@ bool read_chain(const PythonRuntime& py, Chain* chain) noexcept {
   // down another thread may free this thread's state: read then only under the GIL.
   if (py.gil_holder() != thread && py.finalizing() != 0) return false;
   const PythonLayout& l = *py.layout;
-  const auto cframe = load<std::uintptr_t>(reinterpret_cast<std::uintptr_t>(thread) + l.thread_cframe);
+  const auto cframe = read_at<std::uintptr_t>(reinterpret_cast<std::uintptr_t>(thread) + l.thread_cframe);
   if (cframe == 0 || (cframe & 7) != 0) return false;
-  auto frame = load<std::uintptr_t>(cframe + l.cframe_current_frame);
-  for (std::uint32_t walked = 0; frame != 0; frame = load<std::uintptr_t>(frame + l.frame_previous)) {
+  auto frame = read_at<std::uintptr_t>(cframe + l.cframe_current_frame);
+  for (std::uint32_t walked = 0; frame != 0; frame = read_at<std::uintptr_t>(frame + l.frame_previous)) {
     if ((frame & 7) != 0) return false;
     if (++walked > 4 * kMaxPythonFrames || chain->count == kMaxPythonFrames || chain->runs == kMaxRuns) {
       const std::uint32_t closed = chain->runs == 0 ? 0 : chain->run_end[chain->runs - 1];
@@ -48,9 +41,9 @@ bool read_chain(const PythonRuntime& py, Chain* chain) noexcept {
       return chain->runs > 0;
     }
     PythonCode code;
-    if (!read_code(py, load<std::uintptr_t>(frame + l.frame_code), &code)) return false;
-    const auto instruction = load<std::uintptr_t>(frame + l.frame_prev_instr);
-    const bool generator = load<std::uint8_t>(frame + l.frame_owner) == l.owned_by_generator;
+    if (!read_code(py, read_at<std::uintptr_t>(frame + l.frame_code), &code)) return false;
+    const auto instruction = read_at<std::uintptr_t>(frame + l.frame_prev_instr);
+    const bool generator = read_at<std::uint8_t>(frame + l.frame_owner) == l.owned_by_generator;
     const std::intptr_t index = (static_cast<std::intptr_t>(instruction) - static_cast<std::intptr_t>(code.instructions)) / 2;
     // Incomplete (being set up): not shown, but its entry mark still ends a run.
     const bool incomplete = !generator && index < code.first_traceable;
@@ -60,7 +53,7 @@ bool read_chain(const PythonRuntime& py, Chain* chain) noexcept {
       if (value == 0) return false;
       chain->frames[chain->count++] = value;
     }
-    if (load<std::uint8_t>(frame + l.frame_is_entry) != 0) chain->run_end[chain->runs++] = chain->count;
+    if (read_at<std::uint8_t>(frame + l.frame_is_entry) != 0) chain->run_end[chain->runs++] = chain->count;
   }
   // The outermost frame is always an entry: a chain that ends otherwise is not one.
   return chain->runs > 0 && chain->run_end[chain->runs - 1] == chain->count;

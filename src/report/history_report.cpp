@@ -29,8 +29,10 @@ json point_json(const HistoryReport::Point& point) {
   const HistoryPoint& p = point.at;
   json allocator = json::object();
   for (const auto& [name, bytes] : p.allocator) allocator[name] = bytes;
+  json route_requests = json::object();
+  for (const auto& [route, requests] : p.route_requests) route_requests[route] = requests;
   return {{"t_ms", p.t_ms}, {"traced", p.traced}, {"peak", p.peak}, {"rss", p.rss},
-          {"allocator", std::move(allocator)},
+          {"allocator", std::move(allocator)}, {"route_requests", std::move(route_requests)},
           {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped},
           {"allocated", p.allocated}, {"allocations", p.allocations},
           {"idle", point.idle}};
@@ -68,6 +70,12 @@ HistoryReport::Point point_from(const json& j, const std::string& at, const std:
   for (const auto& [name, value] : figures.items())
     p.allocator.emplace_back(name, integer(figures, join(at, "allocator"), name));
   order_figures(allocator_name, p.allocator);
+  // By route name, as the recorder keeps them; absent from an older server's points.
+  if (j.contains("route_requests")) {
+    const json& routes = object(j, at, "route_requests");
+    for (const auto& [route, value] : routes.items())
+      p.route_requests.emplace_back(route, whole(routes, join(at, "route_requests"), route));
+  }
   p.stacks_dropped = integer(j, at, "stacks_dropped");
   p.bytes_dropped = integer(j, at, "bytes_dropped");
   p.allocated = integer(j, at, "allocated");

@@ -90,9 +90,17 @@ ReportLine line_from(const json& j, const std::string& path, KeyType key, bool d
   return line;
 }
 
+bool includes_every_frame(const ReportRequest& request) {
+  return request.cumulative && !request.include.empty() && request.key != KeyType::traceback &&
+         request.key != KeyType::route;
+}
+
 std::vector<Filter> filters_of(const ReportRequest& request) {
   std::vector<Filter> filters;
-  for (const std::string& spec : request.include) filters.push_back(Filter::parse(true, spec));
+  for (const std::string& spec : request.include) {
+    filters.push_back(Filter::parse(true, spec));
+    filters.back().all_frames = includes_every_frame(request);
+  }
   for (const std::string& spec : request.exclude) filters.push_back(Filter::parse(false, spec));
   return filters;
 }
@@ -111,7 +119,8 @@ ReportLine line_of(const Traceback& key, KeyType key_type, std::int64_t size, st
 json line_json(const ReportLine& line, bool diff, bool with_traceback) {
   json j = {{"key", line.key},
             {"function", line.frame.function},
-            {"short_function", is_route_frame(line.frame) ? line.frame.function : short_function(line.frame.function)},
+            {"short_function", shown_function(line.frame)},
+            {"kind", frame_kind(line.frame)},
             {"file", line.frame.file},
             {"line", line.frame.line},
             {"module", line.frame.module},

@@ -11,14 +11,18 @@
 
 namespace liveheap::report {
 
-// The request's include/exclude specs as filters. Throws std::invalid_argument for a
-// malformed one.
+// With cumulative=1 an include glob names the lines to show wherever they are in a stack
+// (a Python app's own lines above an extension's allocation): a trace is kept when any of
+// its frames matches, and only the lines that match are shown.
+bool includes_every_frame(const ReportRequest& request);
+// The request's include/exclude specs as filters (includes on every frame where
+// includes_every_frame). Throws std::invalid_argument for a malformed one.
 std::vector<Filter> filters_of(const ReportRequest& request);
 
 // A line named as format_key names it, `key` kept whole as its traceback.
 ReportLine line_of(const Traceback& key, KeyType key_type, std::int64_t size, std::int64_t count);
 
-// {"key", "function", "short_function", "file", "line", "module", "size", "count",
+// {"key", "function", "short_function", "kind", "file", "line", "module", "size", "count",
 // "average", "size_diff" and "count_diff" (`diff`), "traceback" (`with_traceback`), and
 // the verdict's fields}.
 nlohmann::json line_json(const ReportLine& line, bool diff, bool with_traceback);

@@ -76,6 +76,7 @@ StatsReport read_stats(const json& j) {
                integer(sampled, "sampled", "kept_bytes"), integer(sampled, "sampled", "kept_limit"),
                whole(sampled, "sampled", "madvise_calls")};
   r.symbolizer = symbolizer_from(object(j, "", "symbolizer"));
+  r.python_frames = text(j, "", "python_frames");
   r.rss = integer(j, "", "rss");
   r.peak_rss = integer(j, "", "peak_rss");
   const json& m = object(j, "", "mallinfo");
@@ -143,6 +144,7 @@ std::string to_json(const StatsReport& r) {
                  {"kept_limit", s.kept_limit},
                  {"madvise_calls", s.madvise_calls}}},
                {"symbolizer", symbolizer_json(r.symbolizer)},
+               {"python_frames", r.python_frames},
                {"rss", r.rss},
                {"peak_rss", r.peak_rss},
                {"mallinfo", std::move(mallinfo)},
@@ -187,6 +189,7 @@ std::string to_text(const StatsReport& r) {
     text += age;
   }
   if (!r.symbolizer.problem.empty() || r.symbolizer.process) text += "\n" + symbolizer_text(r.symbolizer);
+  if (!r.python_frames.empty()) text += "\npython frames: " + r.python_frames;
   return text + "\n";
 }
 

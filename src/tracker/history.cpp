@@ -210,6 +210,7 @@ void history_tick() {
   // sums that arena (microseconds), as a GET /stats does.
   p.point.allocator = read_allocator().figures;
   for (RouteRequests& r : requests_by_route()) p.point.route_requests.emplace_back(std::move(r.route), r.requests);
+  std::sort(p.point.route_requests.begin(), p.point.route_requests.end());  // by name, as /history writes them
   r.scratch.clear();
   // Every stack that ever allocated, so that the process's work sums them all; only those
   // with live blocks are candidates for the point.
