@@ -38,8 +38,8 @@ using tcp = net::ip::tcp;
 std::vector<std::unique_ptr<char[]>> g_leaked;
 
 // Returns a response with `status` and a text body.
-http::message_generator text_response(const http::request<http::string_body>& req, http::status status,
-                                      std::string body) {
+http::message_generator text_response(const http::request<http::string_body>& req,
+                                      http::status status, std::string body) {
   http::response<http::string_body> res{status, req.version()};
   res.set(http::field::server, BOOST_BEAST_VERSION_STRING);
   res.set(http::field::content_type, "text/plain");
@@ -51,7 +51,8 @@ http::message_generator text_response(const http::request<http::string_body>& re
 
 // The server's own routes: GET /hello, and GET /leak?kb=N which keeps N KiB forever.
 http::message_generator sample::handle_request(http::request<http::string_body>&& req) {
-  if (req.method() != http::verb::get) return text_response(req, http::status::method_not_allowed, "GET only");
+  if (req.method() != http::verb::get)
+    return text_response(req, http::status::method_not_allowed, "GET only");
   const std::string_view target = req.target();
   if (target == "/hello") return text_response(req, http::status::ok, "hello");
   constexpr std::string_view kLeak = "/leak?kb=";
@@ -75,12 +76,9 @@ int main(int argc, char* argv[]) {
   std::string port = "8080";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
-    if (flag == "--host")
-      host = argv[i + 1];
-    else if (flag == "--port")
-      port = argv[i + 1];
-    else
-      argc = -1;
+    if (flag == "--host") host = argv[i + 1];
+    else if (flag == "--port") port = argv[i + 1];
+    else argc = -1;
   }
   if (argc < 0 || argc % 2 == 0) {
     std::cerr << "Usage: beast_server [--host 127.0.0.1] [--port 8080]\n";
@@ -88,7 +86,8 @@ int main(int argc, char* argv[]) {
   }
 
   try {
-    if (const auto options = liveheap::options_from_environment(liveheap::Mode::exact)) liveheap::start(*options);
+    if (const auto options = liveheap::options_from_environment(liveheap::Mode::exact))
+      liveheap::start(*options);
   } catch (const std::exception& e) {
     std::cerr << "liveheap: " << e.what() << "; tracking stays off\n";
   }
@@ -107,7 +106,8 @@ int main(int argc, char* argv[]) {
     std::cout << "listening on http://" << host << ":" << server->port() << "/" << std::endl;
     server->run();
   } catch (const std::exception& e) {
-    std::cerr << "beast_server: cannot serve on " << host << ":" << port << ": " << e.what() << "\n";
+    std::cerr << "beast_server: cannot serve on " << host << ":" << port << ": " << e.what()
+              << "\n";
     return EXIT_FAILURE;
   }
   ioc.run();

@@ -34,7 +34,9 @@ using Reply = std::function<void(http::message_generator)>;
 inline std::function<bool(http::request<http::string_body>& req, Reply reply)> handle_deferred;
 
 // Report a failure
-void fail(beast::error_code ec, const char* what) { std::cerr << what << ": " << ec.message() << "\n"; }
+void fail(beast::error_code ec, const char* what) {
+  std::cerr << what << ": " << ec.message() << "\n";
+}
 
 // Handles an HTTP server connection
 class session : public std::enable_shared_from_this<session> {
@@ -45,13 +47,15 @@ class session : public std::enable_shared_from_this<session> {
 
  public:
   // Take ownership of the stream
-  session(tcp::socket&& socket, liveheap::http::Handler& liveheap) : stream_(std::move(socket)), liveheap_(liveheap) {}
+  session(tcp::socket&& socket, liveheap::http::Handler& liveheap)
+      : stream_(std::move(socket)), liveheap_(liveheap) {}
 
   // Start the asynchronous operation
   void run() {
     // We need to be executing within a strand to perform async operations on the I/O
     // objects in this session.
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&session::do_read, shared_from_this()));
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&session::do_read, shared_from_this()));
   }
 
   void do_read() {
@@ -60,7 +64,8 @@ class session : public std::enable_shared_from_this<session> {
     // Set the timeout.
     stream_.expires_after(std::chrono::seconds(30));
     // Read a request
-    http::async_read(stream_, buffer_, req_, beast::bind_front_handler(&session::on_read, shared_from_this()));
+    http::async_read(stream_, buffer_, req_,
+                     beast::bind_front_handler(&session::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t bytes_transferred) {
@@ -82,8 +87,9 @@ class session : public std::enable_shared_from_this<session> {
     {
       auto scope = liveheap::http::request_scope(req_);
       auto later = [self = shared_from_this()](http::message_generator res) {
-        net::post(self->stream_.get_executor(),
-                  [self, res = std::move(res)]() mutable { self->send_response(std::move(res)); });
+        net::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
+          self->send_response(std::move(res));
+        });
       };
       if (handle_deferred && handle_deferred(req_, std::move(later))) return;
       res.emplace(handle_request(std::move(req_)));
@@ -95,7 +101,8 @@ class session : public std::enable_shared_from_this<session> {
     const bool keep_alive = msg.keep_alive();
     // Write the response
     beast::async_write(stream_, std::move(msg),
-                       beast::bind_front_handler(&session::on_write, shared_from_this(), keep_alive));
+                       beast::bind_front_handler(&session::on_write, shared_from_this(),
+                                                 keep_alive));
   }
 
   void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes_transferred) {
@@ -142,7 +149,8 @@ class listener : public std::enable_shared_from_this<listener> {
  private:
   void do_accept() {
     // The new connection gets its own strand
-    acceptor_.async_accept(net::make_strand(ioc_), beast::bind_front_handler(&listener::on_accept, shared_from_this()));
+    acceptor_.async_accept(net::make_strand(ioc_),
+                           beast::bind_front_handler(&listener::on_accept, shared_from_this()));
   }
 
   void on_accept(beast::error_code ec, tcp::socket socket) {

@@ -28,32 +28,22 @@ char* g_array = nullptr;
 int g_thread_line = 0;
 [[gnu::noinline]] void thread_body() {
   g_keep.push_back(nullptr);  // reserved: no allocation
-  g_keep.back() = std::malloc(3333);
-  g_thread_line = __LINE__;
+  g_keep.back() = std::malloc(3333); g_thread_line = __LINE__;
 }
 
 [[gnu::noinline]] void allocate_known() {
   for (int i = 0; i < 8; ++i) {
-    g_keep.push_back(std::malloc(1000));
-    if (i == 0) g_sites.push_back({__LINE__, 8000, 8});
+    g_keep.push_back(std::malloc(1000)); if (i == 0) g_sites.push_back({__LINE__, 8000, 8});
   }
-  g_keep.push_back(std::calloc(10, 123));
-  g_sites.push_back({__LINE__, 1230, 1});
-  g_array = new char[4096];
-  g_sites.push_back({__LINE__, 4096, 1});
+  g_keep.push_back(std::calloc(10, 123)); g_sites.push_back({__LINE__, 1230, 1});
+  g_array = new char[4096]; g_sites.push_back({__LINE__, 4096, 1});
   void* grown = std::malloc(10);
-  grown = std::realloc(grown, 200000);
-  g_sites.push_back({__LINE__, 200000, 1});
+  grown = std::realloc(grown, 200000); g_sites.push_back({__LINE__, 200000, 1});
   g_keep.push_back(grown);
   void* aligned = nullptr;
-  if (posix_memalign(&aligned, 256, 777) == 0) {
-    g_keep.push_back(aligned);
-  }
-  g_sites.push_back({__LINE__, 777, 1});
+  if (posix_memalign(&aligned, 256, 777) == 0) { g_keep.push_back(aligned); } g_sites.push_back({__LINE__, 777, 1});
   for (int i = 0; i < 100; ++i) {
-    void* transient = std::malloc(50000);
-    std::memset(transient, 1, 8);
-    std::free(transient);
+    void* transient = std::malloc(50000); std::memset(transient, 1, 8); std::free(transient);
   }
   g_sites.push_back({__LINE__ - 2, 0, 0});
   std::thread(thread_body).join();
@@ -78,7 +68,8 @@ int main(int argc, char** argv) {
   }
   allocate_known();
   std::printf("ALLOCATED\n");
-  for (const Site& s : g_sites) std::printf("SITE %s:%d %ld %ld\n", __FILE__, s.line, s.bytes, s.count);
+  for (const Site& s : g_sites)
+    std::printf("SITE %s:%d %ld %ld\n", __FILE__, s.line, s.bytes, s.count);
   std::fflush(stdout);
   if (phases) std::getline(std::cin, line);
   for (void* p : g_keep) std::free(p);

@@ -30,7 +30,9 @@ struct HeapUse {
 };
 
 // One block of `bytes` (operator new's argument), or nothing for zero.
-inline HeapUse block(std::size_t bytes) { return {static_cast<std::int64_t>(bytes), bytes == 0 ? 0 : 1}; }
+inline HeapUse block(std::size_t bytes) {
+  return {static_cast<std::int64_t>(bytes), bytes == 0 ? 0 : 1};
+}
 
 // A string's buffer: none while it fits in the string itself (short-string optimization),
 // else capacity + 1 for the terminating zero.

@@ -20,11 +20,11 @@ inline constexpr std::size_t kMaxScratchKiB = 65536;   // /ok?kb=
 // the line that keeps the request's objects (its traceback frame carries all of `kept`),
 // and "// site: <name>", the single line allocating the most (it carries `site`).
 struct StoryResult {
-  HeapUse kept;                // this request's net change of the heap, every line (negative: freed)
-  HeapUse site;                // the part of `kept` allocated at the story's site line
-  HeapUse held;                // what the story holds now, this request included
-  bool hit = false;            // /cache: the shape was cached
-  std::size_t entries = 0;     // /cache: entries now
+  HeapUse kept;   // this request's net change of the heap, every line (negative: freed)
+  HeapUse site;   // the part of `kept` allocated at the story's site line
+  HeapUse held;   // what the story holds now, this request included
+  bool hit = false;          // /cache: the shape was cached
+  std::size_t entries = 0;   // /cache: entries now
   std::uint64_t checksum = 0;  // the work done, so that the compiler cannot skip it
 };
 

@@ -58,8 +58,8 @@ struct BadRequest : std::invalid_argument {
 };
 
 // Returns a response with `status` and a JSON body.
-http::message_generator json_response(const http::request<http::string_body>& req, http::status status,
-                                      const json& body) {
+http::message_generator json_response(const http::request<http::string_body>& req,
+                                      http::status status, const json& body) {
   http::response<http::string_body> res{status, req.version()};
   res.set(http::field::server, BOOST_BEAST_VERSION_STRING);
   res.set(http::field::content_type, "application/json");
@@ -80,8 +80,8 @@ std::optional<std::string_view> only_param(std::string_view query, std::string_v
     const auto equals = pair.find('=');
     if (name.empty() || pair.substr(0, equals) != name || equals == pair.npos || value) {
       const std::string takes = name.empty() ? "no parameters" : "only " + std::string(name) + "=";
-      throw BadRequest("unexpected parameter '" + std::string(pair.substr(0, 40)) + "' (this route takes " + takes +
-                       ")");
+      throw BadRequest("unexpected parameter '" + std::string(pair.substr(0, 40)) +
+                       "' (this route takes " + takes + ")");
     }
     value = pair.substr(equals + 1);
   }
@@ -93,7 +93,8 @@ std::size_t parse_count(std::string_view text, std::string_view name) {
   std::size_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size())
-    throw BadRequest(std::string(name) + " must be a whole number, not '" + std::string(text.substr(0, 40)) + "'");
+    throw BadRequest(std::string(name) + " must be a whole number, not '" +
+                     std::string(text.substr(0, 40)) + "'");
   return value;
 }
 
@@ -107,7 +108,8 @@ json story_json(std::string_view story, const leaky::StoryResult& result) {
                {"story_bytes", result.held.bytes},
                {"story_blocks", result.held.blocks}};
   if (story == "cache")
-    body.update({{"hit", result.hit}, {"entries", result.entries}, {"capacity", leaky::kPlanCacheCapacity}});
+    body.update({{"hit", result.hit}, {"entries", result.entries},
+                 {"capacity", leaky::kPlanCacheCapacity}});
   if (story == "ok") body["checksum"] = result.checksum;
   return body;
 }
@@ -124,14 +126,18 @@ constexpr StoryRoute kStoryRoutes[] = {
     {"/client", http::verb::get, "", [](auto) { return leaky::create_api_client(); }},
     {"/figure", http::verb::get, "", [](auto) { return leaky::render_figure(); }},
     {"/convert", http::verb::get, "rows",
-     [](auto rows) { return leaky::convert_result(rows ? parse_count(*rows, "rows") : kDefaultRows); }},
+     [](auto rows) {
+       return leaky::convert_result(rows ? parse_count(*rows, "rows") : kDefaultRows);
+     }},
     {"/cache", http::verb::get, "shape",
      [](auto shape) {
        if (!shape) throw BadRequest("/cache needs ?shape=WxH, e.g. /cache?shape=640x480");
        return leaky::lookup_plan(*shape);
      }},
     {"/ok", http::verb::get, "kb",
-     [](auto kb) { return leaky::well_behaved(kb ? parse_count(*kb, "kb") : kDefaultScratchKiB); }},
+     [](auto kb) {
+       return leaky::well_behaved(kb ? parse_count(*kb, "kb") : kDefaultScratchKiB);
+     }},
     {"/release", http::verb::post, "", [](auto) { return leaky::release_leaks(); }},
 };
 
@@ -150,7 +156,8 @@ json run_story(http::verb method, std::string_view path, std::string_view query)
       throw BadRequest(e.what());
     }
   }
-  throw BadRequest("no route " + std::string(path.substr(0, 60)) + "; try " + std::string(kRoutes),
+  throw BadRequest("no route " + std::string(path.substr(0, 60)) + "; try " +
+                       std::string(kRoutes),
                    http::status::not_found);
 }
 
@@ -171,7 +178,8 @@ http::message_generator sample::handle_request(http::request<http::string_body>&
 // GET /figure/async: /figure rendered on a worker thread, as a handler that awaits work
 // elsewhere. The request's route goes with the work as a continuation carries its context:
 // a token taken on the I/O thread, re-entered on the worker.
-bool render_elsewhere(net::thread_pool& workers, http::request<http::string_body>& req, sample::Reply reply) {
+bool render_elsewhere(net::thread_pool& workers, http::request<http::string_body>& req,
+                      sample::Reply reply) {
   if (req.method() != http::verb::get || req.target() != "/figure/async") return false;
   auto request = std::make_shared<http::request<http::string_body>>(std::move(req));
   auto work = [token = liveheap::current_request(), request, reply = std::move(reply)]() mutable {
@@ -180,7 +188,7 @@ bool render_elsewhere(net::thread_pool& workers, http::request<http::string_body
       liveheap::RequestScope again(token);  // not counted again: the same request
       res.emplace(json_response(*request, http::status::ok, story_json("figure", leaky::render_figure())));
     }
-    request.reset();         // the request's memory goes before its answer does
+    request.reset();  // the request's memory goes before its answer does
     reply(std::move(*res));  // handing the answer back is the server's, not the route's
   };
   // Outside the request while posting: Asio keeps its operations' memory for reuse.
@@ -193,7 +201,7 @@ bool render_elsewhere(net::thread_pool& workers, http::request<http::string_body
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  std::uint16_t port = 8080;           // 0: any free port
+  std::uint16_t port = 8080;  // 0: any free port
   std::optional<liveheap::Mode> mode;  // --mode; else the environment's, else exact
   unsigned compare_every = 0;          // 0: no per-request comparison
 };
@@ -208,7 +216,8 @@ ServerOptions parse_command_line(int argc, char* argv[]) {
     // A number of `flag` in 0..max.
     const auto number = [&](std::size_t max) {
       const std::size_t n = parse_count(value, flag);
-      if (n > max) throw std::invalid_argument(std::string(flag) + " must be at most " + std::to_string(max));
+      if (n > max)
+        throw std::invalid_argument(std::string(flag) + " must be at most " + std::to_string(max));
       return n;
     };
     if (flag == "--host") {
@@ -261,7 +270,8 @@ int main(int argc, char* argv[]) {
   // --compare-every: the tracemalloc workflow of comparing with the first request, logged.
   if (options.compare_every > 0) {
     config.compare_requests = liveheap::http::ComparisonConfig{
-        .every_n = options.compare_every, .log = [](std::string_view line) { std::cerr << line << std::endl; }};
+        .every_n = options.compare_every,
+        .log = [](std::string_view line) { std::cerr << line << std::endl; }};
   }
 
   // The io_context is required for all I/O; one thread is enough for this sample. It is
@@ -274,16 +284,18 @@ int main(int argc, char* argv[]) {
   };
   try {
     const tcp::endpoint endpoint{net::ip::make_address(options.host), options.port};
-    auto server = std::make_shared<sample::listener>(ioc, endpoint, liveheap_handler);
+    auto server =
+        std::make_shared<sample::listener>(ioc, endpoint, liveheap_handler);
     const liveheap::Mode mode = tracking ? liveheap::options().mode : liveheap::Mode::off;
     leaky::print_walkthrough(std::cout, options.host, server->port(), mode, !config.token.empty());
     server->run();
   } catch (const boost::system::system_error& e) {  // its what() names Asio's source line
-    std::cerr << "leaky_server: cannot serve on " << options.host << ":" << options.port << ": " << e.code().message()
-              << "\n";
+    std::cerr << "leaky_server: cannot serve on " << options.host << ":" << options.port << ": "
+              << e.code().message() << "\n";
     return EXIT_FAILURE;
   } catch (const std::exception& e) {
-    std::cerr << "leaky_server: cannot serve on " << options.host << ":" << options.port << ": " << e.what() << "\n";
+    std::cerr << "leaky_server: cannot serve on " << options.host << ":" << options.port << ": "
+              << e.what() << "\n";
     return EXIT_FAILURE;
   }
 

@@ -44,18 +44,9 @@ std::uint64_t next_random() {
   if (depth == 0) return std::malloc(g_size);
   void* p;
   switch (next_random() % 3) {
-    case 0:
-      p = descend(depth - 1);
-      asm volatile("nop" ::: "memory");
-      break;
-    case 1:
-      p = descend(depth - 1);
-      asm volatile("nop\n nop" ::: "memory");
-      break;
-    default:
-      p = descend(depth - 1);
-      asm volatile("nop\n nop\n nop" ::: "memory");
-      break;
+    case 0: p = descend(depth - 1); asm volatile("nop" ::: "memory"); break;
+    case 1: p = descend(depth - 1); asm volatile("nop\n nop" ::: "memory"); break;
+    default: p = descend(depth - 1); asm volatile("nop\n nop\n nop" ::: "memory"); break;
   }
   return p;
 }
@@ -96,18 +87,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : "0";
-    if (arg == "--phases")
-      phases = true;
-    else if (arg == "--allocs")
-      allocs = parse(value), ++i;
-    else if (arg == "--depth")
-      depth = static_cast<int>(parse(value)), ++i;
-    else if (arg == "--size")
-      g_size = parse(value), ++i;
-    else if (arg == "--seed")
-      g_rng = parse(value), ++i;
-    else if (arg == "--keep")
-      keep_of_9 = parse(value), ++i;
+    if (arg == "--phases") phases = true;
+    else if (arg == "--allocs") allocs = parse(value), ++i;
+    else if (arg == "--depth") depth = static_cast<int>(parse(value)), ++i;
+    else if (arg == "--size") g_size = parse(value), ++i;
+    else if (arg == "--seed") g_rng = parse(value), ++i;
+    else if (arg == "--keep") keep_of_9 = parse(value), ++i;
     else {
       std::fprintf(stderr, "many_stacks: unknown argument %s\n", arg.c_str());
       return 2;
@@ -121,8 +106,10 @@ int main(int argc, char** argv) {
   // The mangled names of liveheap::tracker_memory() and engine_stats() (inline namespace v1).
   using TrackerMemory = std::int64_t (*)();
   using EngineStatsFn = liveheap::EngineStats (*)();
-  const auto tracker_memory = reinterpret_cast<TrackerMemory>(dlsym(RTLD_DEFAULT, "_ZN8liveheap2v114tracker_memoryEv"));
-  const auto engine_stats = reinterpret_cast<EngineStatsFn>(dlsym(RTLD_DEFAULT, "_ZN8liveheap2v112engine_statsEv"));
+  const auto tracker_memory =
+      reinterpret_cast<TrackerMemory>(dlsym(RTLD_DEFAULT, "_ZN8liveheap2v114tracker_memoryEv"));
+  const auto engine_stats =
+      reinterpret_cast<EngineStatsFn>(dlsym(RTLD_DEFAULT, "_ZN8liveheap2v112engine_statsEv"));
   const std::int64_t memory_before = tracker_memory != nullptr ? tracker_memory() : 0;
   const std::uint64_t stacks_before = engine_stats != nullptr ? engine_stats().stacks : 0;
   const long rss_before = rss_bytes();
@@ -142,40 +129,50 @@ int main(int argc, char** argv) {
       ++live;
     }
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (phases) {
-    std::snprintf(line, sizeof line, "ALLOCATED %llu %llu %llu", static_cast<unsigned long long>(live),
-                  static_cast<unsigned long long>(live * g_size), static_cast<unsigned long long>(allocs));
+    std::snprintf(line, sizeof line, "ALLOCATED %llu %llu %llu",
+                  static_cast<unsigned long long>(live),
+                  static_cast<unsigned long long>(live * g_size),
+                  static_cast<unsigned long long>(allocs));
     say(line);
     while (wait_line()) {
     }
   } else {
     std::snprintf(line, sizeof line, "%llu allocations, %llu live blocks of %zu B, depth %d: %.2f s",
-                  static_cast<unsigned long long>(allocs), static_cast<unsigned long long>(live), g_size, depth,
-                  seconds);
+                  static_cast<unsigned long long>(allocs), static_cast<unsigned long long>(live),
+                  g_size, depth, seconds);
     say(line);
-    std::snprintf(line, sizeof line, "rss: %.1f MiB -> %.1f MiB", rss_before / 1048576.0, rss_bytes() / 1048576.0);
+    std::snprintf(line, sizeof line, "rss: %.1f MiB -> %.1f MiB", rss_before / 1048576.0,
+                  rss_bytes() / 1048576.0);
     say(line);
     if (tracker_memory != nullptr && engine_stats != nullptr) {
       const liveheap::EngineStats s = engine_stats();
       const std::int64_t memory = tracker_memory();
       const std::uint64_t stacks = s.stacks - stacks_before;
-      std::snprintf(line, sizeof line, "distinct stacks: %llu new (%llu in all); tracker memory: %.1f MiB -> %.1f MiB",
-                    static_cast<unsigned long long>(stacks), static_cast<unsigned long long>(s.stacks),
-                    memory_before / 1048576.0, memory / 1048576.0);
+      std::snprintf(line, sizeof line,
+                    "distinct stacks: %llu new (%llu in all); tracker memory: %.1f MiB -> %.1f MiB",
+                    static_cast<unsigned long long>(stacks),
+                    static_cast<unsigned long long>(s.stacks), memory_before / 1048576.0,
+                    memory / 1048576.0);
       say(line);
       std::snprintf(line, sizeof line, "tracker memory per new distinct stack: %.1f B",
                     stacks == 0 ? 0.0 : static_cast<double>(memory - memory_before) / stacks);
       say(line);
-      std::snprintf(line, sizeof line, "of which: stack table %.1f MiB (%.1f B per stack), live-block table %.1f MiB",
+      std::snprintf(line, sizeof line,
+                    "of which: stack table %.1f MiB (%.1f B per stack), live-block table %.1f MiB",
                     s.stack_table_bytes / 1048576.0,
                     s.stacks == 0 ? 0.0 : static_cast<double>(s.stack_table_bytes) / s.stacks,
                     s.live_table_bytes / 1048576.0);
       say(line);
-      std::snprintf(line, sizeof line, "cap %.1f MiB%s: %llu allocations (%lld B) folded, %llu dropped (%lld B)",
+      std::snprintf(line, sizeof line,
+                    "cap %.1f MiB%s: %llu allocations (%lld B) folded, %llu dropped (%lld B)",
                     s.cap.max_bytes / 1048576.0, s.cap.reached ? " reached" : "",
-                    static_cast<unsigned long long>(s.cap.folded_blocks), static_cast<long long>(s.cap.folded_bytes),
-                    static_cast<unsigned long long>(s.cap.dropped_blocks), static_cast<long long>(s.cap.dropped_bytes));
+                    static_cast<unsigned long long>(s.cap.folded_blocks),
+                    static_cast<long long>(s.cap.folded_bytes),
+                    static_cast<unsigned long long>(s.cap.dropped_blocks),
+                    static_cast<long long>(s.cap.dropped_bytes));
       say(line);
     } else {
       say("(liveheap is not preloaded: no tracker figures)");

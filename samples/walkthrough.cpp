@@ -3,16 +3,18 @@
 
 namespace leaky {
 
-void print_walkthrough(std::ostream& out, const std::string& host, std::uint16_t port, liveheap::Mode mode,
-                       bool token) {
+void print_walkthrough(std::ostream& out, const std::string& host, std::uint16_t port,
+                       liveheap::Mode mode, bool token) {
   // An IPv6 address needs brackets in a URL.
   const std::string address = host.find(':') == std::string::npos ? host : "[" + host + "]";
   const std::string base = "http://" + address + ":" + std::to_string(port);
-  out << "leaky_server: listening on " << base << "/ (liveheap: " << liveheap::to_string(mode) << ")\n"
+  out << "leaky_server: listening on " << base << "/ (liveheap: " << liveheap::to_string(mode)
+      << ")\n"
       << "dashboard: " << base << "/debug/memory/\n"
       << "\n"
       << "Walkthrough (paste into another shell):\n"
-      << "  S=" << base << (token ? "; A=\"Authorization: Bearer $LIVEHEAP_TOKEN\"" : "") << "\n";
+      << "  S=" << base << (token ? "; A=\"Authorization: Bearer $LIVEHEAP_TOKEN\"" : "")
+      << "\n";
   const std::string auth = token ? " -H \"$A\"" : "";
   out << "  # 1. remember the heap as it is now\n"
       << "  curl" << auth << " -X POST $S/debug/memory/baseline\n"
@@ -26,7 +28,8 @@ void print_walkthrough(std::ostream& out, const std::string& host, std::uint16_t
       << "  # 4. the biggest stacks, whole\n"
       << "  curl" << auth << " \"$S/debug/memory/tracebacks?limit=3\"\n"
       << "  # 5. watch it grow, or gate CI on it (liveheap-watch is built in <build>/src/cli)\n"
-      << "  liveheap-watch" << (token ? " --token \"$LIVEHEAP_TOKEN\"" : "") << " --url $S/debug/memory --interval 5\n"
+      << "  liveheap-watch" << (token ? " --token \"$LIVEHEAP_TOKEN\"" : "")
+      << " --url $S/debug/memory --interval 5\n"
       << "  # 6. the fix: drop the leaked objects, then give the memory back to the system\n"
       << "  curl -X POST $S/release; curl" << auth << " -X POST $S/debug/memory/trim\n"
       << std::endl;

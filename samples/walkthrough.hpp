@@ -11,6 +11,7 @@
 namespace leaky {
 
 // The first line is "leaky_server: listening on http://HOST:PORT/ (liveheap: MODE)".
-void print_walkthrough(std::ostream& out, const std::string& host, std::uint16_t port, liveheap::Mode mode, bool token);
+void print_walkthrough(std::ostream& out, const std::string& host, std::uint16_t port,
+                       liveheap::Mode mode, bool token);
 
 }  // namespace leaky

@@ -57,19 +57,22 @@ struct HistoryReport {
 // The answer for `history` grouped as `request` asks (key, cumulative, include/exclude),
 // the top request.limit keys; `allocator`: the allocator's name. Throws
 // std::invalid_argument as Snapshot::statistics does.
-HistoryReport make_history_report(const History& history, const ReportRequest& request, std::string allocator);
+HistoryReport make_history_report(const History& history, const ReportRequest& request,
+                                  std::string allocator);
 
 // {"interval_s", "allocator", "max_points", "points_dropped", "stacks_per_point", "key",
 // "limit", "include", "exclude", "keys", "points": [{"t_ms", "traced", "peak", "rss",
 // "allocator": {figures}, "stacks_dropped", "bytes_dropped", "allocated", "allocations",
 // "idle"}], "stats": [a report line with "series" and "allocated_series": [[t_ms, bytes,
 // blocks]]], "truncated"}, one line. Lines are written while they stay within `max_bytes`.
-std::string to_json(const HistoryReport& report, std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
+std::string to_json(const HistoryReport& report,
+                    std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
 // Throws std::invalid_argument naming a missing or mistyped field ("history JSON:
 // stats[0].series[3] is ...").
 HistoryReport history_report_from_json(std::string_view text);
 // "History: 12 points every 10 s over 110 s; last: traced=..., peak=..., rss=...", then
 // "Top N of M lines by size now:" and a line each with its verdict, up to `max_bytes`.
-std::string to_text(const HistoryReport& report, std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
+std::string to_text(const HistoryReport& report,
+                    std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
 
 LIVEHEAP_API_END

@@ -28,10 +28,10 @@ Mode parse_mode(std::string_view text);
 // One symbolized stack frame. Frames without debug info keep file empty, line 0, and the
 // function falls back to "module+0xoffset".
 struct Frame {
-  std::string function;        // demangled, may be empty
-  std::string file;            // source file, may be empty
-  unsigned line = 0;           // 0 when unknown
-  std::string module;          // shared object or executable path
+  std::string function;    // demangled, may be empty
+  std::string file;        // source file, may be empty
+  unsigned line = 0;       // 0 when unknown
+  std::string module;      // shared object or executable path
   std::uintptr_t address = 0;  // return address as captured
 
   friend bool operator==(const Frame&, const Frame&) = default;
@@ -107,42 +107,25 @@ class Traceback::const_iterator {
   reference operator*() const noexcept { return frames_[*index_]; }
   pointer operator->() const noexcept { return &frames_[*index_]; }
   reference operator[](difference_type n) const noexcept { return frames_[index_[n]]; }
-  const_iterator& operator++() noexcept {
-    ++index_;
-    return *this;
-  }
-  const_iterator operator++(int) noexcept {
-    const_iterator old = *this;
-    ++index_;
-    return old;
-  }
-  const_iterator& operator--() noexcept {
-    --index_;
-    return *this;
-  }
-  const_iterator operator--(int) noexcept {
-    const_iterator old = *this;
-    --index_;
-    return old;
-  }
-  const_iterator& operator+=(difference_type n) noexcept {
-    index_ += n;
-    return *this;
-  }
-  const_iterator& operator-=(difference_type n) noexcept {
-    index_ -= n;
-    return *this;
-  }
+  const_iterator& operator++() noexcept { ++index_; return *this; }
+  const_iterator operator++(int) noexcept { const_iterator old = *this; ++index_; return old; }
+  const_iterator& operator--() noexcept { --index_; return *this; }
+  const_iterator operator--(int) noexcept { const_iterator old = *this; --index_; return old; }
+  const_iterator& operator+=(difference_type n) noexcept { index_ += n; return *this; }
+  const_iterator& operator-=(difference_type n) noexcept { index_ -= n; return *this; }
   friend const_iterator operator+(const_iterator it, difference_type n) noexcept { return it += n; }
   friend const_iterator operator+(difference_type n, const_iterator it) noexcept { return it += n; }
   friend const_iterator operator-(const_iterator it, difference_type n) noexcept { return it -= n; }
-  friend difference_type operator-(const_iterator a, const_iterator b) noexcept { return a.index_ - b.index_; }
+  friend difference_type operator-(const_iterator a, const_iterator b) noexcept {
+    return a.index_ - b.index_;
+  }
   friend bool operator==(const_iterator a, const_iterator b) noexcept { return a.index_ == b.index_; }
   friend auto operator<=>(const_iterator a, const_iterator b) noexcept { return a.index_ <=> b.index_; }
 
  private:
   friend class Traceback;
-  const_iterator(const Frame* frames, const std::uint32_t* index) noexcept : frames_(frames), index_(index) {}
+  const_iterator(const Frame* frames, const std::uint32_t* index) noexcept
+      : frames_(frames), index_(index) {}
   const Frame* frames_ = nullptr;
   const std::uint32_t* index_ = nullptr;
 };
@@ -153,8 +136,12 @@ inline Traceback::const_iterator Traceback::begin() const noexcept {
 inline Traceback::const_iterator Traceback::end() const noexcept {
   return begin() + static_cast<difference_type>(indices_.size());
 }
-inline Traceback::const_reverse_iterator Traceback::rbegin() const noexcept { return const_reverse_iterator(end()); }
-inline Traceback::const_reverse_iterator Traceback::rend() const noexcept { return const_reverse_iterator(begin()); }
+inline Traceback::const_reverse_iterator Traceback::rbegin() const noexcept {
+  return const_reverse_iterator(end());
+}
+inline Traceback::const_reverse_iterator Traceback::rend() const noexcept {
+  return const_reverse_iterator(begin());
+}
 
 // Everything still allocated from one stack: the unit a snapshot is made of.
 struct Trace {
@@ -276,8 +263,8 @@ struct SnapshotInfo {
   std::int64_t taken_at_ms = 0;       // unix time in milliseconds
   std::int64_t traced_current = 0;    // traced bytes when taken
   std::int64_t traced_peak = 0;
-  std::int64_t tracker_memory = 0;  // the tracker's own bytes, never part of the traces
-  TrackerMemoryCap cap;             // the cap when taken, and what it had folded or dropped
+  std::int64_t tracker_memory = 0;    // the tracker's own bytes, never part of the traces
+  TrackerMemoryCap cap;               // the cap when taken, and what it had folded or dropped
 };
 
 // The heap at one moment, one Trace per distinct stack.
@@ -303,7 +290,8 @@ class Snapshot {
 
   // This snapshot against an older one, new and vanished keys included; sorted as
   // tracemalloc does: |size_diff|, size, |count_diff|, count, key, all descending.
-  std::vector<StatisticDiff> compare_to(const Snapshot& old, KeyType key, bool cumulative = false) const;
+  std::vector<StatisticDiff> compare_to(const Snapshot& old, KeyType key,
+                                        bool cumulative = false) const;
 
  private:
   std::vector<Trace> traces_;

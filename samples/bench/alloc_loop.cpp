@@ -35,7 +35,7 @@ constexpr int kSites = 4;
 constexpr unsigned kRing = 64;  // live blocks per site: a small working set, like a server's
 
 struct Work {
-  std::uint64_t rng = 0;  // xorshift state: sizes, sites and slots vary every pair
+  std::uint64_t rng = 0;      // xorshift state: sizes, sites and slots vary every pair
   long pairs = 0;
   void* rings[kSites][kRing] = {};
   volatile std::uintptr_t sink = 0;  // keeps the frames and the block writes observable
@@ -52,16 +52,12 @@ std::uint64_t next_random(Work& w) {
 template <int Site>
 [[gnu::noinline]] void replace_block(Work& w, unsigned slot, std::size_t size) {
   void* fresh;
-  if constexpr (Site % 2 == 0)
-    fresh = std::malloc(size);
-  else
-    fresh = ::operator new(size);
+  if constexpr (Site % 2 == 0) fresh = std::malloc(size);
+  else fresh = ::operator new(size);
   static_cast<volatile char*>(fresh)[0] = static_cast<char>(size);  // touch it, as real code does
   void*& old = w.rings[Site][slot];
-  if constexpr (Site % 2 == 0)
-    std::free(old);
-  else
-    ::operator delete(old);
+  if constexpr (Site % 2 == 0) std::free(old);
+  else ::operator delete(old);
   old = fresh;
 }
 
@@ -126,7 +122,8 @@ void report_jemalloc_profiling() {
 void begin_request(const char* route) {
   using Begin = void (*)(const char*);
   if (route == nullptr) return;
-  if (const auto begin = reinterpret_cast<Begin>(dlsym(RTLD_DEFAULT, "liveheap_request_begin"))) begin(route);
+  if (const auto begin = reinterpret_cast<Begin>(dlsym(RTLD_DEFAULT, "liveheap_request_begin")))
+    begin(route);
 }
 
 }  // namespace
@@ -135,14 +132,10 @@ int main(int argc, char** argv) {
   long threads = 1, pairs = 2'000'000, depth = 18;
   const char* route = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--threads") == 0)
-      threads = parse_long(argv[i], argv[i + 1]);
-    else if (std::strcmp(argv[i], "--pairs") == 0)
-      pairs = parse_long(argv[i], argv[i + 1]);
-    else if (std::strcmp(argv[i], "--depth") == 0)
-      depth = parse_long(argv[i], argv[i + 1]);
-    else if (std::strcmp(argv[i], "--route") == 0)
-      route = argv[i + 1];
+    if (std::strcmp(argv[i], "--threads") == 0) threads = parse_long(argv[i], argv[i + 1]);
+    else if (std::strcmp(argv[i], "--pairs") == 0) pairs = parse_long(argv[i], argv[i + 1]);
+    else if (std::strcmp(argv[i], "--depth") == 0) depth = parse_long(argv[i], argv[i + 1]);
+    else if (std::strcmp(argv[i], "--route") == 0) route = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: alloc_loop [--threads N] [--pairs M] [--depth D] [--route NAME]\n");
       return 2;

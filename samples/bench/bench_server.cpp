@@ -26,7 +26,8 @@ namespace {
 
 http::message_generator handle_request(const http::request<http::string_body>& req) {
   std::vector<std::string> lines;
-  for (int i = 0; i < 24; ++i) lines.push_back("item " + std::to_string(i) + " of " + std::string(req.target()));
+  for (int i = 0; i < 24; ++i)
+    lines.push_back("item " + std::to_string(i) + " of " + std::string(req.target()));
   std::string body;
   for (const std::string& line : lines) body += line + '\n';
 
@@ -47,19 +48,18 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void read() {
     req_ = {};
-    http::async_read(stream_, buffer_, req_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (!ec) self->write();
-    });
+    http::async_read(stream_, buffer_, req_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (!ec) self->write();
+                     });
   }
   void write() {
     const bool keep_alive = req_.keep_alive();
     beast::async_write(stream_, handle_request(req_),
                        [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
                          if (ec) return;
-                         if (keep_alive)
-                           self->read();
-                         else
-                           self->stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+                         if (keep_alive) self->read();
+                         else self->stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
                        });
   }
 

@@ -27,8 +27,10 @@ Target target_for(WorkloadId w, ToolId t) {
   if (loop && t == ToolId::off) return {C::ratio_at_most, 1.05, "<= 1.05x"};
   if (loop && t == ToolId::sampled) return {C::ratio_at_most, 1.15, "<= 1.15x"};
   if (w == WorkloadId::loop_1 && t == ToolId::exact) return {C::ns_at_most, 250, "<= 250 ns"};
-  if (w == WorkloadId::loop_2 && t == ToolId::exact) return {C::vs_exact_1t_at_most, 1.3, "<= 1.3x exact 1 thr"};
-  if (w == WorkloadId::server && t == ToolId::sampled) return {C::ratio_at_most, 1 / 0.98, "<= 1.02x (0.98x req/s)"};
+  if (w == WorkloadId::loop_2 && t == ToolId::exact)
+    return {C::vs_exact_1t_at_most, 1.3, "<= 1.3x exact 1 thr"};
+  if (w == WorkloadId::server && t == ToolId::sampled)
+    return {C::ratio_at_most, 1 / 0.98, "<= 1.02x (0.98x req/s)"};
   return {};
 }
 
@@ -44,18 +46,16 @@ const char* workload_name(WorkloadId w) {
 // A pair in ns; a request in us, its wall cost also as throughput.
 std::string format_cost(WorkloadId w, double ns, Clock c) {
   char text[64];
-  if (w != WorkloadId::server)
-    std::snprintf(text, sizeof text, "%.1f ns", ns);
-  else if (c == Clock::cpu)
-    std::snprintf(text, sizeof text, "%.1f us", ns / 1e3);
-  else
-    std::snprintf(text, sizeof text, "%.1f us=%.1fk/s", ns / 1e3, 1e6 / ns);
+  if (w != WorkloadId::server) std::snprintf(text, sizeof text, "%.1f ns", ns);
+  else if (c == Clock::cpu) std::snprintf(text, sizeof text, "%.1f us", ns / 1e3);
+  else std::snprintf(text, sizeof text, "%.1f us=%.1fk/s", ns / 1e3, 1e6 / ns);
   return text;
 }
 
 // "pass", "MISS", or "" when the row has no target or no number. `detail` receives the
 // number judged when the table's ratio columns do not show it.
-std::string verdict(const Target& target, WorkloadId w, ToolId t, const Measurements& m, Clock c, std::string& detail) {
+std::string verdict(const Target& target, WorkloadId w, ToolId t, const Measurements& m, Clock c,
+                    std::string& detail) {
   double measured = NAN;
   switch (target.check) {
     case Target::Check::none: return "";
@@ -83,10 +83,8 @@ void print_trimmed(const char* format, Args... args) {
 }
 
 void print_measured(const char* what, double value, const char* unit) {
-  if (std::isnan(value))
-    std::printf("  %-38s %14s\n", what, "no result");
-  else
-    std::printf("  %-38s %11.2f %-2s  %-12s\n", what, value, unit, "(measured)");
+  if (std::isnan(value)) std::printf("  %-38s %14s\n", what, "no result");
+  else std::printf("  %-38s %11.2f %-2s  %-12s\n", what, value, unit, "(measured)");
 }
 
 void print_judged(const char* what, double value, const char* unit, double limit) {
@@ -96,7 +94,8 @@ void print_judged(const char* what, double value, const char* unit, double limit
   }
   char target[32];
   std::snprintf(target, sizeof target, "<= %g %s", limit, unit);
-  std::printf("  %-38s %11.1f %-2s  %-12s %s\n", what, value, unit, target, value <= limit ? "pass" : "MISS");
+  std::printf("  %-38s %11.1f %-2s  %-12s %s\n", what, value, unit, target,
+              value <= limit ? "pass" : "MISS");
 }
 
 // report_bench's key=value medians: NaN for a key no process printed.
@@ -110,12 +109,12 @@ struct Medians {
 
 // The header of a report_bench table, and its snapshot + diff row judged at `limit_ms`.
 void print_heap_and_diff(const char* heading, const Medians& get, double limit_ms) {
-  std::printf(
-      "\n%s: %.0f live blocks over %.0f stacks, %.0f distinct frames, %.0f dropped; "
-      "medians of processes\n",
-      heading, get("live_blocks"), get("stacks"), get("frames"), get("dropped"));
+  std::printf("\n%s: %.0f live blocks over %.0f stacks, %.0f distinct frames, %.0f dropped; "
+              "medians of processes\n",
+              heading, get("live_blocks"), get("stacks"), get("frames"), get("dropped"));
   print_judged("snapshot + compare_to(key=line)", get("snapshot_diff_ms"), "ms", limit_ms);
-  std::printf("    of which take_snapshot %.1f ms, compare_to %.1f ms\n", get("snapshot_ms"), get("compare_ms"));
+  std::printf("    of which take_snapshot %.1f ms, compare_to %.1f ms\n", get("snapshot_ms"),
+              get("compare_ms"));
 }
 
 }  // namespace
@@ -139,23 +138,20 @@ std::vector<Tool> make_tools(const std::string& liveheap_preload, const std::str
       liveheap(ToolId::off, "liveheap off", "off"),
       liveheap(ToolId::sampled, "liveheap sampled", "sampled"),
       liveheap(ToolId::exact, "liveheap exact", "exact"),
-      {ToolId::heaptrack, "heaptrack", {{"LD_PRELOAD", heaptrack_lib}, {"DUMP_HEAPTRACK_OUTPUT", "/dev/null"}}, {}},
+      {ToolId::heaptrack, "heaptrack",
+       {{"LD_PRELOAD", heaptrack_lib}, {"DUMP_HEAPTRACK_OUTPUT", "/dev/null"}}, {}},
       {ToolId::jemalloc, "jemalloc (no prof)", {{"LD_PRELOAD", jemalloc_lib}}, {}},
-      {ToolId::jemalloc_prof,
-       "jemalloc prof 512K",
-       {{"LD_PRELOAD", jemalloc_lib}, {"MALLOC_CONF", "prof:true,lg_prof_sample:19"}},
-       {}},
+      {ToolId::jemalloc_prof, "jemalloc prof 512K",
+       {{"LD_PRELOAD", jemalloc_lib}, {"MALLOC_CONF", "prof:true,lg_prof_sample:19"}}, {}},
   };
   // Each tool's LD_PRELOAD comes first in its env. ld.so only warns about a missing preload
   // library and runs the program untracked: a row must never time that under a tracker's name.
   for (Tool& t : tools) {
     if (t.env.empty() || access(t.env.front().second.c_str(), R_OK) == 0) continue;
-    if (t.id == ToolId::heaptrack)
-      t.missing = "not installed (apt-get install heaptrack)";
+    if (t.id == ToolId::heaptrack) t.missing = "not installed (apt-get install heaptrack)";
     else if (t.id == ToolId::jemalloc || t.id == ToolId::jemalloc_prof)
       t.missing = "not installed (apt-get install libjemalloc2)";
-    else
-      t.missing = "not built: " + t.env.front().second;
+    else t.missing = "not built: " + t.env.front().second;
   }
   return tools;
 }
@@ -167,10 +163,13 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-void Measurements::record(std::size_t round, WorkloadId w, ToolId t, Cost cost) { rounds_.at(round)[{w, t}] = cost; }
+void Measurements::record(std::size_t round, WorkloadId w, ToolId t, Cost cost) {
+  rounds_.at(round)[{w, t}] = cost;
+}
 
 bool Measurements::has(WorkloadId w, ToolId t) const {
-  return std::any_of(rounds_.begin(), rounds_.end(), [&](const auto& round) { return round.count({w, t}) > 0; });
+  return std::any_of(rounds_.begin(), rounds_.end(),
+                     [&](const auto& round) { return round.count({w, t}) > 0; });
 }
 
 double Measurements::value(WorkloadId w, ToolId t, Clock c) const {
@@ -180,7 +179,8 @@ double Measurements::value(WorkloadId w, ToolId t, Clock c) const {
   return median(values);
 }
 
-double Measurements::ratio(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c) const {
+double Measurements::ratio(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base,
+                           Clock c) const {
   std::vector<double> ratios;
   for (const auto& round : rounds_) {
     const auto it = round.find({w, t});
@@ -204,7 +204,8 @@ void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::v
         continue;
       }
       if (!m.has(w, tool.id)) {
-        print_trimmed(row, workload_name(w), tool.name.c_str(), "FAILED", "", "", "", target.text, "(see notes)");
+        print_trimmed(row, workload_name(w), tool.name.c_str(), "FAILED", "", "", "", target.text,
+                      "(see notes)");
         continue;
       }
       const auto ratio_text = [&](Clock c) {
@@ -215,7 +216,8 @@ void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::v
       std::string detail;
       const std::string judged = verdict(target, w, tool.id, m, judged_by, detail) + detail;
       print_trimmed(row, workload_name(w), tool.name.c_str(),
-                    format_cost(w, m.value(w, tool.id, Clock::cpu), Clock::cpu).c_str(), ratio_text(Clock::cpu).c_str(),
+                    format_cost(w, m.value(w, tool.id, Clock::cpu), Clock::cpu).c_str(),
+                    ratio_text(Clock::cpu).c_str(),
                     format_cost(w, m.value(w, tool.id, Clock::wall), Clock::wall).c_str(),
                     ratio_text(Clock::wall).c_str(), target.text, judged.c_str());
     }
@@ -231,10 +233,8 @@ void print_report_table(const std::map<std::string, double>& medians) {
   std::printf("    of which the live table %.1f B per block; the stack table %.1f B per stack\n",
               get("live_table_bytes_per_block"), get("stack_table_bytes_per_stack"));
   // The history (docs/history.md): no target in docs/ARCHITECTURE.md, so measured, not judged.
-  std::printf(
-      "  history, at the same %.0f live stacks (ticks driven by the bench, %.0f points: a "
-      "full window):\n",
-      get("stacks"), get("history_points"));
+  std::printf("  history, at the same %.0f live stacks (ticks driven by the bench, %.0f points: a "
+              "full window):\n", get("stacks"), get("history_points"));
   print_measured("history tick (median)", get("history_tick_ms"), "ms");
   print_measured("history tick (worst)", get("history_tick_worst_ms"), "ms");
   print_measured("tracker memory per history point", get("history_bytes_per_point"), "B");
@@ -255,20 +255,16 @@ void print_scale_table(const std::map<std::string, double>& medians) {
 }
 
 void print_history_loop_table(const HistoryLoop& h) {
-  std::printf(
-      "\nthe allocation path with history on (alloc loop, 1 thread, liveheap exact, %ld pairs, "
-      "rounds interleaved, medians):\n",
-      h.pairs);
+  std::printf("\nthe allocation path with history on (alloc loop, 1 thread, liveheap exact, %ld pairs, "
+              "rounds interleaved, medians):\n", h.pairs);
   std::printf("  %-38s %11s %11s  %s\n", "", "cpu/op", "wall/op", "history ticks in a run");
   const auto row = [&](const char* what, const std::vector<Cost>& costs, double ticks_per_s) {
     std::vector<double> cpu, wall;
     for (const Cost& c : costs) cpu.push_back(c.cpu_ns), wall.push_back(c.wall_ns);
     const double w = median(wall);
     std::printf("  %-38s %8.1f ns %8.1f ns  ", what, median(cpu), w);
-    if (ticks_per_s == 0)
-      std::printf("none\n");
-    else
-      std::printf("~%.0f\n", w * static_cast<double>(h.pairs) / 1e9 * ticks_per_s);
+    if (ticks_per_s == 0) std::printf("none\n");
+    else std::printf("~%.0f\n", w * static_cast<double>(h.pairs) / 1e9 * ticks_per_s);
   };
   row("LIVEHEAP_HISTORY_INTERVAL=0 (off)", h.off, 0);
   row("LIVEHEAP_HISTORY_INTERVAL=1 (on, 1 s)", h.on, 1);
@@ -277,11 +273,9 @@ void print_history_loop_table(const HistoryLoop& h) {
     if (h.off[i].cpu_ns > 0) ratios.push_back(h.on[i].cpu_ns / h.off[i].cpu_ns);
   const double ratio = median(ratios);
   // The tick runs on its own thread and reads the stack table; the hot path is unchanged.
-  if (std::isnan(ratio))
-    std::printf("  %-38s %14s\n", "on / off (cpu)", "no result");
-  else
-    std::printf("  %-38s %10.3fx  %-12s %s\n", "on / off (cpu), same round", ratio, "<= 1.05x",
-                ratio <= 1.05 ? "pass" : "MISS");
+  if (std::isnan(ratio)) std::printf("  %-38s %14s\n", "on / off (cpu)", "no result");
+  else std::printf("  %-38s %10.3fx  %-12s %s\n", "on / off (cpu), same round", ratio, "<= 1.05x",
+                   ratio <= 1.05 ? "pass" : "MISS");
 }
 
 }  // namespace bench

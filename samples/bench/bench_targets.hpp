@@ -82,27 +82,13 @@ struct ProcessTarget {
 ProcessTarget process_target(const std::string& row, ToolId tool, bool against_jemalloc);
 
 // What report_bench prints, and the second table made of it (medians per key).
-inline constexpr std::array<const char*, 21> kReportKeys = {"live_blocks",
-                                                            "stacks",
-                                                            "frames",
-                                                            "dropped",
-                                                            "tracker_bytes_per_block",
-                                                            "live_table_bytes_per_block",
-                                                            "stack_table_bytes_per_stack",
-                                                            "cold_report_ms",
-                                                            "warm_report_ms",
-                                                            "snapshot_diff_ms",
-                                                            "snapshot_ms",
-                                                            "compare_ms",
-                                                            "history_tick_ms",
-                                                            "history_tick_worst_ms",
-                                                            "history_bytes_per_point",
-                                                            "history_points",
-                                                            "history_cold_ms",
-                                                            "history_ms",
-                                                            "history_kib",
-                                                            "peak_ms",
-                                                            "clear_ms"};
+inline constexpr std::array<const char*, 21> kReportKeys = {
+    "live_blocks",    "stacks",         "frames",           "dropped",
+    "tracker_bytes_per_block", "live_table_bytes_per_block", "stack_table_bytes_per_stack",
+    "cold_report_ms", "warm_report_ms", "snapshot_diff_ms",
+    "snapshot_ms",    "compare_ms",     "history_tick_ms",  "history_tick_worst_ms",
+    "history_bytes_per_point", "history_points", "history_cold_ms", "history_ms",
+    "history_kib",    "peak_ms",        "clear_ms"};
 void print_report_table(const std::map<std::string, double>& medians);
 // The same at the performance round's scale: 10M live blocks over 100k stacks, snapshot + diff <= 300 ms.
 void print_scale_table(const std::map<std::string, double>& medians);

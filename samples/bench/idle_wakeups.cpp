@@ -60,7 +60,8 @@ struct Row {
 
 }  // namespace
 
-std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preload, std::chrono::seconds window) {
+std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preload,
+                                              std::chrono::seconds window) {
   // A registry of their own: `sleep` ends by a signal, without the exit handler that would
   // remove its socket.
   std::string registry = (std::filesystem::temp_directory_path() / "liveheap-idle-XXXXXX").string();
@@ -75,8 +76,7 @@ std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preloa
     }
   // The second process of a group (a prefork server's worker): another holds the port.
   if (const int port = free_port()) {
-    Environment env = {{"LD_PRELOAD", liveheap_preload},
-                       {"LIVEHEAP_MODE", "exact"},
+    Environment env = {{"LD_PRELOAD", liveheap_preload}, {"LIVEHEAP_MODE", "exact"},
                        {"LIVEHEAP_ADDR", "127.0.0.1:" + std::to_string(port)}};
     if (!registry.empty()) env.push_back({"XDG_RUNTIME_DIR", registry});
     rows.push_back({"holder", env, false});
@@ -106,7 +106,8 @@ std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preloa
       continue;
     }
     results[i].threads = after->second;
-    results[i].per_second = static_cast<double>(after->first - before[i]->first) / static_cast<double>(window.count());
+    results[i].per_second = static_cast<double>(after->first - before[i]->first) /
+                            static_cast<double>(window.count());
     children[i]->finish(SIGKILL, 5s);
   }
   if (!registry.empty()) {
@@ -120,10 +121,9 @@ std::vector<IdleWakeups> measure_idle_wakeups(const std::string& liveheap_preloa
 }
 
 void print_idle_wakeups_table(const std::vector<IdleWakeups>& rows, std::chrono::seconds window) {
-  std::printf(
-      "\nidle wake-ups: `sleep` under each mode, all at once, voluntary context switches "
-      "of all its threads over %lld s (after %.1f s to settle)\n",
-      static_cast<long long>(window.count()), std::chrono::duration<double>(kSettle).count());
+  std::printf("\nidle wake-ups: `sleep` under each mode, all at once, voluntary context switches "
+              "of all its threads over %lld s (after %.1f s to settle)\n",
+              static_cast<long long>(window.count()), std::chrono::duration<double>(kSettle).count());
   std::printf("  %-28s %8s %12s %12s  %s\n", "", "threads", "wake-ups/s", "over bare", "target");
   const double bare = rows.empty() || !rows.front().failed.empty() ? NAN : rows.front().per_second;
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -78,10 +78,8 @@ long parse_long(const char* text) {
 int main(int argc, char** argv) {
   long rounds = 15, vectors = 40;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--rounds") == 0)
-      rounds = parse_long(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--vectors") == 0)
-      vectors = parse_long(argv[i + 1]);
+    if (std::strcmp(argv[i], "--rounds") == 0) rounds = parse_long(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--vectors") == 0) vectors = parse_long(argv[i + 1]);
     else {
       std::fprintf(stderr, "usage: large_blocks [--rounds N] [--vectors V]\n");
       return 2;
@@ -100,8 +98,8 @@ int main(int argc, char** argv) {
   }
   const double ops = static_cast<double>(rounds * vectors);
   std::sort(cpu.begin(), cpu.end());
-  std::printf("cpu_ns_per_round=%.0f\nminflt_per_vector=%.2f\nmadvise_per_vector=%.2f\n", cpu[cpu.size() / 2],
-              static_cast<double>(minor_faults() - faults_before) / ops,
+  std::printf("cpu_ns_per_round=%.0f\nminflt_per_vector=%.2f\nmadvise_per_vector=%.2f\n",
+              cpu[cpu.size() / 2], static_cast<double>(minor_faults() - faults_before) / ops,
               static_cast<double>(liveheap_bench_madvise_calls() - madvise_before) / ops);
   return 0;
 }

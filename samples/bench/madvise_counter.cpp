@@ -19,4 +19,6 @@ extern "C" int madvise(void* addr, std::size_t length, int advice) {
   return static_cast<int>(syscall(SYS_madvise, addr, length, advice));
 }
 
-extern "C" long liveheap_bench_madvise_calls() { return g_madvise_calls.load(std::memory_order_relaxed); }
+extern "C" long liveheap_bench_madvise_calls() {
+  return g_madvise_calls.load(std::memory_order_relaxed);
+}

@@ -43,8 +43,8 @@ struct Settings {
   long pairs = 2'000'000;
   int seconds = 3;
   int connections = 8;
-  std::set<std::string> only = {"loop",  "server",  "large",   "matplotlib", "torch",  "report",
-                                "scale", "history", "looking", "idle",       "startup"};
+  std::set<std::string> only = {"loop",   "server", "large",   "matplotlib", "torch",   "report",
+                                "scale",  "history", "looking", "idle",       "startup"};
   std::string heaptrack_lib;
   std::string baseline_preload;  // another build's preload library, for the looking row
   std::string jemalloc_lib;
@@ -64,17 +64,19 @@ std::string first_existing(std::initializer_list<const char*> paths) {
 // The number after `key` on the first line of a child's output that starts with it.
 std::optional<double> find_value(const std::string& output, const std::string& key) {
   for (std::size_t at = output.find(key); at != std::string::npos; at = output.find(key, at + 1))
-    if (at == 0 || output[at - 1] == '\n') return std::strtod(output.c_str() + at + key.size(), nullptr);
+    if (at == 0 || output[at - 1] == '\n')
+      return std::strtod(output.c_str() + at + key.size(), nullptr);
   return std::nullopt;
 }
 
-void note_failure(const std::string& what, const std::vector<std::string>& argv, const bench::Environment& env,
-                  const bench::Outcome& outcome) {
+void note_failure(const std::string& what, const std::vector<std::string>& argv,
+                  const bench::Environment& env, const bench::Outcome& outcome) {
   const std::size_t keep = 1500;  // the end of the output says most about a crash
-  const std::string tail =
-      outcome.output.size() > keep ? outcome.output.substr(outcome.output.size() - keep) : outcome.output;
-  g_notes.insert(what + ": " + outcome.describe() + "\n    command: " + bench::command_line(argv, env) +
-                 "\n    output: " + tail);
+  const std::string tail = outcome.output.size() > keep
+                               ? outcome.output.substr(outcome.output.size() - keep)
+                               : outcome.output;
+  g_notes.insert(what + ": " + outcome.describe() + "\n    command: " +
+                 bench::command_line(argv, env) + "\n    output: " + tail);
 }
 
 // Lines a child printed that the driver does not understand (a tracker's warnings, say).
@@ -87,14 +89,15 @@ void note_unexpected_lines(const std::string& who, const std::string& output,
     const std::string line = output.substr(begin, end - begin);
     begin = end + 1;
     if (line.empty()) continue;
-    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return line.find(k) != std::string::npos; }))
+    if (std::none_of(known.begin(), known.end(),
+                     [&](const char* k) { return line.find(k) != std::string::npos; }))
       g_notes.insert(who + " printed: " + line);
   }
 }
 
 std::optional<bench::Cost> measure_loop(const bench::Tool& tool, int threads, long pairs) {
-  const std::vector<std::string> argv = {LIVEHEAP_BENCH_ALLOC_LOOP, "--threads", std::to_string(threads), "--pairs",
-                                         std::to_string(pairs)};
+  const std::vector<std::string> argv = {LIVEHEAP_BENCH_ALLOC_LOOP, "--threads",
+                                         std::to_string(threads), "--pairs", std::to_string(pairs)};
   const bench::Outcome outcome = bench::run(argv, tool.env, 600s);
   if (!outcome.ok()) {
     note_failure("alloc_loop under " + tool.name, argv, tool.env, outcome);
@@ -118,9 +121,9 @@ std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Setting
                  server.finish(SIGKILL, 5s));
     return std::nullopt;
   }
-  const std::vector<std::string> wrk_argv = {"wrk", "-t1", "-c" + std::to_string(s.connections),
-                                             "-d" + std::to_string(s.seconds) + "s",
-                                             "http://127.0.0.1:" + port_line->substr(5) + "/bench"};
+  const std::vector<std::string> wrk_argv = {
+      "wrk", "-t1", "-c" + std::to_string(s.connections), "-d" + std::to_string(s.seconds) + "s",
+      "http://127.0.0.1:" + port_line->substr(5) + "/bench"};
   std::optional<bench::Outcome> load;
   try {
     load = bench::run(wrk_argv, {}, std::chrono::seconds(s.seconds + 60));
@@ -142,7 +145,8 @@ std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Setting
   const auto per_second = find_value(load->output, "Requests/sec:");
   const std::size_t in = load->output.find(" requests in ");
   if (!per_second || *per_second <= 0 || in == std::string::npos) return std::nullopt;
-  const double requests = std::strtod(load->output.c_str() + load->output.find_last_of(" \n", in - 1) + 1, nullptr);
+  const double requests = std::strtod(
+      load->output.c_str() + load->output.find_last_of(" \n", in - 1) + 1, nullptr);
   if (requests <= 0) return std::nullopt;
   return bench::Cost{stopped.cpu_seconds * 1e9 / requests, 1e9 / *per_second};
 }
@@ -151,13 +155,13 @@ std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Setting
 // here) run bare and under each liveheap mode, interleaved over rounds; CPU time per
 // operation as the workload measured it, with its page faults and madvise calls.
 struct ProcessRow {
-  std::string name;   // its --only key, in progress lines and notes
-  std::string title;  // printed above the row's table
+  std::string name;               // its --only key, in progress lines and notes
+  std::string title;              // printed above the row's table
   std::vector<std::string> argv;
-  std::string cpu_unit;          // the workload prints cpu_ns_per_<cpu_unit>=
-  std::string count_unit;        // ... and minflt_per_<count_unit>=, madvise_per_<count_unit>=
-  bool preload_counter = false;  // preload libbench_madvise_counter.so (Python counts nothing)
-  bool with_jemalloc = false;    // also jemalloc bare and sampled liveheap in front of it
+  std::string cpu_unit;           // the workload prints cpu_ns_per_<cpu_unit>=
+  std::string count_unit;         // ... and minflt_per_<count_unit>=, madvise_per_<count_unit>=
+  bool preload_counter = false;   // preload libbench_madvise_counter.so (Python counts nothing)
+  bool with_jemalloc = false;     // also jemalloc bare and sampled liveheap in front of it
 };
 
 struct RowTool {
@@ -179,8 +183,8 @@ std::vector<RowTool> row_tools(const std::vector<bench::Tool>& tools, const Proc
   std::vector<RowTool> used;
   std::string liveheap;
   for (const bench::Tool& t : tools) {
-    if (!t.missing.empty() ||
-        (t.id != ToolId::none && t.id != ToolId::off && t.id != ToolId::sampled && t.id != ToolId::exact))
+    if (!t.missing.empty() || (t.id != ToolId::none && t.id != ToolId::off &&
+                               t.id != ToolId::sampled && t.id != ToolId::exact))
       continue;
     if (t.id != ToolId::none) liveheap = t.env.front().second;
     used.push_back({t.name, t.env, 0, bench::process_target(row.name, t.id, false)});
@@ -189,12 +193,12 @@ std::vector<RowTool> row_tools(const std::vector<bench::Tool>& tools, const Proc
     used.push_back({"jemalloc (no prof)", {{"LD_PRELOAD", jemalloc_lib}}, 0, {}});
     used.push_back({"sampled, jemalloc",
                     {{"LD_PRELOAD", liveheap + " " + jemalloc_lib}, {"LIVEHEAP_MODE", "sampled"}},
-                    used.size() - 1,
-                    bench::process_target(row.name, ToolId::sampled, true)});
+                    used.size() - 1, bench::process_target(row.name, ToolId::sampled, true)});
   }
   if (row.preload_counter)
     for (RowTool& t : used) {
-      if (t.env.empty() || t.env.front().first != "LD_PRELOAD") t.env.insert(t.env.begin(), {"LD_PRELOAD", ""});
+      if (t.env.empty() || t.env.front().first != "LD_PRELOAD")
+        t.env.insert(t.env.begin(), {"LD_PRELOAD", ""});
       std::string& preload = t.env.front().second;
       preload += (preload.empty() ? "" : " ") + std::string(LIVEHEAP_BENCH_MADVISE_COUNTER);
     }
@@ -202,7 +206,8 @@ std::vector<RowTool> row_tools(const std::vector<bench::Tool>& tools, const Proc
 }
 
 // One run; `skipped` receives the workload's "skipped: ..." line when it cannot run here.
-std::optional<RowRun> measure_process(const ProcessRow& row, const RowTool& tool, std::string& skipped) {
+std::optional<RowRun> measure_process(const ProcessRow& row, const RowTool& tool,
+                                      std::string& skipped) {
   const bench::Outcome outcome = bench::run(row.argv, tool.env, 600s);
   if (const std::size_t at = outcome.output.find("skipped: "); at != std::string::npos) {
     skipped = outcome.output.substr(at, outcome.output.find('\n', at) - at);
@@ -221,12 +226,13 @@ std::optional<RowRun> measure_process(const ProcessRow& row, const RowTool& tool
 }
 
 void print_process_row(const ProcessRow& row, const std::vector<RowTool>& used,
-                       const std::vector<std::vector<RowRun>>& runs, const std::vector<std::vector<double>>& ratios,
+                       const std::vector<std::vector<RowRun>>& runs,
+                       const std::vector<std::vector<double>>& ratios,
                        const std::vector<std::vector<double>>& rss_over) {
   std::printf("\n%s\n", row.title.c_str());
-  std::printf("%-20s %13s %7s %17s %18s %10s %9s  %-22s %s\n", "mode", ("cpu/" + row.cpu_unit).c_str(), "ratio",
-              ("faults/" + row.count_unit).c_str(), ("madvise/" + row.count_unit).c_str(), "peak RSS", "+RSS", "target",
-              "verdict");
+  std::printf("%-20s %13s %7s %17s %18s %10s %9s  %-22s %s\n", "mode", ("cpu/" + row.cpu_unit).c_str(),
+              "ratio", ("faults/" + row.count_unit).c_str(), ("madvise/" + row.count_unit).c_str(),
+              "peak RSS", "+RSS", "target", "verdict");
   constexpr double kMiB = 1024.0 * 1024.0;
   for (std::size_t i = 0; i < used.size(); ++i) {
     if (runs[i].empty()) {
@@ -250,15 +256,17 @@ void print_process_row(const ProcessRow& row, const std::vector<RowTool>& used,
       }
       verdict = pass ? "pass" : "MISS";
     }
-    std::printf("%-20s %10.2f ms %6.2fx %17.2f %18.2f %6.1f MiB %+5.1f MiB  %-22s %s\n", used[i].name.c_str(),
-                med(&RowRun::cpu_ns) / 1e6, ratio, med(&RowRun::faults), med(&RowRun::madvises),
-                med(&RowRun::peak_rss) / kMiB, i == used[i].base ? 0.0 : over / kMiB, t.text, verdict.c_str());
+    std::printf("%-20s %10.2f ms %6.2fx %17.2f %18.2f %6.1f MiB %+5.1f MiB  %-22s %s\n",
+                used[i].name.c_str(), med(&RowRun::cpu_ns) / 1e6, ratio, med(&RowRun::faults),
+                med(&RowRun::madvises), med(&RowRun::peak_rss) / kMiB, i == used[i].base ? 0.0 : over / kMiB,
+                t.text, verdict.c_str());
   }
 }
 
 // Interleaved rounds (the order rotates each round); ratios pair each run with its base's
 // run of the same round; medians over rounds.
-void run_process_row(const ProcessRow& row, const std::vector<bench::Tool>& tools, const Settings& s) {
+void run_process_row(const ProcessRow& row, const std::vector<bench::Tool>& tools,
+                     const Settings& s) {
   const std::vector<RowTool> used = row_tools(tools, row, s.jemalloc_lib);
   std::vector<std::vector<RowRun>> runs(used.size());
   std::vector<std::vector<double>> ratios(used.size()), rss_over(used.size());
@@ -291,18 +299,14 @@ void run_workload_rows(const std::vector<bench::Tool>& tools, const Settings& s)
     run_process_row({"large",
                      "large short-lived blocks: large_blocks, rounds of 40 std::vector<char> of "
                      "64 KiB..16 MiB (log-uniform, fixed seed), each built, filled, dropped",
-                     {LIVEHEAP_BENCH_LARGE, "--rounds", "40"},
-                     "round",
-                     "vector"},
+                     {LIVEHEAP_BENCH_LARGE, "--rounds", "40"}, "round", "vector"},
                     tools, s);
   if (s.only.count("matplotlib"))
     run_process_row({"matplotlib",
                      "matplotlib: Debian's python3 + python3-matplotlib, a 12x8 in figure at "
                      "130 dpi saved as PNG and closed; median of 10 figures per process",
-                     {python, scripts + "/matplotlib_figure.py", "--count", "10"},
-                     "figure",
-                     "figure",
-                     true},
+                     {python, scripts + "/matplotlib_figure.py", "--count", "10"}, "figure",
+                     "figure", true},
                     tools, s);
   if (s.only.count("torch"))
     run_process_row({"torch",
@@ -310,10 +314,7 @@ void run_workload_rows(const std::vector<bench::Tool>& tools, const Settings& s)
                      "Conv1d(16,16,3) on 8x16x2000 + Linear(1024,1024) on 64x1024; median of 30 "
                      "steps per process",
                      {python, scripts + "/torch_step.py", "--count", "30", "--warmup", "5"},
-                     "step",
-                     "step",
-                     true,
-                     true},
+                     "step", "step", true, true},
                     tools, s);
 }
 
@@ -324,8 +325,7 @@ void run_workload_rows(const std::vector<bench::Tool>& tools, const Settings& s)
 void run_looking_row(const Settings& s) {
   std::fprintf(stderr, "looking...\n");
   std::vector<std::string> argv = {"/usr/bin/python3", std::string(LIVEHEAP_BENCH_SCRIPTS) + "/looking_cost.py",
-                                   "--preload",        s.preload_lib,
-                                   "--server",         LIVEHEAP_BENCH_LEAKY_SERVER};
+                                   "--preload", s.preload_lib, "--server", LIVEHEAP_BENCH_LEAKY_SERVER};
   if (!s.baseline_preload.empty()) argv.insert(argv.end(), {"--baseline-preload", s.baseline_preload});
   const bench::Outcome outcome = bench::run(argv, {}, 600s);
   std::printf("\nlooking: what 20 reports cost each process of a program%s", outcome.output.c_str());
@@ -334,7 +334,8 @@ void run_looking_row(const Settings& s) {
 
 // The in-process section: median of each key over `processes` fresh runs (cold is cold
 // only once per process).
-std::map<std::string, double> measure_reports(int processes, const std::vector<std::string>& args = {}) {
+std::map<std::string, double> measure_reports(int processes,
+                                              const std::vector<std::string>& args = {}) {
   std::map<std::string, std::vector<double>> values;
   std::vector<std::string> argv = {LIVEHEAP_BENCH_REPORT};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -358,8 +359,7 @@ std::map<std::string, double> measure_reports(int processes, const std::vector<s
 bench::HistoryLoop measure_history_loop(const std::vector<bench::Tool>& tools, const Settings& s) {
   bench::HistoryLoop h;
   h.pairs = std::max(s.pairs, 20'000'000L);
-  const auto exact =
-      std::find_if(tools.begin(), tools.end(), [](const bench::Tool& t) { return t.id == ToolId::exact; });
+  const auto exact = std::find_if(tools.begin(), tools.end(), [](const bench::Tool& t) { return t.id == ToolId::exact; });
   if (exact == tools.end() || !exact->missing.empty()) return h;
   bench::Tool off = *exact, on = *exact;
   off.env.emplace_back("LIVEHEAP_HISTORY_INTERVAL", "0");
@@ -367,10 +367,8 @@ bench::HistoryLoop measure_history_loop(const std::vector<bench::Tool>& tools, c
   for (int round = 0; round < s.rounds; ++round) {
     std::fprintf(stderr, "history loop %d/%d...\n", round + 1, s.rounds);
     std::optional<bench::Cost> a, b;
-    if (round % 2 == 0)
-      a = measure_loop(off, 1, h.pairs), b = measure_loop(on, 1, h.pairs);
-    else
-      b = measure_loop(on, 1, h.pairs), a = measure_loop(off, 1, h.pairs);
+    if (round % 2 == 0) a = measure_loop(off, 1, h.pairs), b = measure_loop(on, 1, h.pairs);
+    else b = measure_loop(on, 1, h.pairs), a = measure_loop(off, 1, h.pairs);
     if (a && b) h.off.push_back(*a), h.on.push_back(*b);
   }
   return h;
@@ -385,7 +383,8 @@ void probe_tools(std::vector<bench::Tool>& tools) {
     if (!outcome.ok() || outcome.output.find("cannot be preloaded") != std::string::npos) {
       note_failure("probe of " + tool.name, argv, tool.env, outcome);
       tool.missing = "FAILED: " + outcome.describe() + " (see notes)";
-    } else if (tool.id == ToolId::jemalloc_prof && outcome.output.find("jemalloc_prof=1") == std::string::npos) {
+    } else if (tool.id == ToolId::jemalloc_prof &&
+               outcome.output.find("jemalloc_prof=1") == std::string::npos) {
       tool.missing = "unsupported: this jemalloc was built without --enable-prof";
     }
   }
@@ -397,34 +396,24 @@ Settings parse_settings(int argc, char** argv) {
     const std::string flag = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (value == nullptr || flag == "--help") {
-      std::printf(
-          "usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
-          "                      [--only "
-          "loop,server,large,matplotlib,torch,report,scale,history,looking,idle,startup]\n"
-          "                      [--judge cpu|wall]\n"
-          "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]\n"
-          "                      [--baseline-preload PATH]\n");
+      std::printf("usage: overhead_bench [--rounds N] [--pairs N] [--seconds S] [--connections C]\n"
+                  "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle,startup]\n"
+                  "                      [--judge cpu|wall]\n"
+                  "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]\n"
+                  "                      [--baseline-preload PATH]\n");
       std::exit(flag == "--help" ? 0 : 2);
     }
     ++i;
-    if (flag == "--rounds")
-      s.rounds = std::max(1, std::atoi(value));
-    else if (flag == "--pairs")
-      s.pairs = std::max(1L, std::atol(value));
-    else if (flag == "--seconds")
-      s.seconds = std::max(1, std::atoi(value));
-    else if (flag == "--connections")
-      s.connections = std::max(1, std::atoi(value));
+    if (flag == "--rounds") s.rounds = std::max(1, std::atoi(value));
+    else if (flag == "--pairs") s.pairs = std::max(1L, std::atol(value));
+    else if (flag == "--seconds") s.seconds = std::max(1, std::atoi(value));
+    else if (flag == "--connections") s.connections = std::max(1, std::atoi(value));
     else if (flag == "--judge")
       s.judged_by = std::strcmp(value, "wall") == 0 ? bench::Clock::wall : bench::Clock::cpu;
-    else if (flag == "--heaptrack-lib")
-      s.heaptrack_lib = value;
-    else if (flag == "--jemalloc-lib")
-      s.jemalloc_lib = value;
-    else if (flag == "--baseline-preload")
-      s.baseline_preload = value;
-    else if (flag == "--preload-lib")
-      s.preload_lib = value;
+    else if (flag == "--heaptrack-lib") s.heaptrack_lib = value;
+    else if (flag == "--jemalloc-lib") s.jemalloc_lib = value;
+    else if (flag == "--baseline-preload") s.baseline_preload = value;
+    else if (flag == "--preload-lib") s.preload_lib = value;
     else if (flag == "--only") {
       s.only.clear();
       for (std::string rest = value; !rest.empty();) {
@@ -442,8 +431,9 @@ Settings parse_settings(int argc, char** argv) {
                                       "/usr/lib/x86_64-linux-gnu/heaptrack/libheaptrack_preload.so",
                                       "/usr/local/lib/heaptrack/libheaptrack_preload.so"});
   if (s.jemalloc_lib.empty())
-    s.jemalloc_lib = first_existing(
-        {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2", "/usr/local/lib/libjemalloc.so.2"});
+    s.jemalloc_lib = first_existing({"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+                                     "/usr/lib/libjemalloc.so.2",
+                                     "/usr/local/lib/libjemalloc.so.2"});
   return s;
 }
 
@@ -453,31 +443,31 @@ void print_header(const Settings& s) {
   // Load from other processes inflates wall times (not cpu/op): worth knowing when reading.
   double load[1] = {0};
   getloadavg(load, 1);
-  std::printf(
-      "liveheap overhead benchmark: %s %s, %u CPUs, load average %.2f at start; %d rounds, "
-      "modes interleaved, medians\n",
-      u.sysname, u.release, std::thread::hardware_concurrency(), load[0], s.rounds);
-  std::printf(
-      "loop: alloc_loop, %ld malloc/free pairs of 16-512 B per thread, ~25 frames deep. "
-      "server: bench_server (Beast, 1 io thread) loaded by wrk -t1 -c%d for %d s on "
-      "loopback.\ncpu/op: the measured process's CPU time per pair or request (other load "
-      "on the machine cannot inflate it); wall/op: elapsed time per pair, or per request "
-      "(1/throughput).\nratio = median over rounds of (cost / cost of no liveheap in the "
-      "same round); verdicts judge %s time\n\n",
-      s.pairs, s.connections, s.seconds, s.judged_by == bench::Clock::cpu ? "cpu" : "wall");
+  std::printf("liveheap overhead benchmark: %s %s, %u CPUs, load average %.2f at start; %d rounds, "
+              "modes interleaved, medians\n",
+              u.sysname, u.release, std::thread::hardware_concurrency(), load[0], s.rounds);
+  std::printf("loop: alloc_loop, %ld malloc/free pairs of 16-512 B per thread, ~25 frames deep. "
+              "server: bench_server (Beast, 1 io thread) loaded by wrk -t1 -c%d for %d s on "
+              "loopback.\ncpu/op: the measured process's CPU time per pair or request (other load "
+              "on the machine cannot inflate it); wall/op: elapsed time per pair, or per request "
+              "(1/throughput).\nratio = median over rounds of (cost / cost of no liveheap in the "
+              "same round); verdicts judge %s time\n\n",
+              s.pairs, s.connections, s.seconds, s.judged_by == bench::Clock::cpu ? "cpu" : "wall");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Settings s = parse_settings(argc, argv);
-  std::vector<bench::Tool> tools = bench::make_tools(s.preload_lib, s.heaptrack_lib, s.jemalloc_lib);
+  std::vector<bench::Tool> tools =
+      bench::make_tools(s.preload_lib, s.heaptrack_lib, s.jemalloc_lib);
   print_header(s);
   std::fflush(stdout);
   probe_tools(tools);
 
   std::vector<WorkloadId> workloads;
-  if (s.only.count("loop")) workloads.insert(workloads.end(), {WorkloadId::loop_1, WorkloadId::loop_2});
+  if (s.only.count("loop"))
+    workloads.insert(workloads.end(), {WorkloadId::loop_1, WorkloadId::loop_2});
   if (s.only.count("server")) workloads.push_back(WorkloadId::server);
 
   bench::Measurements m(static_cast<std::size_t>(s.rounds));
@@ -488,9 +478,9 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < tools.size(); ++k) {
         const bench::Tool& tool = tools[(k + static_cast<std::size_t>(round)) % tools.size()];
         if (!tool.missing.empty()) continue;
-        const std::optional<bench::Cost> cost = w == WorkloadId::server
-                                                    ? measure_server(tool, s)
-                                                    : measure_loop(tool, w == WorkloadId::loop_1 ? 1 : 2, s.pairs);
+        const std::optional<bench::Cost> cost =
+            w == WorkloadId::server ? measure_server(tool, s)
+                                    : measure_loop(tool, w == WorkloadId::loop_1 ? 1 : 2, s.pairs);
         if (cost) m.record(static_cast<std::size_t>(round), w, tool.id, *cost);
       }
     }
@@ -514,7 +504,8 @@ int main(int argc, char** argv) {
     // The scale row: ten times the blocks and the stacks (~1 GiB of RSS, ~30 s a process),
     // so one process unless asked for more rounds than 3.
     std::fprintf(stderr, "report_bench at scale...\n");
-    bench::print_scale_table(measure_reports(s.rounds > 3 ? 3 : 1, {"--blocks", "10000000", "--stacks", "100000"}));
+    bench::print_scale_table(
+        measure_reports(s.rounds > 3 ? 3 : 1, {"--blocks", "10000000", "--stacks", "100000"}));
   }
   if (!g_notes.empty()) {
     std::printf("\nnotes:\n");

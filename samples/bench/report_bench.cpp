@@ -71,11 +71,12 @@ template <std::size_t I>
   constexpr std::size_t size = 16 + I % 32;
   for (long b = 0; b < blocks; ++b) {
     switch (site) {
-      LIVEHEAP_BENCH_SITE(0)
-      LIVEHEAP_BENCH_SITE(1) LIVEHEAP_BENCH_SITE(2) LIVEHEAP_BENCH_SITE(3) LIVEHEAP_BENCH_SITE(4) LIVEHEAP_BENCH_SITE(5)
-          LIVEHEAP_BENCH_SITE(6) LIVEHEAP_BENCH_SITE(7) LIVEHEAP_BENCH_SITE(8) LIVEHEAP_BENCH_SITE(9)
-              LIVEHEAP_BENCH_SITE(10) LIVEHEAP_BENCH_SITE(11) LIVEHEAP_BENCH_SITE(12) LIVEHEAP_BENCH_SITE(13)
-                  LIVEHEAP_BENCH_SITE(14) LIVEHEAP_BENCH_SITE(15)
+      LIVEHEAP_BENCH_SITE(0) LIVEHEAP_BENCH_SITE(1) LIVEHEAP_BENCH_SITE(2)
+      LIVEHEAP_BENCH_SITE(3) LIVEHEAP_BENCH_SITE(4) LIVEHEAP_BENCH_SITE(5)
+      LIVEHEAP_BENCH_SITE(6) LIVEHEAP_BENCH_SITE(7) LIVEHEAP_BENCH_SITE(8)
+      LIVEHEAP_BENCH_SITE(9) LIVEHEAP_BENCH_SITE(10) LIVEHEAP_BENCH_SITE(11)
+      LIVEHEAP_BENCH_SITE(12) LIVEHEAP_BENCH_SITE(13) LIVEHEAP_BENCH_SITE(14)
+      LIVEHEAP_BENCH_SITE(15)
     }
   }
   return out;
@@ -157,7 +158,8 @@ std::size_t distinct_frames(const liveheap::Snapshot& snapshot) {
 
 // One GET on a fresh loopback connection, timed from the request's first byte to the last
 // byte of the answer; `bytes`: the body's size. The client's own allocations are not traced.
-double time_request(std::uint16_t port, boost::beast::http::verb verb, const std::string& target, std::size_t& bytes) {
+double time_request(std::uint16_t port, boost::beast::http::verb verb, const std::string& target,
+                    std::size_t& bytes) {
   namespace http = boost::beast::http;
   using boost::asio::ip::tcp;
   liveheap::IgnoreScope ignore;
@@ -189,8 +191,10 @@ void measure_baseline() {
   const std::string target = "/debug/memory/baseline";
   std::size_t bytes = 0;
   const std::int64_t memory_before = liveheap::tracker_memory();
-  std::printf("baseline_first_ms=%.1f\n", time_request(server.port(), boost::beast::http::verb::post, target, bytes));
-  std::printf("baseline_bytes=%lld\n", static_cast<long long>(liveheap::tracker_memory() - memory_before));
+  std::printf("baseline_first_ms=%.1f\n",
+              time_request(server.port(), boost::beast::http::verb::post, target, bytes));
+  std::printf("baseline_bytes=%lld\n",
+              static_cast<long long>(liveheap::tracker_memory() - memory_before));
   std::vector<double> ms;
   for (int i = 0; i < kRepeats; ++i)
     ms.push_back(time_request(server.port(), boost::beast::http::verb::post, target, bytes));
@@ -198,7 +202,8 @@ void measure_baseline() {
   liveheap::IgnoreScope ignore;
   const std::int64_t before_snapshot = liveheap::tracker_memory();
   const liveheap::Snapshot held = liveheap::take_snapshot();
-  std::printf("snapshot_held_bytes=%lld\n", static_cast<long long>(liveheap::tracker_memory() - before_snapshot));
+  std::printf("snapshot_held_bytes=%lld\n",
+              static_cast<long long>(liveheap::tracker_memory() - before_snapshot));
   std::vector<double> stacks_ms;
   for (int i = 0; i < kRepeats; ++i) {
     const auto begin = Clock::now();
@@ -208,13 +213,14 @@ void measure_baseline() {
   std::printf("stack_snapshot_ms=%.2f\n", median(stacks_ms));
   const std::int64_t before_stacks = liveheap::tracker_memory();
   const liveheap::StackSnapshot held_stacks = liveheap::take_stack_snapshot();
-  std::printf("stack_snapshot_held_bytes=%lld\n", static_cast<long long>(liveheap::tracker_memory() - before_stacks));
+  std::printf("stack_snapshot_held_bytes=%lld\n",
+              static_cast<long long>(liveheap::tracker_memory() - before_stacks));
 }
 
 // A full history window (360 ticks) over the live stacks, then /history and /peak through
 // the admin server.
 void measure_history() {
-  constexpr int kTicks = 360;         // tracker::kHistoryPoints: an hour at the default 10 s
+  constexpr int kTicks = 360;  // tracker::kHistoryPoints: an hour at the default 10 s
   liveheap::tracker::history_tick();  // grows the tick's scratch once, as the test does
   const std::int64_t memory_before = liveheap::tracker_memory();
   std::vector<double> ticks;
@@ -224,8 +230,9 @@ void measure_history() {
     ticks.push_back(ms_since(begin));
   }
   const std::int64_t grown = liveheap::tracker_memory() - memory_before;
-  std::printf("history_tick_ms=%.2f\nhistory_tick_worst_ms=%.2f\nhistory_bytes_per_point=%.0f\n", median(ticks),
-              *std::max_element(ticks.begin(), ticks.end()), static_cast<double>(grown) / kTicks);
+  std::printf("history_tick_ms=%.2f\nhistory_tick_worst_ms=%.2f\nhistory_bytes_per_point=%.0f\n",
+              median(ticks), *std::max_element(ticks.begin(), ticks.end()),
+              static_cast<double>(grown) / kTicks);
   std::printf("history_points=%zu\n", liveheap::history().points.size());
 
   liveheap::http::AdminServer server({}, "127.0.0.1", 0);
@@ -247,19 +254,15 @@ int main(int argc, char** argv) {
   long stacks = kStacks;
   bool usage_ok = argc % 2 == 1;
   for (int i = 1; usage_ok && i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--blocks") == 0)
-      blocks = std::atol(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--stacks") == 0)
-      stacks = std::atol(argv[i + 1]);
-    else
-      usage_ok = false;
+    if (std::strcmp(argv[i], "--blocks") == 0) blocks = std::atol(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--stacks") == 0) stacks = std::atol(argv[i + 1]);
+    else usage_ok = false;
   }
   const long callers = stacks / kStacks;
-  if (!usage_ok || blocks <= 0 || stacks % kStacks != 0 || callers < 1 || callers > static_cast<long>(kCallers)) {
-    std::fprintf(stderr,
-                 "usage: report_bench [--blocks N] [--stacks M]  (M: a multiple of %d, "
-                 "at most %zu of them)\n",
-                 kStacks, kCallers);
+  if (!usage_ok || blocks <= 0 || stacks % kStacks != 0 || callers < 1 ||
+      callers > static_cast<long>(kCallers)) {
+    std::fprintf(stderr, "usage: report_bench [--blocks N] [--stacks M]  (M: a multiple of %d, "
+                         "at most %zu of them)\n", kStacks, kCallers);
     return 2;
   }
   const long per_stack = std::max(1L, blocks / stacks);
@@ -275,11 +278,14 @@ int main(int argc, char** argv) {
   for (long caller = 0; caller < callers; ++caller)
     for (int stack = 0; stack < kStacks; ++stack)
       out = kCallerTable[static_cast<std::size_t>(caller)](
-          kAllocators[static_cast<std::size_t>(stack / kSitesPerFunction)], stack % kSitesPerFunction, per_stack, out);
+          kAllocators[static_cast<std::size_t>(stack / kSitesPerFunction)],
+          stack % kSitesPerFunction, per_stack, out);
 
   const liveheap::EngineStats stats = liveheap::engine_stats();
-  std::printf("live_blocks=%llu\nstacks=%llu\ndropped=%llu\n", static_cast<unsigned long long>(stats.live_blocks),
-              static_cast<unsigned long long>(stats.stacks), static_cast<unsigned long long>(stats.dropped));
+  std::printf("live_blocks=%llu\nstacks=%llu\ndropped=%llu\n",
+              static_cast<unsigned long long>(stats.live_blocks),
+              static_cast<unsigned long long>(stats.stacks),
+              static_cast<unsigned long long>(stats.dropped));
   const auto per = [](std::int64_t bytes, std::uint64_t n) {
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(n, 1));
   };
@@ -306,8 +312,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < kRepeats; ++i) time_snapshot_diff(baseline, times);
   std::vector<double> sums;
   for (int i = 0; i < kRepeats; ++i) sums.push_back(times.snapshot_ms[i] + times.compare_ms[i]);
-  std::printf("snapshot_diff_ms=%.1f\nsnapshot_ms=%.1f\ncompare_ms=%.1f\nframes=%zu\n", median(sums),
-              median(times.snapshot_ms), median(times.compare_ms), distinct_frames(baseline));
+  std::printf("snapshot_diff_ms=%.1f\nsnapshot_ms=%.1f\ncompare_ms=%.1f\nframes=%zu\n",
+              median(sums), median(times.snapshot_ms), median(times.compare_ms),
+              distinct_frames(baseline));
   measure_history();
 
   // clear() takes every block out of the live table, each off its stack's totals.

@@ -34,8 +34,8 @@ constexpr double kSecondsPerProgram = 4.0;
 constexpr double kReferenceExecMs = 0.55;
 
 struct Program {
-  std::string name;               // as printed
-  std::vector<std::string> argv;  // argv[0] an absolute path
+  std::string name;                // as printed
+  std::vector<std::string> argv;   // argv[0] an absolute path
 };
 
 struct Variant {
@@ -81,8 +81,8 @@ std::optional<ExecCost> run_many(const Program& program, const Variant& variant,
     while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
     }
     total.wall_ms += std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
-    total.cpu_ms +=
-        (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
+    total.cpu_ms += (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
+                    (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
     total.faults += static_cast<double>(usage.ru_minflt);
     ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
@@ -98,8 +98,10 @@ std::vector<Program> programs(std::vector<std::string>& notes) {
   const struct {
     const char* name;
     std::vector<std::string> args;
-  } wanted[] = {
-      {"git", {"--version"}}, {"python3", {"-c", "0"}}, {"node", {"-e", "0"}}, {"sqlite3", {":memory:", "select 1"}}};
+  } wanted[] = {{"git", {"--version"}},
+                {"python3", {"-c", "0"}},
+                {"node", {"-e", "0"}},
+                {"sqlite3", {":memory:", "select 1"}}};
   for (const auto& w : wanted) {
     const auto path = find_program(w.name);
     if (!path) {
@@ -145,8 +147,9 @@ void run_startup_row(const std::string& preload, int rounds, Clock judged_by) {
       notes.push_back(program.name + " failed bare: its row is skipped");
       continue;
     }
-    const int n =
-        std::clamp(static_cast<int>(kSecondsPerProgram * 1e3 / (probe->wall_ms * variants.size() * rounds)), 2, 200);
+    const int n = std::clamp(static_cast<int>(kSecondsPerProgram * 1e3 /
+                                              (probe->wall_ms * variants.size() * rounds)),
+                             2, 200);
     std::vector<std::vector<ExecCost>> costs(variants.size());
     std::vector<std::vector<double>> added_wall(variants.size()), added_cpu(variants.size());
     for (int round = 0; round < rounds; ++round) {
@@ -180,7 +183,8 @@ void run_startup_row(const std::string& preload, int rounds, Clock judged_by) {
         line.faults = med(&ExecCost::faults);
         line.added_wall = i == 0 ? 0 : median_of(added_wall[i]);
         line.added_cpu = i == 0 ? 0 : median_of(added_cpu[i]);
-        if (i == 0 && program.name == "/bin/true") bare_true_ms = judged_by == Clock::cpu ? line.cpu : line.wall;
+        if (i == 0 && program.name == "/bin/true")
+          bare_true_ms = judged_by == Clock::cpu ? line.cpu : line.wall;
       }
       lines.push_back(line);
     }
@@ -190,16 +194,16 @@ void run_startup_row(const std::string& preload, int rounds, Clock judged_by) {
   // preload library adds to it. Scaled on the judged clock (a loaded machine's wall time
   // is mostly other processes').
   const double scale = std::isnan(bare_true_ms) ? 1.0 : kReferenceExecMs / bare_true_ms;
-  std::printf(
-      "\nstart-up per exec: each program run N times in a row per variant, variants "
-      "interleaved over %d rounds, medians of per-round means; LIVEHEAP_ADDR=127.0.0.1:%d "
-      "(free at start); +ms: over no liveheap in the same round. The targets are for a "
-      "machine whose bare /bin/true takes %.2f ms; this one's takes %.3f ms (%s), so the "
-      "judged column is +ms (%s) x %.3f\n",
-      rounds, port, kReferenceExecMs, bare_true_ms, judged_by == Clock::cpu ? "cpu" : "wall",
-      judged_by == Clock::cpu ? "cpu" : "wall", scale);
-  std::printf("%-26s %-24s %4s %10s %10s %10s %10s %8s %9s  %-10s %s\n", "program", "variant", "N", "wall/exec",
-              "+wall", "cpu/exec", "+cpu", "faults", "judged", "target", "verdict");
+  std::printf("\nstart-up per exec: each program run N times in a row per variant, variants "
+              "interleaved over %d rounds, medians of per-round means; LIVEHEAP_ADDR=127.0.0.1:%d "
+              "(free at start); +ms: over no liveheap in the same round. The targets are for a "
+              "machine whose bare /bin/true takes %.2f ms; this one's takes %.3f ms (%s), so the "
+              "judged column is +ms (%s) x %.3f\n",
+              rounds, port, kReferenceExecMs, bare_true_ms, judged_by == Clock::cpu ? "cpu" : "wall",
+              judged_by == Clock::cpu ? "cpu" : "wall", scale);
+  std::printf("%-26s %-24s %4s %10s %10s %10s %10s %8s %9s  %-10s %s\n", "program", "variant",
+              "N", "wall/exec", "+wall", "cpu/exec", "+cpu", "faults", "judged", "target",
+              "verdict");
   for (const Line& l : lines) {
     if (l.failed) {
       std::printf("%-26s %-24s FAILED (see notes)\n", l.program.c_str(), l.variant.c_str());
@@ -211,8 +215,9 @@ void run_startup_row(const std::string& preload, int rounds, Clock judged_by) {
       std::snprintf(target, sizeof target, "<= +%.1f ms", l.target);
       std::snprintf(verdict, sizeof verdict, "%s", judged <= l.target ? "pass" : "MISS");
     }
-    std::printf("%-26s %-24s %4d %7.3f ms %+7.3f ms %7.3f ms %+7.3f ms %8.1f %+6.3f ms  %-10s %s\n", l.program.c_str(),
-                l.variant.c_str(), l.n, l.wall, l.added_wall, l.cpu, l.added_cpu, l.faults, judged, target, verdict);
+    std::printf("%-26s %-24s %4d %7.3f ms %+7.3f ms %7.3f ms %+7.3f ms %8.1f %+6.3f ms  %-10s %s\n",
+                l.program.c_str(), l.variant.c_str(), l.n, l.wall, l.added_wall, l.cpu,
+                l.added_cpu, l.faults, judged, target, verdict);
   }
   for (const std::string& note : notes) std::printf("  note: %s\n", note.c_str());
 }

@@ -47,9 +47,9 @@ struct State {
   pthread_cond_t changed = PTHREAD_COND_INITIALIZER;  // phase left taking_over
   Phase phase = Phase::early;
   bool exiting = false;
-  pid_t state_pid = 0;              // the process this state is set up for (not a vfork child)
-  bool holding = false;             // listens on the port
-  std::int64_t register_at_ns = 0;  // a forked child's thread registers then
+  pid_t state_pid = 0;             // the process this state is set up for (not a vfork child)
+  bool holding = false;            // listens on the port
+  std::int64_t register_at_ns = 0; // a forked child's thread registers then
   EarlyEndpoint e;
 };
 
@@ -108,7 +108,8 @@ int listen_on_port(const EarlyAddress& a, std::uint16_t* bound) noexcept {
   if (fd < 0) return -errno;
   const int on = 1;
   if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-      ::bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      ::bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 ||
+      ::listen(fd, SOMAXCONN) != 0) {
     const int error = errno;
     ::close(fd);
     return -error;
@@ -131,7 +132,8 @@ int listen_local(const char* path) noexcept {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   ::unlink(path);
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd, SOMAXCONN) != 0) {
     const int error = errno;
     ::close(fd);
     return -error;
@@ -178,8 +180,7 @@ void register_socket(State& s) noexcept {
       DirPath dir;
       SocketPath path;
       Reason why;
-      if (in_inherited)
-        dir = e.dir;
+      if (in_inherited) dir = e.dir;
       else if (!open_group_dir(e.address, dir, why)) {
         // The user's configuration, said once by the process the user started.
         if (e.announce) say("this process is not reachable through the registry: %s", why.text);
@@ -189,8 +190,7 @@ void register_socket(State& s) noexcept {
         if (in_inherited) continue;
         if (e.announce)
           say("this process is not reachable through the registry: the registry path %s/%d.sock "
-              "is too long for a Unix socket",
-              dir.text, static_cast<int>(pid));
+              "is too long for a Unix socket", dir.text, static_cast<int>(pid));
         return;
       }
       const int fd = listen_local(path.text);
@@ -213,7 +213,9 @@ void register_socket(State& s) noexcept {
 // Whether the recorders are due at all: with tracing on, or to retry a taken port (the
 // full library's every second); a process that cannot be reached, or traces nothing,
 // loads the full library only when a connection comes.
-bool recorders_due(const State& s) noexcept { return engine::active() || s.e.port_taken; }
+bool recorders_due(const State& s) noexcept {
+  return engine::active() || s.e.port_taken;
+}
 
 // Until a connection waits on either socket, or the recorders are due; false when neither
 // can ever happen (no socket, nothing to record).
@@ -357,7 +359,7 @@ void after_fork_in_child() {
   e.announce = false;  // the parent said whatever was to be said
   e.port_taken = false;
   e.registry_tried = false;
-  e.tcp_fd = e.local_fd = -1;   // the parent's, closed by fork_fds
+  e.tcp_fd = e.local_fd = -1;  // the parent's, closed by fork_fds
   new (&e.tcp_tracked) ForkFd;  // their entries are free here already: abandoned, not reset
   new (&e.local_tracked) ForkFd;
   e.socket = SocketPath{};
@@ -386,7 +388,8 @@ void before_uid_change() noexcept {
       if (e.forked && e.registered_pid != pid) {
         Reason why;
         SocketPath path;
-        if ((e.dir.text[0] != '\0' || open_group_dir(e.address, e.dir, why)) && socket_path(e.dir.text, pid, path)) {
+        if ((e.dir.text[0] != '\0' || open_group_dir(e.address, e.dir, why)) &&
+            socket_path(e.dir.text, pid, path)) {
           const int fd = listen_local(path.text);
           if (fd >= 0) {
             e.socket = path;

@@ -24,8 +24,8 @@ char g_located[4096];  // locate_full_library's answer, or ""
 // directory (LD_PRELOAD=build/src/libliveheap_preload.so) is the working directory's now.
 bool full_library_path(char (&path)[4096]) noexcept {
   dl_find_object self;
-  if (_dl_find_object(reinterpret_cast<void*>(&full_library_function), &self) != 0 || self.dlfo_link_map == nullptr ||
-      self.dlfo_link_map->l_name == nullptr)
+  if (_dl_find_object(reinterpret_cast<void*>(&full_library_function), &self) != 0 ||
+      self.dlfo_link_map == nullptr || self.dlfo_link_map->l_name == nullptr)
     return false;
   const char* own = self.dlfo_link_map->l_name;
   char cwd[4096] = "";
@@ -36,16 +36,16 @@ bool full_library_path(char (&path)[4096]) noexcept {
   const std::size_t cwd_length = std::strlen(cwd);
   const char* separator = cwd_length > 0 && cwd[cwd_length - 1] != '/' ? "/" : "";
   const char* slash = std::strrchr(own, '/');
-  const int n = slash == nullptr ? std::snprintf(path, sizeof path, "%s/%s", cwd_length > 0 ? cwd : ".", kFileName)
-                                 : std::snprintf(path, sizeof path, "%s%s%.*s/%s", cwd, separator,
-                                                 static_cast<int>(slash - own), own, kFileName);
+  const int n = slash == nullptr
+                    ? std::snprintf(path, sizeof path, "%s/%s", cwd_length > 0 ? cwd : ".", kFileName)
+                    : std::snprintf(path, sizeof path, "%s%s%.*s/%s", cwd, separator,
+                                    static_cast<int>(slash - own), own, kFileName);
   return n > 0 && static_cast<std::size_t>(n) < sizeof path;
 }
 
 void load() noexcept {
   char path[4096];
-  if (g_located[0] != '\0')
-    std::memcpy(path, g_located, sizeof path);
+  if (g_located[0] != '\0') std::memcpy(path, g_located, sizeof path);
   else if (!full_library_path(path)) {
     std::fprintf(stderr, "liveheap: cannot find %s beside the preload library\n", kFileName);
     return;

@@ -41,10 +41,8 @@ void log_line(const char* line) noexcept {
   if (to[0] != '/') {
     if (!g_bad_log_said.exchange(true)) {
       char why[512];
-      std::snprintf(why, sizeof why,
-                    "LIVEHEAP_LOG='%.400s' is neither stderr nor an absolute path: "
-                    "liveheap's lines are not written",
-                    to);
+      std::snprintf(why, sizeof why, "LIVEHEAP_LOG='%.400s' is neither stderr nor an absolute path: "
+                    "liveheap's lines are not written", to);
       say_configuration_error(why);
     }
     return;

@@ -61,7 +61,8 @@ bool start_environment_overflowed() noexcept {
   return g_overflowed;
 }
 
-void for_each_liveheap_variable(void (*fn)(void* ctx, const char* name, const char* value), void* ctx) noexcept {
+void for_each_liveheap_variable(void (*fn)(void* ctx, const char* name, const char* value),
+                                void* ctx) noexcept {
   capture_start_environment();
   char name[128];
   for (std::size_t i = 0; i < g_count; ++i) {

@@ -29,14 +29,10 @@ bool read(const char* name, T* out, Parse parse) {
 bool read_mode(engine::Mode* mode) {
   const char* text = start_env("LIVEHEAP_MODE");
   if (text == nullptr) return true;
-  if (std::strcmp(text, "off") == 0)
-    *mode = engine::Mode::off;
-  else if (std::strcmp(text, "exact") == 0)
-    *mode = engine::Mode::exact;
-  else if (std::strcmp(text, "sampled") == 0)
-    *mode = engine::Mode::sampled;
-  else
-    return false;
+  if (std::strcmp(text, "off") == 0) *mode = engine::Mode::off;
+  else if (std::strcmp(text, "exact") == 0) *mode = engine::Mode::exact;
+  else if (std::strcmp(text, "sampled") == 0) *mode = engine::Mode::sampled;
+  else return false;
   return true;
 }
 
@@ -68,7 +64,8 @@ StartPlan plan_start() noexcept {
   const bool early_endpoint = addr != nullptr && parse_early_address(addr, plan.address) &&
                               !any_set({"LIVEHEAP_TOKEN", "LIVEHEAP_ALLOWED_HOSTS", "LIVEHEAP_PREFIX",
                                         "LIVEHEAP_ALLOW_OPEN", "LIVEHEAP_METRICS_CALLSITES"});
-  plan.full_library = !readable || start_env("LIVEHEAP_PLUMBING") != nullptr || (addr != nullptr && !early_endpoint);
+  plan.full_library = !readable || start_env("LIVEHEAP_PLUMBING") != nullptr ||
+                      (addr != nullptr && !early_endpoint);
   return plan;
 }
 

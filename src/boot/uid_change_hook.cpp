@@ -46,9 +46,13 @@ int bind_then_forward(std::atomic<int (*)(Ids...)>& slot, const char* name, Ids.
 
 namespace liveheap::boot {
 
-void set_before_uid_change(void (*fn)()) noexcept { g_before_uid_change.store(fn, std::memory_order_release); }
+void set_before_uid_change(void (*fn)()) noexcept {
+  g_before_uid_change.store(fn, std::memory_order_release);
+}
 
-void (*before_uid_change_function() noexcept)() { return g_before_uid_change.load(std::memory_order_acquire); }
+void (*before_uid_change_function() noexcept)() {
+  return g_before_uid_change.load(std::memory_order_acquire);
+}
 
 }  // namespace liveheap::boot
 

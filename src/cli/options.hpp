@@ -38,9 +38,9 @@ struct WatchOptions {
   unsigned limit = 10;
   std::vector<std::string> include;  // globs passed through to /diff
   std::vector<std::string> exclude;
-  std::string token;                      // bearer token; empty: none
-  bool json = false;                      // JSON lines instead of text
-  bool baseline = false;                  // POST /baseline before the first round
+  std::string token;                 // bearer token; empty: none
+  bool json = false;                 // JSON lines instead of text
+  bool baseline = false;             // POST /baseline before the first round
   std::optional<std::int64_t> fail_over;  // bytes of total growth that fail the run
   // Bytes of growth since the baseline (size_diff) above which a callsite the server calls
   // "growing" fails the run.
@@ -54,9 +54,10 @@ struct WatchOptions {
 // The usage text, for --help and after a UsageError.
 std::string_view usage();
 
-// Parses argv[1..] ("--flag value" or "--flag=value"); `token_from_env` is LIVEHEAP_TOKEN (or null), used when --token
-// is not given. std::nullopt for --help. Throws UsageError naming the offending argument.
-std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[], const char* token_from_env);
+// Parses argv[1..] ("--flag value" or "--flag=value"); `token_from_env` is LIVEHEAP_TOKEN (or null), used when --token is not
+// given. std::nullopt for --help. Throws UsageError naming the offending argument.
+std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[],
+                                               const char* token_from_env);
 
 // "1048576", "512KiB", "1.5 MiB", "2G": bytes (B, KiB/K, MiB/M, GiB/G; case-insensitive,
 // powers of 1024). Throws UsageError for anything else, or a negative or absurd size.

@@ -65,8 +65,9 @@ class StreamExchange final : public Exchange, public std::enable_shared_from_thi
  private:
   void on_connect(beast::error_code ec) {
     if (ec) return end(Step::connect, ec);
-    bh::async_write(stream_, request_,
-                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_sent(ec); });
+    bh::async_write(stream_, request_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->on_sent(ec);
+    });
   }
 
   void on_sent(beast::error_code ec) {

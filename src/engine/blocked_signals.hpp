@@ -19,7 +19,8 @@ class BlockedSignals {
     sigfillset(&asynchronous);
     // Signals a fault raises in the thread itself stay deliverable: blocked, the kernel
     // would kill the process without running the host's handler (a crash reporter's).
-    for (const int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&asynchronous, fault);
+    for (const int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS})
+      sigdelset(&asynchronous, fault);
     pthread_sigmask(SIG_BLOCK, &asynchronous, &saved_);
   }
   ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }

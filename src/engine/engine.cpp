@@ -43,7 +43,9 @@ bool room_under(std::int64_t limit, std::size_t bytes) noexcept {
 bool stack_room(std::size_t bytes) noexcept {
   return room_under(g_max_memory.load(std::memory_order_relaxed) / 4 * 3, bytes);
 }
-bool live_room(std::size_t bytes) noexcept { return room_under(g_max_memory.load(std::memory_order_relaxed), bytes); }
+bool live_room(std::size_t bytes) noexcept {
+  return room_under(g_max_memory.load(std::memory_order_relaxed), bytes);
+}
 
 // Tables live in static storage (constant-initialized, usable before any constructor
 // runs); their arrays come from mmap.
@@ -106,9 +108,9 @@ struct SampleCounting {
   SampleCounting(const SampleCounting&) = delete;
   SampleCounting& operator=(const SampleCounting&) = delete;
 };
-std::atomic<std::uint64_t> g_sampler_threads{0};                // arrival order of threads this session
+std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads this session
 constexpr std::uint64_t kOwnThreadsStream = ~std::uint64_t{0};  // see pass_sample_point
-Settings g_settings;            // written by start/stop only, before g_mode publishes it
+Settings g_settings;  // written by start/stop only, before g_mode publishes it
 bool g_started_before = false;  // by start only (serialized)
 
 // This thread's slot, taken in the order threads first record something. It and the
@@ -278,8 +280,7 @@ void count_folded(std::int64_t bytes) noexcept {
 // The stack in this thread's request, if it is in one.
 [[gnu::always_inline]] inline StackId in_route(StackId stack) noexcept {
   const RouteId route = thread_route();
-  if (route == kNoRoute) [[likely]]
-    return stack;
+  if (route == kNoRoute) [[likely]] return stack;
   return routed_stack(stack, route);
 }
 
@@ -308,8 +309,7 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   KnownStack known;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
   if (known.id != kNoStack) return known.id;
-  if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]]
-    intern_fold_stack();
+  if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     // Where CPython runs, the memo is never written (one native stack runs many Python
@@ -334,7 +334,8 @@ LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart&
   bool folded = false;
   const StackId stack = capture_and_intern(&folded, start);
   LiveBlock replaced;
-  if (stack == kNoStack || !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
+  if (stack == kNoStack ||
+      !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
     count_dropped(static_cast<std::int64_t>(size));
     return;
   }
@@ -350,7 +351,8 @@ void for_each_copy(Record* r, Fn&& fn) noexcept {
   fn(r->totals);
   if (SharedTotals* shared = r->shared.load(std::memory_order_acquire))
     for (unsigned i = 0; i < kSharedSlots; ++i) fn(shared[i].totals);
-  if (const StackTotals* side = g_stacks.side_totals_if_any(r->id)) fn(const_cast<StackTotals&>(*side));
+  if (const StackTotals* side = g_stacks.side_totals_if_any(r->id))
+    fn(const_cast<StackTotals&>(*side));
 }
 
 // Sampled mode's clear: live totals to zero, cumulative ones kept (scrapers take deltas of
@@ -402,10 +404,8 @@ void empty_tables(Mode was) noexcept {
     // The flag is up and the session bumped (above): counting in flight finishes, and
     // none starts until the flag is down.
     for (int spins = 0; g_sample_counting.load(std::memory_order_seq_cst) != 0; ++spins) {
-      if (spins > 64)
-        sched_yield();  // a counting thread was preempted
-      else
-        __builtin_ia32_pause();
+      if (spins > 64) sched_yield();  // a counting thread was preempted
+      else __builtin_ia32_pause();
     }
     zero_stack_totals();
     for (CurrentSlot& slot : g_current)
@@ -426,7 +426,8 @@ void empty_tables(Mode was) noexcept {
 bool g_fork_interrupted = false;  // written only by the forking thread, between its handlers
 
 bool engine_lock_held() noexcept {
-  return g_stacks.any_locked() || g_live.any_locked() || g_own.any_locked() || region_locked() || frame_rules_locked();
+  return g_stacks.any_locked() || g_live.any_locked() || g_own.any_locked() || region_locked() ||
+         frame_rules_locked();
 }
 
 // fork(): take every engine lock so the child never inherits one held mid-update by a
@@ -566,10 +567,11 @@ bool pass_sample_point(std::size_t size, std::uint32_t session) noexcept {
     // Arrival order among the program's threads only: liveheap's own (the recorders, the
     // server; ignored) share one stream, so a repeatable seed stays repeatable whenever
     // they happen to allocate.
-    t.rng =
-        thread_seed(g_settings.sample_seed,
-                    t.ignore_depth > 0 ? kOwnThreadsStream : g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
-    t.bytes_until_sample = next_sample_countdown(&t.rng, g_settings.sample_interval) - static_cast<std::int64_t>(size);
+    t.rng = thread_seed(g_settings.sample_seed,
+                        t.ignore_depth > 0 ? kOwnThreadsStream
+                                           : g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
+    t.bytes_until_sample =
+        next_sample_countdown(&t.rng, g_settings.sample_interval) - static_cast<std::int64_t>(size);
     if (t.bytes_until_sample > 0) return false;
   }
   // The next point is Exp(R) bytes past this block (the process is memoryless).
@@ -604,7 +606,9 @@ LIVEHEAP_OWN_CODE void count_sample(SampleHeader* h, std::size_t size, std::uint
   h->inverse = inverse;
   SampleCounting counting;
   // A clear runs, or began since this sample was drawn: not counted (h->session stays 0).
-  if (g_sample_clearing.load(std::memory_order_seq_cst) || g_session.load(std::memory_order_seq_cst) != session) return;
+  if (g_sample_clearing.load(std::memory_order_seq_cst) ||
+      g_session.load(std::memory_order_seq_cst) != session)
+    return;
   add_to_totals<Side::alloc>(stack, w.bytes, w.count);
   g_live_samples.fetch_add(1, std::memory_order_relaxed);
   h->session = session;
@@ -615,7 +619,8 @@ void uncount_sample(const SampleHeader* h) noexcept {
   if (h->session == 0) return;
   SampleCounting counting;
   // While a clear runs, its zero takes the sample off (it is of the session that ends).
-  if (!g_sample_clearing.load(std::memory_order_seq_cst) && h->session == g_session.load(std::memory_order_seq_cst)) {
+  if (!g_sample_clearing.load(std::memory_order_seq_cst) &&
+      h->session == g_session.load(std::memory_order_seq_cst)) {
     const SampleWeight w = sample_weight(h->size, h->inverse);
     add_to_totals<Side::freed>(h->stack, w.bytes, w.count);
     g_live_samples.fetch_sub(1, std::memory_order_relaxed);
@@ -625,7 +630,8 @@ void uncount_sample(const SampleHeader* h) noexcept {
 }  // namespace
 
 LIVEHEAP_OWN_CODE
-void* sample_allocate(std::size_t size, std::size_t alignment, bool zero, const WalkStart& start) noexcept {
+void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
+                      const WalkStart& start) noexcept {
   ThreadState& t = t_thread;
   const std::uint32_t session = g_session.load(std::memory_order_acquire);
   if (!pass_sample_point(size, session)) return nullptr;
@@ -666,7 +672,7 @@ LIVEHEAP_OWN_CODE void* sample_regrow(void* p, std::size_t size, const WalkStart
   }
   void* q = region_allocate(size, 0, false, usable);
   if (q == nullptr) {  // the region is full: dropped, as sample_allocate drops it
-    h->session = 0;    // uncounted already: a free of it must not take it off again
+    h->session = 0;  // uncounted already: a free of it must not take it off again
     count_dropped_sample(size);
     return nullptr;
   }
@@ -706,7 +712,8 @@ LIVEHEAP_OWN_CODE void* sample_resize(void* p, std::size_t size, const WalkStart
     }
     SampleCounting counting;
     // As in sample_free: while a clear runs, its zero takes the sample off.
-    if (!g_sample_clearing.load(std::memory_order_seq_cst) && h->session == g_session.load(std::memory_order_seq_cst)) {
+    if (!g_sample_clearing.load(std::memory_order_seq_cst) &&
+        h->session == g_session.load(std::memory_order_seq_cst)) {
       const SampleWeight was = sample_weight(old_size, h->inverse);
       const SampleWeight is = sample_weight(size, h->inverse);
       add_to_totals<Side::freed>(h->stack, was.bytes, was.count);
@@ -748,7 +755,8 @@ std::int64_t own_memory() noexcept {
 std::uint64_t stack_count() noexcept { return g_stacks.size(); }
 
 std::uint64_t live_blocks() noexcept {
-  if (mode() == Mode::sampled) return static_cast<std::uint64_t>(g_live_samples.load(std::memory_order_relaxed));
+  if (mode() == Mode::sampled)
+    return static_cast<std::uint64_t>(g_live_samples.load(std::memory_order_relaxed));
   return g_live.size();
 }
 
@@ -790,8 +798,9 @@ void for_each_stack(bool include_freed, Fn&& fn) noexcept {
 }  // namespace
 
 void visit_stacks(StackVisitor fn, void* ctx, bool include_freed) noexcept {
-  for_each_stack(include_freed,
-                 [&](const StackRecord* r, const StackSums& sums) { fn(ctx, r->frames, r->depth, sums); });
+  for_each_stack(include_freed, [&](const StackRecord* r, const StackSums& sums) {
+    fn(ctx, r->frames, r->depth, sums);
+  });
 }
 
 void visit_stack_ids(StackIdVisitor fn, void* ctx, bool include_freed) noexcept {

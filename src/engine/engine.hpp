@@ -81,7 +81,8 @@ inline bool sample_point_crossed(std::size_t size) noexcept {
 // is not to be sampled after all (the caller allocates from glibc). `zero`: the block must
 // read as zero (calloc); malloc & co. pass false and may get a reused run as it was left.
 // `start` as for on_alloc().
-void* sample_allocate(std::size_t size, std::size_t alignment, bool zero, const WalkStart& start = {}) noexcept;
+void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
+                      const WalkStart& start = {}) noexcept;
 // A crossing that is not sampled whatever happens (a realloc that keeps an unsampled
 // block's draw): the next sample point is drawn, as sample_allocate() draws it.
 void skip_sample_point(std::size_t size) noexcept;
@@ -159,7 +160,8 @@ struct StackSums {
 // Calls fn for every stack that has live blocks now (with `include_freed`, also for every
 // stack that allocated since start-up). O(stacks); takes no lock, so the callback may
 // allocate (call it under an ignore scope).
-using StackVisitor = void (*)(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, const StackSums& sums);
+using StackVisitor = void (*)(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
+                              const StackSums& sums);
 LIVEHEAP_SHARED void visit_stacks(StackVisitor fn, void* ctx, bool include_freed = false) noexcept;
 // The same with each stack's id (stable for the life of the process), and the frames of one
 // id: what the history and StackSnapshots record and symbolize when asked.

@@ -28,7 +28,9 @@ using engine::Mode;
 
 constexpr std::size_t kPage = 4096;
 
-bool power_of_two(std::size_t alignment) noexcept { return alignment != 0 && (alignment & (alignment - 1)) == 0; }
+bool power_of_two(std::size_t alignment) noexcept {
+  return alignment != 0 && (alignment & (alignment - 1)) == 0;
+}
 
 // A sample, out of line: then the hooks' fast paths (off, and sampled short of the sample
 // point) are tail calls that set up no frame; only exact mode's path needs one, and GCC
@@ -36,8 +38,8 @@ bool power_of_two(std::size_t alignment) noexcept { return alignment != 0 && (al
 // of the mode's test). A hook jumps here: the walk from here() takes one step to the hook's
 // caller, as from the hook itself.
 template <typename Next>
-[[gnu::noinline]] LIVEHEAP_OWN_CODE void* allocate_sampled(std::size_t size, std::size_t alignment, bool zero,
-                                                           Next next) noexcept {
+[[gnu::noinline]] LIVEHEAP_OWN_CODE void* allocate_sampled(std::size_t size, std::size_t alignment,
+                                                            bool zero, Next next) noexcept {
   if (alignment == 0 || power_of_two(alignment))
     if (void* p = engine::sample_allocate(size, alignment, zero, engine::here())) return p;
   return next();
@@ -49,8 +51,8 @@ template <typename Next>
 // allocator would (not a power of two) is never sampled. Only calloc needs a sample's
 // reused pages `zero`ed.
 template <typename Next>
-[[gnu::always_inline]] LIVEHEAP_OWN_CODE inline void* allocate(std::size_t size, std::size_t alignment, Next next,
-                                                               bool zero = false) noexcept {
+[[gnu::always_inline]] LIVEHEAP_OWN_CODE
+inline void* allocate(std::size_t size, std::size_t alignment, Next next, bool zero = false) noexcept {
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return next();
   if (mode == Mode::sampled) {
@@ -102,7 +104,8 @@ LIVEHEAP_OWN_CODE void* realloc_sampled(void* p, std::size_t size) noexcept {
 // its draw, unsampled, as a sampled block keeps its own (realloc_sampled).
 LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
   if (LIVEHEAP_LIKELY(!engine::sample_point_crossed(size))) return g_next.realloc(p, size);
-  const std::size_t old_size = size == 0 || g_next.malloc_usable_size == nullptr ? size : g_next.malloc_usable_size(p);
+  const std::size_t old_size =
+      size == 0 || g_next.malloc_usable_size == nullptr ? size : g_next.malloc_usable_size(p);
   if (size <= old_size) {
     engine::skip_sample_point(size);  // else the next allocation would be sampled for sure
     return g_next.realloc(p, size);
@@ -133,24 +136,13 @@ LIVEHEAP_OWN_CODE void* realloc_exact(void* p, std::size_t size) noexcept {
 // returns null for a nothrow form. liveheap throws nothing itself: the engine has no
 // exceptions, and the preload library no C++ runtime of its own.
 enum NewForm : unsigned {
-  kPlain,
-  kArray,
-  kPlainNothrow,
-  kArrayNothrow,
-  kAligned,
-  kAlignedArray,
-  kAlignedNothrow,
-  kAlignedArrayNothrow,
-  kNewForms
+  kPlain, kArray, kPlainNothrow, kArrayNothrow,
+  kAligned, kAlignedArray, kAlignedNothrow, kAlignedArrayNothrow, kNewForms
 };
-constexpr const char* kNewNames[kNewForms] = {"_Znwm",
-                                              "_Znam",
-                                              "_ZnwmRKSt9nothrow_t",
-                                              "_ZnamRKSt9nothrow_t",
-                                              "_ZnwmSt11align_val_t",
-                                              "_ZnamSt11align_val_t",
-                                              "_ZnwmSt11align_val_tRKSt9nothrow_t",
-                                              "_ZnamSt11align_val_tRKSt9nothrow_t"};
+constexpr const char* kNewNames[kNewForms] = {
+    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"};
 std::atomic<void*> g_runtime_new[kNewForms];
 
 // The runtime's operator new of `form`, looked up on the first failure; nullptr when no
@@ -176,23 +168,27 @@ std::atomic<void*> g_runtime_new[kNewForms];
   void* f = runtime_new(form);
   if (f == nullptr) no_runtime();
   if (alignment == 0) return reinterpret_cast<void* (*)(std::size_t)>(f)(size);
-  return reinterpret_cast<void* (*)(std::size_t, std::align_val_t)>(f)(size, static_cast<std::align_val_t>(alignment));
+  return reinterpret_cast<void* (*)(std::size_t, std::align_val_t)>(f)(
+      size, static_cast<std::align_val_t>(alignment));
 }
 
 // The nothrow forms: the runtime's returns null when it has no block either.
-[[gnu::noinline, gnu::cold]] void* nothrow_new_failed(NewForm form, std::size_t size, std::size_t alignment) noexcept {
+[[gnu::noinline, gnu::cold]] void* nothrow_new_failed(NewForm form, std::size_t size,
+                                                     std::size_t alignment) noexcept {
   void* f = runtime_new(form);
   if (f == nullptr) return nullptr;
   // A tag of our own: std::nothrow is an object of the C++ runtime's.
   static constexpr std::nothrow_t nothrow{};
-  if (alignment == 0) return reinterpret_cast<void* (*)(std::size_t, const std::nothrow_t&) noexcept>(f)(size, nothrow);
+  if (alignment == 0)
+    return reinterpret_cast<void* (*)(std::size_t, const std::nothrow_t&) noexcept>(f)(size, nothrow);
   return reinterpret_cast<void* (*)(std::size_t, std::align_val_t, const std::nothrow_t&) noexcept>(f)(
       size, static_cast<std::align_val_t>(alignment), nothrow);
 }
 
 LIVEHEAP_OWN_CODE inline void* new_block(std::size_t size, std::size_t alignment) noexcept {
-  return alignment == 0 ? allocate(size, 0, [size] { return g_next.malloc(size); })
-                        : allocate(size, alignment, [alignment, size] { return g_next.memalign(alignment, size); });
+  return alignment == 0
+             ? allocate(size, 0, [size] { return g_next.malloc(size); })
+             : allocate(size, alignment, [alignment, size] { return g_next.memalign(alignment, size); });
 }
 
 LIVEHEAP_OWN_CODE inline void* new_impl(NewForm form, std::size_t size, std::size_t alignment) {
@@ -201,7 +197,8 @@ LIVEHEAP_OWN_CODE inline void* new_impl(NewForm form, std::size_t size, std::siz
   return new_failed(form, size, alignment);
 }
 
-LIVEHEAP_OWN_CODE inline void* new_nothrow_impl(NewForm form, std::size_t size, std::size_t alignment) noexcept {
+LIVEHEAP_OWN_CODE inline void* new_nothrow_impl(NewForm form, std::size_t size,
+                                                std::size_t alignment) noexcept {
   void* p = new_block(size, alignment);
   if (LIVEHEAP_LIKELY(p != nullptr)) return p;
   return nothrow_new_failed(form, size, alignment);
@@ -234,8 +231,7 @@ LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
     return nullptr;
   }
   // Sampled blocks come from pages the kernel zeroed (fresh, or dropped on release).
-  return allocate(
-      bytes, 0, [n, size] { return g_next.calloc(n, size); }, true);
+  return allocate(bytes, 0, [n, size] { return g_next.calloc(n, size); }, true);
 }
 
 LIVEHEAP_OWN_CODE void* realloc(void* p, std::size_t size) {

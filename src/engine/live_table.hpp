@@ -76,7 +76,9 @@ class LiveTable {
     std::uintptr_t ptr = 0;
     std::uint64_t packed = 0;
     std::uintptr_t key() const noexcept { return ptr; }
-    LiveBlock block() const noexcept { return {packed >> kStackIdBits, static_cast<StackId>(packed & kMaxStacks)}; }
+    LiveBlock block() const noexcept {
+      return {packed >> kStackIdBits, static_cast<StackId>(packed & kMaxStacks)};
+    }
     static WideEntry make(std::uintptr_t ptr, const LiveBlock& b) noexcept {
       const std::uint64_t size = b.size > kMaxSize ? kMaxSize : b.size;
       return {ptr, size << kStackIdBits | b.stack};

@@ -87,13 +87,16 @@ void* memalign_by_posix(std::size_t alignment, std::size_t size) noexcept {
   return g_real.posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
 }
 int posix_by_memalign(void** out, std::size_t alignment, std::size_t size) noexcept {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment % sizeof(void*) != 0) return 22;  // EINVAL
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment % sizeof(void*) != 0)
+    return 22;  // EINVAL
   void* p = g_real.memalign(alignment, size);
   if (p == nullptr) return 12;  // ENOMEM
   *out = p;
   return 0;
 }
-void* aligned_by_memalign(std::size_t alignment, std::size_t size) noexcept { return g_real.memalign(alignment, size); }
+void* aligned_by_memalign(std::size_t alignment, std::size_t size) noexcept {
+  return g_real.memalign(alignment, size);
+}
 void* valloc_by_memalign(std::size_t size) noexcept { return g_real.memalign(kPage, size); }
 void* pvalloc_by_memalign(std::size_t size) noexcept {
   const std::size_t rounded = size == 0 ? kPage : (size + kPage - 1) & ~(kPage - 1);
@@ -139,7 +142,8 @@ void find_next() noexcept {
   g_real = r;
   // glibc's malloc is in the object that defines gnu_get_libc_version.
   Dl_info allocator{}, libc{};
-  g_real_is_glibc = dladdr(m, &allocator) != 0 && dladdr(reinterpret_cast<void*>(gnu_get_libc_version), &libc) != 0 &&
+  g_real_is_glibc = dladdr(m, &allocator) != 0 &&
+                    dladdr(reinterpret_cast<void*>(gnu_get_libc_version), &libc) != 0 &&
                     allocator.dli_fbase == libc.dli_fbase;
   if (r.memalign == nullptr) g_real.memalign = memalign_by_posix;
   if (r.posix_memalign == nullptr) g_real.posix_memalign = posix_by_memalign;
@@ -186,7 +190,9 @@ bool resolve() noexcept {
 }
 
 // g_next's first entries: each resolves the table, then makes its call through it.
-void* first_malloc(std::size_t size) noexcept { return resolve() ? g_next.malloc(size) : bootstrap_allocate(size, 0); }
+void* first_malloc(std::size_t size) noexcept {
+  return resolve() ? g_next.malloc(size) : bootstrap_allocate(size, 0);
+}
 void first_free(void* p) noexcept {
   if (resolve()) g_next.free(p);  // while resolving, only bootstrap blocks exist
 }
@@ -262,8 +268,8 @@ bool first_definition_is_ours() noexcept {
     if (handle == nullptr) continue;
     void* f = dlsym(handle, "malloc");
     Dl_info info{};
-    const bool defines = f != nullptr && is_definition(f) && dladdr(f, &info) != 0 && info.dli_fname != nullptr &&
-                         std::strcmp(info.dli_fname, name) == 0;
+    const bool defines = f != nullptr && is_definition(f) && dladdr(f, &info) != 0 &&
+                         info.dli_fname != nullptr && std::strcmp(info.dli_fname, name) == 0;
     dlclose(handle);
     if (defines) return is_own_code(reinterpret_cast<std::uintptr_t>(f));
   }
@@ -272,13 +278,16 @@ bool first_definition_is_ours() noexcept {
 
 }  // namespace
 
-NextAllocator g_next = {first_malloc,         first_free,          first_calloc, first_realloc, first_memalign,
-                        first_posix_memalign, first_aligned_alloc, first_valloc, first_pvalloc, first_usable_size};
+NextAllocator g_next = {first_malloc,        first_free,          first_calloc,
+                        first_realloc,       first_memalign,      first_posix_memalign,
+                        first_aligned_alloc, first_valloc,        first_pvalloc,
+                        first_usable_size};
 
 const char* next_allocator_file() noexcept {
   resolve();
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(g_real.malloc), &info) == 0 || info.dli_fname == nullptr) return "";
+  if (dladdr(reinterpret_cast<void*>(g_real.malloc), &info) == 0 || info.dli_fname == nullptr)
+    return "";
   return info.dli_fname;
 }
 

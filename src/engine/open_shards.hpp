@@ -29,7 +29,8 @@ class OpenShards {
   // Inserts or replaces (*found: whether it replaced; *replaced: the entry it replaced).
   // False when the shard cannot grow: nothing changed.
   // Both inlined into LiveTable's, and those into the engine's callers (below).
-  [[gnu::always_inline]] bool insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced, bool* found) noexcept;
+  [[gnu::always_inline]] bool insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced,
+                                     bool* found) noexcept;
   [[gnu::always_inline]] bool remove(std::uintptr_t ptr, LiveBlock* removed) noexcept;
   bool contains(std::uintptr_t ptr) noexcept;
   void clear(void (*visit)(void* ctx, const LiveBlock& block), void* ctx) noexcept;
@@ -43,8 +44,8 @@ class OpenShards {
   // One line: whoever takes the lock reads the rest.
   struct alignas(64) Shard {
     SpinLock lock;
-    Entry* slots = nullptr;    // capacity entries
-    std::size_t capacity = 0;  // slots, 0 before the first insert
+    Entry* slots = nullptr;   // capacity entries
+    std::size_t capacity = 0; // slots, 0 before the first insert
     std::size_t used = 0;
   };
   static_assert(sizeof(Shard) == 64);
@@ -66,7 +67,9 @@ class OpenShards {
     const std::uint64_t bits = h << kSubShardBits;  // the shard's own bits dropped
     return static_cast<std::size_t>((static_cast<unsigned __int128>(bits) * capacity) >> 64);
   }
-  static std::size_t next_slot(std::size_t i, std::size_t capacity) noexcept { return ++i == capacity ? 0 : i; }
+  static std::size_t next_slot(std::size_t i, std::size_t capacity) noexcept {
+    return ++i == capacity ? 0 : i;
+  }
   // A shard's count is written under its lock but read without it by size() (/stats): both
   // sides atomic, or the read is a data race (TSan found it).
   static void set_used(std::size_t& used, std::size_t value) noexcept {
@@ -78,7 +81,8 @@ class OpenShards {
   }
   bool grow(Shard& shard) noexcept;
   static void erase_at(Shard& shard, std::size_t i) noexcept;
-  [[gnu::always_inline]] static std::size_t find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept;
+  [[gnu::always_inline]] static std::size_t find(const Shard& shard, std::uintptr_t ptr,
+                                                 std::uint64_t h) noexcept;
 
   Shard shards_[kShards];
   RoomCheck room_ = nullptr;
@@ -99,8 +103,7 @@ template <typename Entry>
 }
 
 template <typename Entry>
-[[gnu::always_inline]] inline std::size_t OpenShards<Entry>::find(const Shard& shard, std::uintptr_t ptr,
-                                                                  std::uint64_t h) noexcept {
+[[gnu::always_inline]] inline std::size_t OpenShards<Entry>::find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept {
   if (shard.capacity == 0) return kNotFound;
   for (std::size_t i = home_slot(h, shard.capacity);; i = next_slot(i, shard.capacity)) {
     const std::uintptr_t key = shard.slots[i].key();
@@ -111,7 +114,7 @@ template <typename Entry>
 
 template <typename Entry>
 [[gnu::always_inline]] inline bool OpenShards<Entry>::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced,
-                                                             bool* found) noexcept {
+                               bool* found) noexcept {
   const std::uint64_t h = hash(ptr);
   Shard& shard = shard_for(ptr, h);
   SpinGuard guard(shard.lock);

@@ -11,8 +11,8 @@
 namespace liveheap::engine::peak_signal {
 namespace {
 
-std::atomic<std::uint32_t> g_sent{0};  // the futex word the recorder sleeps on
-std::atomic<bool> g_pending{false};    // sent, not taken yet
+std::atomic<std::uint32_t> g_sent{0};     // the futex word the recorder sleeps on
+std::atomic<bool> g_pending{false};       // sent, not taken yet
 
 std::uint32_t* word() noexcept { return reinterpret_cast<std::uint32_t*>(&g_sent); }
 
@@ -22,7 +22,8 @@ void signal() noexcept {
   // The caller's counting (relaxed stores) before the flag is read, as take() stores the
   // flag before the recorder reads the counts: one of the two sees the other.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (g_pending.load(std::memory_order_relaxed) || g_pending.exchange(true, std::memory_order_acq_rel)) return;
+  if (g_pending.load(std::memory_order_relaxed) || g_pending.exchange(true, std::memory_order_acq_rel))
+    return;
   g_sent.fetch_add(1, std::memory_order_release);
   const int saved = errno;  // called from malloc, which leaves errno alone when it succeeds
   ::syscall(SYS_futex, word(), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);

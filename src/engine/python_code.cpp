@@ -136,10 +136,8 @@ std::size_t to_utf8(const PythonText& text, char* out, std::size_t capacity) noe
     if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || c < 0x20 || c == 0x7F) c = '?';
     char bytes[4];
     std::size_t n = 0;
-    if (c < 0x80)
-      bytes[n++] = static_cast<char>(c);
-    else if (c < 0x800)
-      bytes[n++] = static_cast<char>(0xC0 | c >> 6), bytes[n++] = static_cast<char>(0x80 | (c & 63));
+    if (c < 0x80) bytes[n++] = static_cast<char>(c);
+    else if (c < 0x800) bytes[n++] = static_cast<char>(0xC0 | c >> 6), bytes[n++] = static_cast<char>(0x80 | (c & 63));
     else if (c < 0x10000)
       bytes[n++] = static_cast<char>(0xE0 | c >> 12), bytes[n++] = static_cast<char>(0x80 | ((c >> 6) & 63)),
       bytes[n++] = static_cast<char>(0x80 | (c & 63));

@@ -18,11 +18,11 @@ struct FrameEntry {
 static_assert(sizeof(FrameEntry) == 512);
 constexpr std::size_t kMaxFile = 367, kMaxName = 126;
 
-constexpr std::uint32_t kEntriesPerChunk = 256;  // 128 KiB mapped at a time
-constexpr std::uint32_t kChunks = 256;           // 65536 frames at most
-constexpr std::uint32_t kIndexSlots = 1u << 17;  // open addressing, half full at most
+constexpr std::uint32_t kEntriesPerChunk = 256;        // 128 KiB mapped at a time
+constexpr std::uint32_t kChunks = 256;                 // 65536 frames at most
+constexpr std::uint32_t kIndexSlots = 1u << 17;        // open addressing, half full at most
 std::atomic<FrameEntry*> g_chunks[kChunks];
-std::atomic<std::uint32_t> g_next_entry{1};  // 0: no frame
+std::atomic<std::uint32_t> g_next_entry{1};             // 0: no frame
 std::atomic<std::atomic<std::uint32_t>*> g_index{nullptr};
 
 // The code cache: (code address, instruction) -> frame id, with what the id was computed
@@ -64,8 +64,8 @@ std::uint64_t text_hash(const char* file, std::size_t file_length, const char* n
   return h | 1;  // never 0
 }
 
-bool same_text(const FrameEntry& e, std::uint64_t hash, const char* file, std::size_t file_length, const char* name,
-               std::size_t name_length, std::uint32_t line) noexcept {
+bool same_text(const FrameEntry& e, std::uint64_t hash, const char* file, std::size_t file_length,
+               const char* name, std::size_t name_length, std::uint32_t line) noexcept {
   return e.hash == hash && e.line == line && e.file_length == file_length && e.name_length == name_length &&
          __builtin_memcmp(e.text, file, file_length) == 0 &&
          __builtin_memcmp(e.text + file_length + 1, name, name_length) == 0;
@@ -117,8 +117,8 @@ std::uint32_t frame_of(const PythonCode& code, std::uint32_t index, std::uint32_
 }
 
 std::uint32_t cache_slot(std::uintptr_t code, std::uint32_t index) noexcept {
-  return static_cast<std::uint32_t>(
-      ((code >> 4) ^ (std::uint64_t{index} * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull >> 52);  // the top 12 bits
+  return static_cast<std::uint32_t>(((code >> 4) ^ (std::uint64_t{index} * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull >>
+                                    52);  // the top 12 bits
 }
 static_assert(kCacheSlots == 1u << 12);
 

@@ -50,7 +50,8 @@ void look() noexcept {
   void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
   Dl_info info;
   ElfW(Sym)* sym = nullptr;
-  if (eval == nullptr || dladdr1(eval, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) == 0 || sym == nullptr)
+  if (eval == nullptr ||
+      dladdr1(eval, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) == 0 || sym == nullptr)
     return set_status(PythonSupport::absent, 0, nullptr);
   const void* base = info.dli_fbase;
   const std::uintptr_t version_at = symbol_in("Py_Version", base);
@@ -63,15 +64,13 @@ void look() noexcept {
   r.version = version;
   r.eval_begin = reinterpret_cast<std::uintptr_t>(eval);
   r.eval_end = r.eval_begin + sym->st_size;
-  static constexpr const char* kNames[] = {"PyGILState_GetThisThreadState",
-                                           "_PyThreadState_UncheckedGet",
-                                           "_Py_IsFinalizing",
-                                           "PyCode_Type",
-                                           "PyUnicode_Type",
+  static constexpr const char* kNames[] = {"PyGILState_GetThisThreadState", "_PyThreadState_UncheckedGet",
+                                           "_Py_IsFinalizing", "PyCode_Type", "PyUnicode_Type",
                                            "PyBytes_Type"};
   std::uintptr_t at[6];
   for (int i = 0; i < 6; ++i)
-    if ((at[i] = symbol_in(kNames[i], base)) == 0) return set_status(PythonSupport::incomplete, version, kNames[i]);
+    if ((at[i] = symbol_in(kNames[i], base)) == 0)
+      return set_status(PythonSupport::incomplete, version, kNames[i]);
   if (sym->st_size == 0) return set_status(PythonSupport::incomplete, version, "_PyEval_EvalFrameDefault");
   r.this_thread_state = reinterpret_cast<void* (*)()>(at[0]);
   r.gil_holder = reinterpret_cast<void* (*)()>(at[1]);

@@ -38,8 +38,8 @@ enum class PythonSupport : std::uint8_t {
 
 struct PythonStatus {
   PythonSupport support = PythonSupport::absent;
-  std::uint32_t version = 0;      // Py_Version, 0 when it has none (before 3.11)
-  const char* missing = nullptr;  // incomplete: the symbol
+  std::uint32_t version = 0;       // Py_Version, 0 when it has none (before 3.11)
+  const char* missing = nullptr;   // incomplete: the symbol
 };
 
 // Looks for the interpreter if it is not known yet (at engine start, and before a report:

@@ -44,8 +44,7 @@ bool read_chain(const PythonRuntime& py, Chain* chain) noexcept {
     if (!read_code(py, read_at<std::uintptr_t>(frame + l.frame_code), &code)) return false;
     const auto instruction = read_at<std::uintptr_t>(frame + l.frame_prev_instr);
     const bool generator = read_at<std::uint8_t>(frame + l.frame_owner) == l.owned_by_generator;
-    const std::intptr_t index =
-        (static_cast<std::intptr_t>(instruction) - static_cast<std::intptr_t>(code.instructions)) / 2;
+    const std::intptr_t index = (static_cast<std::intptr_t>(instruction) - static_cast<std::intptr_t>(code.instructions)) / 2;
     // Incomplete (being set up): not shown, but its entry mark still ends a run.
     const bool incomplete = !generator && index < code.first_traceable;
     if (!incomplete) {
@@ -78,10 +77,8 @@ std::uint32_t merge_python_frames(const PythonRuntime& py, const std::uintptr_t*
       put(native[i]);
       continue;
     }
-    if (run < chain.runs)
-      put_run(run++);
-    else if (!chain.cut)
-      return 0;  // an evaluator frame without a run
+    if (run < chain.runs) put_run(run++);
+    else if (!chain.cut) return 0;  // an evaluator frame without a run
   }
   if (!truncated && !chain.cut && run != chain.runs) return 0;  // a run without its evaluator frame
   while (run < chain.runs) put_run(run++);

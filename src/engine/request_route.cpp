@@ -33,14 +33,10 @@ std::size_t utf8_sequence(const unsigned char* s, std::size_t left) noexcept {
   const unsigned char b = s[0];
   std::size_t n = 0;
   unsigned char low = 0x80, high = 0xBF;  // the second byte's range
-  if (b >= 0xC2 && b <= 0xDF)
-    n = 2;
-  else if (b >= 0xE0 && b <= 0xEF)
-    n = 3, low = b == 0xE0 ? 0xA0 : 0x80, high = b == 0xED ? 0x9F : 0xBF;
-  else if (b >= 0xF0 && b <= 0xF4)
-    n = 4, low = b == 0xF0 ? 0x90 : 0x80, high = b == 0xF4 ? 0x8F : 0xBF;
-  else
-    return 0;
+  if (b >= 0xC2 && b <= 0xDF) n = 2;
+  else if (b >= 0xE0 && b <= 0xEF) n = 3, low = b == 0xE0 ? 0xA0 : 0x80, high = b == 0xED ? 0x9F : 0xBF;
+  else if (b >= 0xF0 && b <= 0xF4) n = 4, low = b == 0xF0 ? 0x90 : 0x80, high = b == 0xF4 ? 0x8F : 0xBF;
+  else return 0;
   if (left < n || s[1] < low || s[1] > high) return 0;
   for (std::size_t i = 2; i < n; ++i)
     if (s[i] < 0x80 || s[i] > 0xBF) return 0;

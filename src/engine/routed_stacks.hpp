@@ -28,7 +28,9 @@ class RoutedStacks {
  private:
   static constexpr unsigned kSlots = 64;
   // 24 bits of stack, 9 of route: never 0 for a real stack, so an empty entry matches none.
-  static std::uint64_t key(StackId stack, RouteId route) noexcept { return std::uint64_t{stack} << 9 | route; }
+  static std::uint64_t key(StackId stack, RouteId route) noexcept {
+    return std::uint64_t{stack} << 9 | route;
+  }
   static unsigned slot(StackId stack, RouteId route) noexcept {
     return (stack * 0x9E3779B1u + route * 0x85EBCA6Bu) >> 26;  // the top 6 bits
   }

@@ -26,7 +26,7 @@ constexpr std::uint32_t kLive = 0x4556494c;              // "LIVE"
 constexpr std::uint32_t kFreed = 0x45455246;             // "FREE"
 constexpr std::size_t kHeaderBytes = 64;
 static_assert(sizeof(SampleHeader) == kHeaderBytes);
-constexpr int kExactBins = 64;              // runs up to this many pages: one bin per size
+constexpr int kExactBins = 64;  // runs up to this many pages: one bin per size
 constexpr int kBins = kExactBins + 1 + 40;  // larger: one bin per power of two
 // Freed runs kept resident: what the region may need again soon, and no more. Its live
 // runs were at most `peak` bytes over its last kKeptRunsWindow to 2 x kKeptRunsWindow
@@ -45,7 +45,7 @@ constexpr int kBatch = 16;
 // at all (it stays non-resident and reads zero), and a kept one keeps the freed block's
 // header readable, so that freeing it again is reported as a double free.
 struct FreeRun {
-  FreeRun* next;  // in its bin
+  FreeRun* next;   // in its bin
   FreeRun* prev;
   FreeRun* newer;  // kept runs, oldest first: past the budget the oldest goes back
   FreeRun* older;
@@ -61,9 +61,9 @@ struct Taken {
 
 // Guarded by g_lock (the atomics are read without it).
 alignas(64) SpinLock g_lock;
-std::uintptr_t g_bump = 0;            // next never-used page (atomic loads: free() checks it)
-std::uintptr_t g_bump_high = 0;       // the highest g_bump yet: side-table pages up to it stay
-FreeRun* g_nodes = nullptr;           // one per page of the region
+std::uintptr_t g_bump = 0;          // next never-used page (atomic loads: free() checks it)
+std::uintptr_t g_bump_high = 0;     // the highest g_bump yet: side-table pages up to it stay
+FreeRun* g_nodes = nullptr;         // one per page of the region
 std::uint32_t* g_end_tags = nullptr;  // per page: pages of the free run ending there, or 0
 FreeRun* g_kept_bins[kBins] = {};
 FreeRun* g_given_bins[kBins] = {};
@@ -79,7 +79,8 @@ void set_bump(std::uintptr_t value) noexcept { __atomic_store_n(&g_bump, value, 
 // The used range ends at `end` now, past where it ended: g_bump_high follows.
 void grow_used_range(std::uintptr_t end) noexcept {
   set_bump(end);
-  if (end > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED)) __atomic_store_n(&g_bump_high, end, __ATOMIC_RELAXED);
+  if (end > __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED))
+    __atomic_store_n(&g_bump_high, end, __ATOMIC_RELAXED);
 }
 
 std::uint64_t page_of(std::uintptr_t addr) noexcept { return (addr - g_region_base) / kPage; }
@@ -304,7 +305,8 @@ void give_back_over(const Victim* victims, int n, std::int64_t limit) noexcept {
 }
 
 void* map_noreserve(std::size_t bytes) noexcept {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 
@@ -344,12 +346,13 @@ bool reserve_sample_region() noexcept {
 void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::size_t usable) noexcept {
   if (alignment < 16) alignment = 16;
   if (usable < size) usable = size;
-  if (g_region_span == 0 || usable > (g_region_span >> 1) || alignment > (g_region_span >> 4)) return nullptr;
+  if (g_region_span == 0 || usable > (g_region_span >> 1) || alignment > (g_region_span >> 4))
+    return nullptr;
   // The block starts past a 64-byte header, aligned; the header sits at the start of the
   // page just before the block's first byte, so it is found from the block alone.
   const std::size_t lead = alignment <= kHeaderBytes ? kHeaderBytes
-                           : alignment <= kPage      ? alignment
-                                                     : alignment + kPage;
+                          : alignment <= kPage     ? alignment
+                                                   : alignment + kPage;
   const std::uint64_t pages = (lead + usable + kPage - 1) / kPage;
   Taken taken;
   Victim victims[kBatch];
@@ -395,8 +398,8 @@ SampleHeader* region_live_header(const void* p) noexcept {
   if (h->magic != (kMagic ^ at)) die("invalid pointer ", p);
   if (h->state == kFreed) die("double free of sampled block ", p);
   const std::uintptr_t run_end = h->run + std::uint64_t{h->run_pages} * kPage;
-  if (h->state != kLive || h->run % kPage != 0 || h->run < g_region_base || h->run > at || run_end > used_end ||
-      h->size > h->usable || block + h->usable > run_end)
+  if (h->state != kLive || h->run % kPage != 0 || h->run < g_region_base || h->run > at ||
+      run_end > used_end || h->size > h->usable || block + h->usable > run_end)
     die("invalid pointer ", p);
   return h;
 }
@@ -412,7 +415,8 @@ bool region_resize(void* p, std::size_t size, std::size_t usable) noexcept {
   // What the program may have written up to the old usable size stays dirty.
   const std::uint64_t written = block + h->usable - h->run;
   if (written > h->dirty) h->dirty = written;
-  g_overhead.fetch_add(static_cast<std::int64_t>(h->size) - static_cast<std::int64_t>(size), std::memory_order_relaxed);
+  g_overhead.fetch_add(static_cast<std::int64_t>(h->size) - static_cast<std::int64_t>(size),
+                       std::memory_order_relaxed);
   h->size = size;
   h->usable = usable;
   return true;
@@ -439,7 +443,8 @@ bool region_grow(void* p, std::size_t size, std::size_t usable) noexcept {
       const bool kept = next->kept;
       remove(next);
       taken_dirty = dirty < more * kPage ? dirty : more * kPage;
-      if (total > more) insert(end + more * kPage, total - more, dirty > more * kPage ? dirty - more * kPage : 0, kept);
+      if (total > more)
+        insert(end + more * kPage, total - more, dirty > more * kPage ? dirty - more * kPage : 0, kept);
     }
     g_live_run_bytes += static_cast<std::int64_t>(more * kPage);
     note_live();
@@ -450,9 +455,9 @@ bool region_grow(void* p, std::size_t size, std::size_t usable) noexcept {
   const std::uint64_t written = block + h->usable - h->run;
   if (written > h->dirty) h->dirty = written;
   if (taken_dirty > 0 && end - h->run + taken_dirty > h->dirty) h->dirty = end - h->run + taken_dirty;
-  g_overhead.fetch_add(
-      static_cast<std::int64_t>(more * kPage) - (static_cast<std::int64_t>(size) - static_cast<std::int64_t>(h->size)),
-      std::memory_order_relaxed);
+  g_overhead.fetch_add(static_cast<std::int64_t>(more * kPage) -
+                           (static_cast<std::int64_t>(size) - static_cast<std::int64_t>(h->size)),
+                       std::memory_order_relaxed);
   h->run_pages = static_cast<std::uint32_t>(pages);
   h->size = size;
   h->usable = usable;

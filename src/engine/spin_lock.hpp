@@ -16,15 +16,14 @@ class SpinLock {
     for (;;) {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-        if (spins > 64)
-          sched_yield();  // 2 cores: let a preempted holder run
-        else
-          __builtin_ia32_pause();
+        if (spins > 64) sched_yield();  // 2 cores: let a preempted holder run
+        else __builtin_ia32_pause();
       }
     }
   }
   bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+    return !locked_.load(std::memory_order_relaxed) &&
+           !locked_.exchange(true, std::memory_order_acquire);
   }
   void unlock() noexcept { locked_.store(false, std::memory_order_release); }
   // A fork from a signal handler asks, in a single-threaded process, whether the one thread

@@ -44,8 +44,8 @@ struct KnownStack {
   StackId id = kNoStack;
   WalkCache::MemoTicket ticket;
 };
-std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash, KnownStack* known,
-                            const WalkStart& start = {}) noexcept;
+std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
+                            KnownStack* known, const WalkStart& start = {}) noexcept;
 // `frames`: what capture_stack() filled; `id`: the id the caller records for them (the
 // stack table's, in the thread's request's route when it is in one).
 void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept;
@@ -57,7 +57,8 @@ void forget_stack_ids() noexcept;
 // One unwinder alone, for tests and benchmarks: false when it cannot walk this stack
 // (frame_rules met a frame without a usable rule; libunwind is not loaded).
 enum class Unwinder : std::uint8_t { frame_rules, libunwind, libgcc };
-bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t max, std::uint32_t* depth) noexcept;
+bool capture_stack_with(Unwinder unwinder, std::uintptr_t* frames, std::uint32_t max,
+                        std::uint32_t* depth) noexcept;
 
 // Code was unloaded (dlclose): its addresses may be reused by other code, so every cached
 // frame rule is dropped.

@@ -29,26 +29,29 @@ std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noe
   return hash.finish(depth);
 }
 
-StackRecord* StackTable::find(const Index* index, std::uint64_t hash, const std::uintptr_t* frames,
-                              std::uint32_t depth) const noexcept {
+StackRecord* StackTable::find(const Index* index, std::uint64_t hash,
+                              const std::uintptr_t* frames, std::uint32_t depth) const noexcept {
   if (index == nullptr) return nullptr;
   const std::size_t mask = index->capacity - 1;
   for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
     StackRecord* r = index->slots[i].load(std::memory_order_acquire);
     if (r == nullptr) return nullptr;
-    if (r->hash == hash && r->depth == depth && std::memcmp(r->frames, frames, depth * sizeof(std::uintptr_t)) == 0)
+    if (r->hash == hash && r->depth == depth &&
+        std::memcmp(r->frames, frames, depth * sizeof(std::uintptr_t)) == 0)
       return r;
   }
 }
 
-StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t depth, std::uint64_t hash,
-                                   bool capped) noexcept {
-  if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth)) return r->id;
+StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
+                                   std::uint64_t hash, bool capped) noexcept {
+  if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth))
+    return r->id;
 
   if (depth > UINT16_MAX) return kNoStack;  // deeper than any capture
   SpinGuard guard(insert_lock_);
   // Another thread may have inserted it, or grown the index, since the lock-free look.
-  if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth)) return r->id;
+  if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth))
+    return r->id;
   if (capped && room_ != nullptr) {
     // Asked before anything is mapped, so a refused stack costs nothing.
     const std::size_t bytes = bytes_to_map(depth);
@@ -69,8 +72,8 @@ std::size_t StackTable::index_bytes(std::size_t capacity) noexcept {
 
 void* StackTable::map(std::size_t bytes) noexcept {
   void* p = map_pages(bytes);
-  if (p != nullptr)
-    mapped_.fetch_add(static_cast<std::int64_t>((bytes + 4095) & ~std::size_t{4095}), std::memory_order_relaxed);
+  if (p != nullptr) mapped_.fetch_add(static_cast<std::int64_t>((bytes + 4095) & ~std::size_t{4095}),
+                                      std::memory_order_relaxed);
   return p;
 }
 
@@ -91,8 +94,8 @@ std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
 
 std::size_t StackTable::arena_pad(std::size_t align, std::size_t bytes) const noexcept {
   // The arena is page-aligned and every piece a multiple of 16: padding only for align > 16.
-  const std::size_t pad =
-      align_up(reinterpret_cast<std::uintptr_t>(arena_), align) - reinterpret_cast<std::uintptr_t>(arena_);
+  const std::size_t pad = align_up(reinterpret_cast<std::uintptr_t>(arena_), align) -
+                          reinterpret_cast<std::uintptr_t>(arena_);
   return arena_ == nullptr || pad + bytes > arena_left_ ? kNoRoom : pad;
 }
 
@@ -123,7 +126,8 @@ StackTotals& StackTable::totals_for_newcomer(StackRecord* r, std::uint32_t threa
   // The slot shared by the threads past kOwnerSlots never owns: its threads would each
   // take themselves for the owner.
   if (thread_slot < kOwnerSlots &&
-      r->owner.compare_exchange_strong(owner, static_cast<std::uint16_t>(thread_slot + 1), std::memory_order_relaxed))
+      r->owner.compare_exchange_strong(owner, static_cast<std::uint16_t>(thread_slot + 1),
+                                       std::memory_order_relaxed))
     return r->totals;
   // A second thread: give the stack shared slots (or, refused, the side totals).
   SharedTotals* shared = share(r);
@@ -152,7 +156,8 @@ StackTotals& StackTable::side_totals(StackId id, StackRecord* r) noexcept {
 SharedTotals* StackTable::share(StackRecord* r) noexcept {
   SpinGuard guard(insert_lock_);
   if (SharedTotals* shared = r->shared.load(std::memory_order_relaxed)) return shared;  // a racer's
-  if (room_ != nullptr && arena_pad(alignof(SharedTotals), kSharedBytes) == kNoRoom && !room_(kArenaChunk))
+  if (room_ != nullptr && arena_pad(alignof(SharedTotals), kSharedBytes) == kNoRoom &&
+      !room_(kArenaChunk))
     return nullptr;
   void* p = allocate(kSharedBytes, alignof(SharedTotals));
   if (p == nullptr) return nullptr;

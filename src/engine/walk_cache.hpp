@@ -81,7 +81,8 @@ struct WalkCache {
   static constexpr std::uint32_t kMemoSlots = 32;
   // What a walk's stack is made of: where its run began, its frames in all, and how many
   // of them came before the run, packed in one word.
-  static std::uint64_t memo_key(std::uint32_t run_begin, std::uint32_t depth, std::uint32_t fresh_count) noexcept {
+  static std::uint64_t memo_key(std::uint32_t run_begin, std::uint32_t depth,
+                                std::uint32_t fresh_count) noexcept {
     return std::uint64_t{run_begin} | std::uint64_t{depth} << 16 | std::uint64_t{fresh_count} << 32;
   }
   struct MemoEntry {
@@ -134,8 +135,8 @@ struct WalkCache {
   bool rules_alone() noexcept { return poor >= kPoorWalks && ++since_probe % kProbeEvery != 0; }
 
   bool busy;
-  std::uint32_t skipped;  // walks not kept since the last long one kept
-  std::uint32_t poor;     // walks in a row that took less than half from the cache
+  std::uint32_t skipped;              // walks not kept since the last long one kept
+  std::uint32_t poor;                 // walks in a row that took less than half from the cache
   std::uint32_t since_probe;
   std::uint64_t generation_plus_one;  // the rule cache's generation + 1; 0: never filled
   std::uint32_t first;                // the innermost cached step; kSteps: none
@@ -151,8 +152,8 @@ struct WalkCache {
   // `fresh_count` frames of its own (frames[0..fresh_count)): the stack's id when the memo
   // knows it (kNoStack otherwise), and in *ticket where to memoize it. Call before
   // remember(), which may rewrite the steps the run was checked against.
-  StackId recall(const std::uintptr_t* frames, std::uint32_t n, std::uint32_t fresh_count, std::uint32_t run_begin,
-                 MemoTicket* ticket) noexcept {
+  StackId recall(const std::uintptr_t* frames, std::uint32_t n, std::uint32_t fresh_count,
+                 std::uint32_t run_begin, MemoTicket* ticket) noexcept {
     if (fresh_count > kMemoFresh) return kNoStack;
     // The slot: the fresh frames (or, with none, the run's first, which is not in `frames`
     // yet) and where the run began; a collision only costs a miss. Every fresh frame counts:
@@ -209,10 +210,8 @@ struct WalkCache {
   void count_walk(std::uint32_t n, std::uint32_t taken) noexcept {
     ++walks;
     reused_frames += taken;
-    if (2 * taken >= n)
-      poor = 0;
-    else if (poor < kPoorWalks)
-      ++poor;
+    if (2 * taken >= n) poor = 0;
+    else if (poor < kPoorWalks) ++poor;
   }
 };
 

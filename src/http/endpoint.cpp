@@ -68,17 +68,17 @@ struct State {
   Config config;
   std::string host;
   std::uint16_t port = 0;
-  std::string address;              // "host:port", the group's name
+  std::string address;  // "host:port", the group's name
   net::ip::tcp::endpoint endpoint;  // resolved once, at start
 
-  pid_t state_pid = 0;  // the process this state is set up for (not a vfork child of it)
-  bool forked = false;  // state_pid is a child forked without exec
-  std::mutex mutex;     // guards what follows
+  pid_t state_pid = 0;   // the process this state is set up for (not a vfork child of it)
+  bool forked = false;   // state_pid is a child forked without exec
+  std::mutex mutex;      // guards what follows
   Server* server = nullptr;
   // The registry's group directory: once registered, or in a forked child not yet
   // registered, its parent's (where bind_before_uid_change binds).
   std::string dir;
-  std::string socket;        // our socket in it
+  std::string socket;    // our socket in it
   pid_t registered_pid = 0;  // the process that bound `socket`
   // A socket bound and listening before a uid change, for the server to adopt; or -1.
   int unadopted_fd = -1;
@@ -94,7 +94,7 @@ struct State {
   bool port_taken = false;   // the first try found the port taken
   bool seen_holder = false;  // a live holder of the group was recorded once
   int tries_without_holder = 0;
-  std::string holder;  // holder_path(dir), once registered
+  std::string holder;        // holder_path(dir), once registered
 };
 State* g_state = nullptr;
 
@@ -115,7 +115,8 @@ int listen_on_port(State& s, std::uint16_t* bound = nullptr) noexcept {
 void hold(State& s) noexcept {
   std::lock_guard lock(s.mutex);
   s.holding = true;
-  if (!s.exiting && s.registered_pid == ::getpid() && !s.dir.empty()) record_port_holder(s.dir, ::getpid());
+  if (!s.exiting && s.registered_pid == ::getpid() && !s.dir.empty())
+    record_port_holder(s.dir, ::getpid());
 }
 
 void schedule_retry(State& s, std::chrono::milliseconds after) noexcept;
@@ -245,7 +246,7 @@ void register_in_registry(State& s) {
       return;
     }
     std::lock_guard lock(s.mutex);
-    if (s.exiting) return;                      // too late: nothing would remove it
+    if (s.exiting) return;  // too late: nothing would remove it
     if (s.registered_pid == ::getpid()) break;  // bound meanwhile, before a uid change
     boost::system::error_code ec;
     s.server->listen_local(path, ec);
@@ -299,7 +300,8 @@ void bind_inherited(State& s) {
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   ::unlink(path.c_str());  // a socket file left by an earlier process with our pid
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd, SOMAXCONN) != 0) {
     ::close(fd);
     return;  // the endpoint's thread registers the usual way
   }
@@ -311,11 +313,10 @@ void bind_inherited(State& s) {
   s.registered_pid = pid;
   // A server already running (its registration failed or is still queued) adopts it now;
   // a child's server, started after the fork delay, adopts it as it registers.
-  if (s.server != nullptr)
-    net::post(s.server->io(), [&s] {
-      IgnoreScope ignore;
-      adopt_bound_socket(s);
-    });
+  if (s.server != nullptr) net::post(s.server->io(), [&s] {
+    IgnoreScope ignore;
+    adopt_bound_socket(s);
+  });
 }
 
 void unregister_at_exit() {
@@ -364,8 +365,8 @@ void serve(State& s) {
   if (error == 0) {
     hold(s);
     if (s.announce)  // news, not a mistake: only where LIVEHEAP_LOG says
-      boot::log_line(
-          ("serving http://" + host_header_name(s.host) + ":" + std::to_string(bound) + s.config.prefix + "/").c_str());
+      boot::log_line(("serving http://" + host_header_name(s.host) + ":" + std::to_string(bound) +
+                      s.config.prefix + "/").c_str());
   } else if (error == EADDRINUSE) {
     s.port_taken = true;
   } else if (s.announce) {  // a port this user may not bind, an address not of this host
@@ -383,7 +384,8 @@ void serve_taken_over(State& s, boot::EarlyEndpoint& e) {
   IgnoreScope ignore;
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
-  const std::int64_t left = e.recorders_due_ns - (static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec);
+  const std::int64_t left =
+      e.recorders_due_ns - (static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec);
   make_server(s, std::chrono::nanoseconds(std::max<std::int64_t>(left, 0)));
   if (e.tcp_fd >= 0) {
     boost::system::error_code ec;
@@ -426,7 +428,7 @@ void after_fork_in_child() {
   // (bind_before_uid_change), so that the group's holder still reaches it.
   s.state_pid = ::getpid();
   s.forked = true;
-  s.unadopted_fd = -1;                      // the parent's, closed by fork_fds
+  s.unadopted_fd = -1;  // the parent's, closed by fork_fds
   new (&s.unadopted_tracked) boot::ForkFd;  // its entry is free here already: abandoned, not reset
   s.holder.clear();
   s.holding = false;
@@ -462,7 +464,8 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
     } catch (const boost::system::system_error& e) {
       throw std::runtime_error("cannot serve on " + g_state->address + ": " + e.code().message());
     }
-    check_listen_policy(g_state->config, g_state->endpoint.address(), g_state->endpoint.address().to_string(), port);
+    check_listen_policy(g_state->config, g_state->endpoint.address(),
+                        g_state->endpoint.address().to_string(), port);
     std::atexit(unregister_at_exit);
     boot::on_fork_child(after_fork_in_child);
     boot::set_before_uid_change(bind_before_uid_change);

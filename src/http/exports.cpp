@@ -31,7 +31,8 @@ class Exposition {
   void sample(std::string_view name, std::int64_t value, std::string_view labels = "") {
     text_ += std::string(name) + std::string(labels) + " " + std::to_string(value) + "\n";
   }
-  void single(std::string_view name, std::string_view type, std::string_view help, std::int64_t value) {
+  void single(std::string_view name, std::string_view type, std::string_view help,
+              std::int64_t value) {
     family(name, type, help);
     sample(name, value);
   }
@@ -53,19 +54,19 @@ void tracker_metrics(Exposition& out) {
   const HeapTotals heap = heap_totals();
   const TracedMemory traced = traced_memory();
   const Options opts = options();
-  out.single("liveheap_inuse_bytes", "gauge", "Traced heap bytes live now (an unbiased estimate in sampled mode).",
-             heap.inuse_bytes);
+  out.single("liveheap_inuse_bytes", "gauge",
+             "Traced heap bytes live now (an unbiased estimate in sampled mode).", heap.inuse_bytes);
   out.single("liveheap_inuse_objects", "gauge", "Traced heap blocks live now.", heap.inuse_blocks);
-  out.single("liveheap_peak_bytes", "gauge", "Highest liveheap_inuse_bytes since start, clear or reset-peak.",
-             traced.peak);
-  out.single("liveheap_allocated_bytes_total", "counter", "Bytes allocated since the process started, freed or not.",
-             heap.allocated_bytes);
-  out.single("liveheap_allocations_total", "counter", "Blocks allocated since the process started, freed or not.",
-             heap.allocations);
+  out.single("liveheap_peak_bytes", "gauge",
+             "Highest liveheap_inuse_bytes since start, clear or reset-peak.", traced.peak);
+  out.single("liveheap_allocated_bytes_total", "counter",
+             "Bytes allocated since the process started, freed or not.", heap.allocated_bytes);
+  out.single("liveheap_allocations_total", "counter",
+             "Blocks allocated since the process started, freed or not.", heap.allocations);
   out.single("liveheap_tracker_bytes", "gauge", "Bytes liveheap itself holds.", tracker_memory());
   const TrackerMemoryCap cap = engine_stats().cap;
-  out.single("liveheap_tracker_max_bytes", "gauge", "The tracker-memory cap (LIVEHEAP_MAX_TRACKER_MEMORY).",
-             cap.max_bytes);
+  out.single("liveheap_tracker_max_bytes", "gauge",
+             "The tracker-memory cap (LIVEHEAP_MAX_TRACKER_MEMORY).", cap.max_bytes);
   out.single("liveheap_folded_allocations_total", "counter",
              "Allocations traced at the over-the-cap stack instead of their own, since start-up.",
              static_cast<std::int64_t>(cap.folded_blocks));
@@ -75,7 +76,8 @@ void tracker_metrics(Exposition& out) {
              "Allocations not traced at all (no room in liveheap's tables), since start-up.",
              static_cast<std::int64_t>(cap.dropped_blocks));
   out.single("liveheap_dropped_bytes_total", "counter",
-             "Bytes of those allocations (missing from liveheap_inuse_bytes while live).", cap.dropped_bytes);
+             "Bytes of those allocations (missing from liveheap_inuse_bytes while live).",
+             cap.dropped_bytes);
   const std::int64_t interval = !is_tracing()                ? 0
                                 : opts.mode == Mode::sampled ? static_cast<std::int64_t>(opts.sample_interval)
                                                              : 1;
@@ -91,14 +93,16 @@ void allocator_metrics(Exposition& out) {
              "The allocator's own figures (jemalloc's stats.*, tcmalloc's properties, mimalloc's "
              "process info, glibc's mallinfo2), labelled by allocator and figure.");
   for (const auto& [figure, bytes] : allocator.figures)
-    out.sample(
-        "liveheap_allocator_bytes", bytes,
-        "{allocator=\"" + escape_label_value(allocator.name) + "\",figure=\"" + escape_label_value(figure) + "\"}");
+    out.sample("liveheap_allocator_bytes", bytes,
+               "{allocator=\"" + escape_label_value(allocator.name) + "\",figure=\"" +
+                   escape_label_value(figure) + "\"}");
 }
 
 void process_metrics(Exposition& out) {
-  out.single("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", read_process_memory().rss);
-  out.single("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", virtual_memory_bytes());
+  out.single("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+             read_process_memory().rss);
+  out.single("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+             virtual_memory_bytes());
 }
 
 // The `limit` biggest callsites by live bytes, one gauge each; labels merged so that no
@@ -125,7 +129,8 @@ void callsite_metrics(Exposition& out, unsigned limit) {
     if (added) order.push_back(labels);
     it->second += s.size;
   }
-  for (const std::string& labels : order) out.sample("liveheap_callsite_inuse_bytes", by_labels[labels], labels);
+  for (const std::string& labels : order)
+    out.sample("liveheap_callsite_inuse_bytes", by_labels[labels], labels);
 }
 
 // The `limit` routes of the host's requests holding most now (then most requested), a gauge
@@ -157,14 +162,10 @@ std::string escape_label_value(std::string_view value) {
   std::string out;
   out.reserve(value.size());
   for (const char c : value) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
   }
   return out;
 }
@@ -183,16 +184,19 @@ unsigned metrics_callsites(const Config& config, const char* env) {
   if (env == nullptr || *env == '\0') return kDefaultCallsites;
   const auto n = settings::parse_whole(env, settings::kMetricsCallsites);
   if (!n)
-    throw std::invalid_argument("LIVEHEAP_METRICS_CALLSITES must be 0.." + std::to_string(kMaxMetricsCallsites) +
-                                ", got '" + std::string(env).substr(0, 40) + "'");
+    throw std::invalid_argument("LIVEHEAP_METRICS_CALLSITES must be 0.." +
+                                std::to_string(kMaxMetricsCallsites) + ", got '" +
+                                std::string(env).substr(0, 40) + "'");
   return static_cast<unsigned>(*n);
 }
 
-Response profile_response(const ReplyTo& to, const Snapshot& now, ProfileView view, const Snapshot* base) {
+Response profile_response(const ReplyTo& to, const Snapshot& now, ProfileView view,
+                          const Snapshot* base) {
   const std::string body = gzip(pprof_profile(now, executable_mappings(), view, base));
   Response res = make_response(to, Status::ok, body, "application/octet-stream");
   res.set(boost::beast::http::field::content_disposition,
-          view == ProfileView::heap ? "attachment; filename=\"heap\"" : "attachment; filename=\"allocs\"");
+          view == ProfileView::heap ? "attachment; filename=\"heap\""
+                                    : "attachment; filename=\"allocs\"");
   return res;
 }
 

@@ -13,7 +13,8 @@ namespace http {
 
 // GET {pprof prefix}/heap and /allocs: `now` (a take_allocation_snapshot()) as a gzip'd
 // profile; with `base`, the delta since it (?seconds=N).
-Response profile_response(const ReplyTo& to, const Snapshot& now, ProfileView view, const Snapshot* base = nullptr);
+Response profile_response(const ReplyTo& to, const Snapshot& now, ProfileView view,
+                          const Snapshot* base = nullptr);
 
 // GET /metrics: Prometheus text exposition 0.0.4. `callsites` = how many of the biggest
 // callsites get a liveheap_callsite_inuse_bytes gauge (0..kMaxMetricsCallsites).

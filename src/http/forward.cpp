@@ -79,10 +79,8 @@ Forward ask_all(const Request& req, const std::string& target, milliseconds answ
   std::vector<PeerAsk> asks;
   for (const pid_t pid : group_pids()) {
     try {
-      if (pid == ::getpid())
-        known->push_back({pid, own(), {}});
-      else
-        asks.push_back(peer_ask(pid, req, target, answer_within));
+      if (pid == ::getpid()) known->push_back({pid, own(), {}});
+      else asks.push_back(peer_ask(pid, req, target, answer_within));
     } catch (const std::exception& e) {
       known->push_back({pid, std::nullopt, e.what()});
     }
@@ -117,7 +115,8 @@ std::string body_reason(const Response& res) {
 
 // Every process's report read back and summed (merge, liveheap/report.hpp); those that did
 // not answer, or not with a report, are named in it.
-Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query, bool diff, const std::string& prefix) {
+Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query, bool diff,
+                     const std::string& prefix) {
   std::vector<ProcessReport> reports;
   std::vector<ReportFailure> failed;
   for (const PeerAnswer& answer : answers) {
@@ -148,8 +147,8 @@ Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query,
   // is no baseline at all, as one process says.
   const auto joined = [](const Report::Process& p) { return p.joined; };
   if (diff && std::all_of(merged.processes.begin(), merged.processes.end(), joined))
-    throw RequestError(Status::conflict,
-                       "no process of this program has a baseline yet: POST " + prefix + "/baseline?pid=all first");
+    throw RequestError(Status::conflict, "no process of this program has a baseline yet: POST " + prefix +
+                                             "/baseline?pid=all first");
   return merged;
 }
 
@@ -158,32 +157,31 @@ Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query,
 Forward merged_report(const RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff,
                       const AnswerHere& here) {
   const std::string target = peer_target(req.target(), query, diff ? Ask::every_key_since_nothing : Ask::every_key);
-  return ask_all(
-      req, target, kPeerAnswerTimeout, [&] { return here(target); },
-      [to, query, diff, prefix = state.config.prefix](const std::vector<PeerAnswer>& answers) {
-        return never_throwing(to, [&] {
-          const Report merged = merge_reports(answers, query, diff, prefix);
-          if (to.format == Format::json)
-            return make_response(to, Status::ok, to_json(merged, to.max_report_bytes) + "\n", "application/json");
-          return make_text(to, Status::ok, to_text(merged, {.max_bytes = to.max_report_bytes}));
-        });
-      });
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
+                 [to, query, diff, prefix = state.config.prefix](const std::vector<PeerAnswer>& answers) {
+                   return never_throwing(to, [&] {
+                     const Report merged = merge_reports(answers, query, diff, prefix);
+                     if (to.format == Format::json)
+                       return make_response(to, Status::ok, to_json(merged, to.max_report_bytes) + "\n",
+                                            "application/json");
+                     return make_text(to, Status::ok, to_text(merged, {.max_bytes = to.max_report_bytes}));
+                   });
+                 });
 }
 
 // GET /routes with pid=all: every process's routes added up by route name.
 Forward merged_routes(const Request& req, const ReplyTo& to, const Query& query, const AnswerHere& here) {
   const std::string target = peer_target(req.target(), query, Ask::json);
-  return ask_all(
-      req, target, kPeerAnswerTimeout, [&] { return here(target); },
-      [to](const std::vector<PeerAnswer>& answers) {
-        return never_throwing(to, [&] {
-          std::vector<RouteReport> reports;
-          for (const PeerAnswer& answer : answers)
-            if (answer.response && answer.response->result() == Status::ok)
-              reports.push_back(route_report_from_json(answer.response->body()));
-          return typed_response(to, merge(reports));
-        });
-      });
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
+                 [to](const std::vector<PeerAnswer>& answers) {
+                   return never_throwing(to, [&] {
+                     std::vector<RouteReport> reports;
+                     for (const PeerAnswer& answer : answers)
+                       if (answer.response && answer.response->result() == Status::ok)
+                         reports.push_back(route_report_from_json(answer.response->body()));
+                     return typed_response(to, merge(reports));
+                   });
+                 });
 }
 
 // Each process's answer to POST /baseline, one entry (or line) each.
@@ -195,10 +193,8 @@ BaselinesReport baselines_of(const std::vector<PeerAnswer>& answers) {
       if (!answer.response) throw std::runtime_error(answer.error);
       const Response& res = *answer.response;
       entry.status = static_cast<int>(res.result_int());
-      if (res.result() == Status::ok)
-        entry.baseline = baseline_report_from_json(res.body());
-      else
-        entry.error = body_reason(res);
+      if (res.result() == Status::ok) entry.baseline = baseline_report_from_json(res.body());
+      else entry.error = body_reason(res);
     } catch (const std::exception& e) {
       entry.status = 502;
       entry.baseline.reset();
@@ -212,11 +208,10 @@ BaselinesReport baselines_of(const std::vector<PeerAnswer>& answers) {
 // POST /baseline?pid=all: every process remembers its heap now.
 Forward baseline_all(const Request& req, const ReplyTo& to, const Query& query, const AnswerHere& here) {
   const std::string target = peer_target(req.target(), query, Ask::json);
-  return ask_all(
-      req, target, kPeerAnswerTimeout, [&] { return here(target); },
-      [to](const std::vector<PeerAnswer>& answers) {
-        return never_throwing(to, [&] { return typed_response(to, baselines_of(answers)); });
-      });
+  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
+                 [to](const std::vector<PeerAnswer>& answers) {
+                   return never_throwing(to, [&] { return typed_response(to, baselines_of(answers)); });
+                 });
 }
 
 // /proc/<pid>: parent, command line, start time (ms since the epoch).
@@ -297,21 +292,18 @@ void merge_verdict(json& into, const json& other) {
   add_verdict_json(into, merged);
 }
 
-std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to, std::string_view route,
-                                      const Query& query, const AnswerHere& here) {
+std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to,
+                                      std::string_view route, const Query& query, const AnswerHere& here) {
   if (!query.pid || *query.pid == ::getpid()) return std::nullopt;
   if (*query.pid == kAllProcesses) {
     const bool get = req.method() == bh::verb::get;
     if (query.seconds != 0)
-      throw RequestError(Status::bad_request,
-                         "pid=all does not take seconds=: POST baseline?pid=all, then diff?pid=all");
-    if (get && (route == "/diff" || route == "/top"))
-      return merged_report(state, req, to, query, route == "/diff", here);
+      throw RequestError(Status::bad_request, "pid=all does not take seconds=: POST baseline?pid=all, then diff?pid=all");
+    if (get && (route == "/diff" || route == "/top")) return merged_report(state, req, to, query, route == "/diff", here);
     if (!get && route == "/baseline") return baseline_all(req, to, query, here);
     if (get && route == "/routes") return merged_routes(req, to, query, here);
-    throw RequestError(
-        Status::bad_request,
-        "pid=all applies to GET diff, GET top, GET routes and POST baseline; ask one process with pid=N");
+    throw RequestError(Status::bad_request,
+                       "pid=all applies to GET diff, GET top, GET routes and POST baseline; ask one process with pid=N");
   }
   const std::vector<pid_t> pids = group_pids();
   if (std::find(pids.begin(), pids.end(), *query.pid) == pids.end())

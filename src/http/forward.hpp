@@ -36,8 +36,8 @@ using AnswerHere = std::function<Response(const std::string& target)>;
 // The answer for query.pid (another process, or all); std::nullopt when it is this
 // process's own pid, which the route answers as usual. `route` is the path below the
 // prefix; `here` answers this process's share of a pid=all merge, at once.
-std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to, std::string_view route,
-                                      const Query& query, const AnswerHere& here);
+std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, const ReplyTo& to,
+                                      std::string_view route, const Query& query, const AnswerHere& here);
 
 // pid=all: `into`, a statistic summed so far, takes the verdict of `other`, the same key's
 // statistic from another process. Each process judged its own history: when they agree the

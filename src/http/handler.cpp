@@ -34,9 +34,9 @@ struct Job {
   Request req;
   net::any_io_executor executor;
   std::function<void(Response)> done;
-  std::atomic<bool> cancelled{false};       // set from the caller's thread
-  std::optional<net::steady_timer> window;  // the worker thread's: a window's wait
-  std::weak_ptr<PeerExchanges> forward;     // the worker thread's: a forwarded window's
+  std::atomic<bool> cancelled{false};         // set from the caller's thread
+  std::optional<net::steady_timer> window;    // the worker thread's: a window's wait
+  std::weak_ptr<PeerExchanges> forward;       // the worker thread's: a forwarded window's
 };
 
 // What a cancelled window gets: its client is gone (or half-closed: then it reads this).
@@ -63,7 +63,8 @@ std::string checked_prefix(std::string prefix, std::string_view what) {
 // and its io_context is thread-safe for post.
 struct Handler::Impl {
   explicit Impl(Config config) : state(std::move(config)) {
-    if (state.config.compare_requests) comparison = std::make_unique<RequestComparison>(*state.config.compare_requests);
+    if (state.config.compare_requests)
+      comparison = std::make_unique<RequestComparison>(*state.config.compare_requests);
   }
 
   // A request that is not ours is the host's: it counts for the per-request comparison.
@@ -157,8 +158,8 @@ struct Handler::Impl {
 
   // Declared first, destroyed last: pending windows refer to it.
   RouteState state;
-  std::unique_ptr<RequestComparison> comparison;           // null unless Config::compare_requests
-  std::atomic<int> pending{0};                             // jobs posted to the worker, not yet run
+  std::unique_ptr<RequestComparison> comparison;  // null unless Config::compare_requests
+  std::atomic<int> pending{0};                    // jobs posted to the worker, not yet run
   std::shared_ptr<void> alive = std::make_shared<int>(0);  // cancellation handlers' check
   net::io_context worker_io{1};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
@@ -206,11 +207,14 @@ std::optional<Response> Handler::handle(const Request& req) {
   return std::get<Response>(std::move(outcome));
 }
 
-bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor, std::function<void(Response)> done) {
-  return handle_async(std::move(req), std::move(executor), std::move(done), boost::asio::cancellation_slot());
+bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
+                           std::function<void(Response)> done) {
+  return handle_async(std::move(req), std::move(executor), std::move(done),
+                      boost::asio::cancellation_slot());
 }
 
-bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor, std::function<void(Response)> done,
+bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
+                           std::function<void(Response)> done,
                            boost::asio::cancellation_slot cancel) {
   if (!accepts(req)) {
     impl_->count_host_request();
@@ -236,9 +240,9 @@ bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
   }
   if (impl_->pending.fetch_add(1) >= kMaxPendingReports) {
     impl_->pending.fetch_sub(1);
-    Response busy =
-        make_error(reply_to(job->req), Status::service_unavailable,
-                   "busy: " + std::to_string(kMaxPendingReports) + " reports are queued or running; retry in a second");
+    Response busy = make_error(reply_to(job->req), Status::service_unavailable,
+                               "busy: " + std::to_string(kMaxPendingReports) +
+                                   " reports are queued or running; retry in a second");
     busy.set(boost::beast::http::field::retry_after, "1");
     Impl::deliver(job, std::move(busy));
     return true;

@@ -22,7 +22,8 @@ ListenAddress parse_listen_address(std::string_view text) {
   std::string_view port = text;
   if (text.starts_with('[')) {  // "[v6]:port"
     const auto close = text.find(']');
-    if (close == std::string_view::npos || close == 1 || text.substr(close + 1, 1) != ":") bad_address(text);
+    if (close == std::string_view::npos || close == 1 || text.substr(close + 1, 1) != ":")
+      bad_address(text);
     address.host = std::string(text.substr(1, close - 1));
     port = text.substr(close + 2);
   } else if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {
@@ -33,18 +34,20 @@ ListenAddress parse_listen_address(std::string_view text) {
   }
   unsigned value = 0;
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) bad_address(text);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535)
+    bad_address(text);
   address.port = static_cast<std::uint16_t>(value);
   return address;
 }
 
-void check_listen_policy(const Config& config, const boost::asio::ip::address& address, const std::string& host,
-                         std::uint16_t port) {
+void check_listen_policy(const Config& config, const boost::asio::ip::address& address,
+                         const std::string& host, std::uint16_t port) {
   if (address.is_loopback() || !config.token.empty() || config.allow_open_without_token) return;
-  throw std::runtime_error("refusing to serve " + host_header_name(host) + ":" + std::to_string(port) +
-                           " without a token: anyone who can reach it could read the heap and stop tracing; set "
-                           "LIVEHEAP_TOKEN (Config::token), listen on 127.0.0.1, or opt in with "
-                           "LIVEHEAP_ALLOW_OPEN=1 (Config::allow_open_without_token)");
+  throw std::runtime_error(
+      "refusing to serve " + host_header_name(host) + ":" + std::to_string(port) +
+      " without a token: anyone who can reach it could read the heap and stop tracing; set "
+      "LIVEHEAP_TOKEN (Config::token), listen on 127.0.0.1, or opt in with "
+      "LIVEHEAP_ALLOW_OPEN=1 (Config::allow_open_without_token)");
 }
 
 std::string host_header_name(const std::string& host) {

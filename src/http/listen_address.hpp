@@ -14,8 +14,8 @@ namespace http {
 
 // Throws std::runtime_error naming host:port, the token and the opt-in when `config`
 // may not serve `address`.
-void check_listen_policy(const Config& config, const boost::asio::ip::address& address, const std::string& host,
-                         std::uint16_t port);
+void check_listen_policy(const Config& config, const boost::asio::ip::address& address,
+                         const std::string& host, std::uint16_t port);
 
 // How a browser writes `host` in a Host header: an IPv6 address in brackets.
 std::string host_header_name(const std::string& host);

@@ -30,7 +30,8 @@ bool is_stopped(pid_t pid) {
   std::string line;
   std::getline(stat, line);
   const auto paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && (line[paren + 2] == 'T' || line[paren + 2] == 't');
+  return paren != std::string::npos && paren + 2 < line.size() &&
+         (line[paren + 2] == 'T' || line[paren + 2] == 't');
 }
 
 }  // namespace
@@ -80,12 +81,8 @@ struct PeerExchanges::Exchange : std::enable_shared_from_this<Exchange> {
       case client::Step::resolve:
       case client::Step::connect: what = "cannot connect"; break;
       case client::Step::send: what = "cannot send the request"; break;
-      case client::Step::answer:
-        what = timeout ? "no answer within " + seconds_text(ask.answer_within) : "the answer broke off";
-        break;
-      case client::Step::body:
-        what = timeout ? "the answer stopped for " + seconds_text(kPeerIdleTimeout) : "the answer broke off";
-        break;
+      case client::Step::answer: what = timeout ? "no answer within " + seconds_text(ask.answer_within) : "the answer broke off"; break;
+      case client::Step::body: what = timeout ? "the answer stopped for " + seconds_text(kPeerIdleTimeout) : "the answer broke off"; break;
     }
     std::string error = "unreachable: " + what;
     if (!timeout) error += " (" + result.error.message() + ")";

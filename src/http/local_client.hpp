@@ -55,7 +55,8 @@ struct PeerAnswer {
 class PeerExchanges : public std::enable_shared_from_this<PeerExchanges> {
  public:
   using Done = std::function<void(std::vector<PeerAnswer>)>;
-  static std::shared_ptr<PeerExchanges> start(boost::asio::io_context& io, std::vector<PeerAsk> asks, Done done);
+  static std::shared_ptr<PeerExchanges> start(boost::asio::io_context& io, std::vector<PeerAsk> asks,
+                                              Done done);
   // Ends every exchange still running, from any thread (posted to the io_context).
   void cancel();
 

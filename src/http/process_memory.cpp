@@ -8,6 +8,7 @@
 #include <charconv>
 #include <string_view>
 
+
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 namespace {
@@ -42,16 +43,11 @@ MallocInfo malloc_info_of(const AllocatorInfo& glibc) noexcept {
   MallocInfo info;
   for (const auto& [name, bytes] : glibc.figures) {
     const auto value = static_cast<std::uint64_t>(bytes);
-    if (name == "arena")
-      info.arena = value;
-    else if (name == "hblkhd")
-      info.hblkhd = value;
-    else if (name == "uordblks")
-      info.uordblks = value;
-    else if (name == "fordblks")
-      info.fordblks = value;
-    else if (name == "keepcost")
-      info.keepcost = value;
+    if (name == "arena") info.arena = value;
+    else if (name == "hblkhd") info.hblkhd = value;
+    else if (name == "uordblks") info.uordblks = value;
+    else if (name == "fordblks") info.fordblks = value;
+    else if (name == "keepcost") info.keepcost = value;
   }
   return info;
 }

@@ -71,7 +71,8 @@ class Listing {
 
 // The pid of "<pid><suffix>", or 0 when `name` is not that.
 pid_t pid_in_name(std::string_view name, std::string_view prefix, std::string_view suffix) {
-  if (!name.starts_with(prefix) || !name.ends_with(suffix) || name.size() <= prefix.size() + suffix.size()) return 0;
+  if (!name.starts_with(prefix) || !name.ends_with(suffix) || name.size() <= prefix.size() + suffix.size())
+    return 0;
   const std::string_view digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
   pid_t pid = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
@@ -155,10 +156,8 @@ std::vector<pid_t> list_registry(const std::string& dir) {
     }
     // Refusing for longer than a start-up takes: the pid is another process's by now.
     const int error = try_connect(path);
-    if (error == 0)
-      pids.push_back(pid);
-    else if (error == ECONNREFUSED && old_enough(path))
-      ::unlink(path.c_str());
+    if (error == 0) pids.push_back(pid);
+    else if (error == ECONNREFUSED && old_enough(path)) ::unlink(path.c_str());
   }
   std::sort(pids.begin(), pids.end());
   return pids;
@@ -175,7 +174,8 @@ void sweep_registry(const std::string& dir, bool other_groups) noexcept {
       const std::string group = root + "/" + name;
       struct stat st {};
       // Ours only (the registry is private: anything else is not liveheap's to touch).
-      if (group == dir || ::lstat(group.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+      if (group == dir || ::lstat(group.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+          st.st_uid != ::geteuid())
         continue;
       sweep_group(group);
       // Gone only if empty: a process that just made it and binds in it next finds it
@@ -197,7 +197,9 @@ pid_t recorded_port_holder(const char* holder) noexcept { return boot::recorded_
 
 bool process_exists(pid_t pid) noexcept { return boot::process_exists(pid); }
 
-void forget_port_holder(const std::string& dir, pid_t pid) noexcept { boot::forget_port_holder(dir.c_str(), pid); }
+void forget_port_holder(const std::string& dir, pid_t pid) noexcept {
+  boot::forget_port_holder(dir.c_str(), pid);
+}
 
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

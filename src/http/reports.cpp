@@ -45,8 +45,7 @@ Response report_response(const ReplyTo& to, Report report, const Query& query, s
   if (to.format == Format::json)
     return make_response(to, Status::ok, to_json(report, to.max_report_bytes) + "\n", "application/json");
   return make_text(to, Status::ok,
-                   to_text(report, {.verdicts = query.verdicts,
-                                    .stacks = query.key == KeyType::traceback,
+                   to_text(report, {.verdicts = query.verdicts, .stacks = query.key == KeyType::traceback,
                                     .max_bytes = to.max_report_bytes}));
 }
 
@@ -82,8 +81,9 @@ class FoldedLines {
   // False once a line did not fit: the caller stops.
   bool add(const std::string& line) {
     if (text_.size() + line.size() + 1 > max_bytes_) {
-      text_ += "# truncated at " + format_size(static_cast<double>(max_bytes_), false) + ": " + std::to_string(shown_) +
-               " of " + std::to_string(wanted_) + " stacks shown; narrow with include= or exclude=\n";
+      text_ += "# truncated at " + format_size(static_cast<double>(max_bytes_), false) + ": " +
+               std::to_string(shown_) + " of " + std::to_string(wanted_) +
+               " stacks shown; narrow with include= or exclude=\n";
       return false;
     }
     text_ += line;
@@ -153,9 +153,12 @@ Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapsh
   for (const StatisticDiff& d : now.compare_to(old, KeyType::traceback))
     stacks.add(d.traceback, {d.size - d.size_diff, d.size});
   const auto grown = [](const FoldedValues& v) { return v.after - v.before; };
-  auto lines = stacks.take(
-      [&](const FoldedValues& a, const FoldedValues& b) { return std::abs(grown(a)) > std::abs(grown(b)); });
-  std::erase_if(lines, [&](const auto& line) { return both ? grown(line.second) == 0 : grown(line.second) <= 0; });
+  auto lines = stacks.take([&](const FoldedValues& a, const FoldedValues& b) {
+    return std::abs(grown(a)) > std::abs(grown(b));
+  });
+  std::erase_if(lines, [&](const auto& line) {
+    return both ? grown(line.second) == 0 : grown(line.second) <= 0;
+  });
   FoldedLines out(to.max_report_bytes, lines.size());
   for (const auto& [stack, v] : lines) {
     const std::string line = both ? stack + " " + std::to_string(v.before) + " " + std::to_string(v.after)
@@ -166,12 +169,14 @@ Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapsh
 }
 
 // /top, /peak and /tracebacks (which is key=traceback): the same statistics.
-Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& query, std::size_t group = 1) {
+Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& query,
+                           std::size_t group = 1) {
   if (to.format == Format::folded) {
     Snapshot storage;
     return folded_report(to, apply_filters(now, query, storage));
   }
-  return report_response(to, make_report(now, request_of(query), verdicts_for(to, query)), query, group);
+  return report_response(to, make_report(now, request_of(query), verdicts_for(to, query)), query,
+                         group);
 }
 
 }  // namespace
@@ -201,8 +206,8 @@ StatsReport stats_now(unsigned windows) {
   r.symbolizer.addresses_asked = symbolizer.addresses_asked;
   r.symbolizer.addresses_resolved = symbolizer.addresses_resolved;
   if (symbolizer.process_asked && symbolizer.problem.empty())
-    r.symbolizer.process =
-        StatsReport::SymbolizerProcess{symbolizer.process_pid, symbolizer.process_rss_bytes, symbolizer.process_files};
+    r.symbolizer.process = StatsReport::SymbolizerProcess{symbolizer.process_pid, symbolizer.process_rss_bytes,
+                                                          symbolizer.process_files};
   else if (symbolizer.process_asked)
     r.symbolizer.problem = symbolizer.problem;
   r.python_frames = python_frames_status();
@@ -232,15 +237,17 @@ Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& 
   return statistics_report(to, now, query);
 }
 
-Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old, const Query& query,
-                     const std::string& against, std::size_t group) {
+Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
+                     const Query& query, const std::string& against, std::size_t group) {
   if (to.format == Format::folded || to.format == Format::folded2) {
     Snapshot now_storage;
     Snapshot old_storage;
-    return folded_diff_report(to, apply_filters(now, query, now_storage), apply_filters(old, query, old_storage));
+    return folded_diff_report(to, apply_filters(now, query, now_storage),
+                              apply_filters(old, query, old_storage));
   }
-  return report_response(to, make_diff_report(now, old, against, request_of(query), verdicts_for(to, query)), query,
-                         group);
+  return report_response(
+      to, make_diff_report(now, old, against, request_of(query), verdicts_for(to, query)), query,
+      group);
 }
 
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {

@@ -36,8 +36,8 @@ StatsReport stats_now(unsigned windows);
 Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query, std::size_t group = 1);
 
 // GET /diff: `now` against `old`; `against` says what `old` is, e.g. "the baseline".
-Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old, const Query& query,
-                     const std::string& against, std::size_t group = 1);
+Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
+                     const Query& query, const std::string& against, std::size_t group = 1);
 
 // GET /tracebacks: the biggest stacks of `now`, each whole.
 Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query);

@@ -23,9 +23,9 @@ RouteState::RouteState(Config c) : config(std::move(c)), metrics_callsites(read_
 WindowSlot::WindowSlot(RouteState& state) : count_(state.windows) {
   if (count_.fetch_add(1) >= state.config.max_windows) {
     count_.fetch_sub(1);
-    throw RequestError(
-        Status::too_many_requests,
-        std::to_string(state.config.max_windows) + " ?seconds= windows are already waiting; try again when one ends");
+    throw RequestError(Status::too_many_requests,
+                       std::to_string(state.config.max_windows) +
+                           " ?seconds= windows are already waiting; try again when one ends");
   }
 }
 

@@ -41,7 +41,8 @@ class Server {
   // The same without the policy check (the caller made it), without throwing and without
   // formatting a message (a port retry and a forked child call it): the port bound, or 0
   // with `ec` set (an errno in boost::system::system_category, to compare by value).
-  std::uint16_t listen_tcp(const boost::asio::ip::tcp::endpoint& endpoint, boost::system::error_code& ec) noexcept;
+  std::uint16_t listen_tcp(const boost::asio::ip::tcp::endpoint& endpoint,
+                           boost::system::error_code& ec) noexcept;
   // Accept on a Unix-domain socket at `path` (an old file there is replaced); `ec` as above.
   void listen_local(const std::string& path, boost::system::error_code& ec) noexcept;
   // Accept on `fd`, a Unix-domain socket already bound and listening, whose fork_fds.hpp

@@ -46,10 +46,8 @@ void start_tracking(bool engine_started = false) {
       // The endpoint starts the recorders once the process has lived a moment; without
       // LIVEHEAP_ADDR nothing could read them, and they never start.
       options->defer_recorders = true;
-      if (engine_started)
-        liveheap::tracker::adopt_engine_session(*options);
-      else
-        liveheap::start(*options);
+      if (engine_started) liveheap::tracker::adopt_engine_session(*options);
+      else liveheap::start(*options);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "liveheap: %s; tracking stays off\n", e.what());
@@ -63,7 +61,8 @@ liveheap::http::Config endpoint_config() {
   http::Config config;
   if (const char* token = start_env("LIVEHEAP_TOKEN")) {
     if (*token == '\0') throw std::invalid_argument("LIVEHEAP_TOKEN is empty");
-    if (auto problem = http::token_problem(token)) throw std::invalid_argument("LIVEHEAP_TOKEN " + *problem);
+    if (auto problem = http::token_problem(token))
+      throw std::invalid_argument("LIVEHEAP_TOKEN " + *problem);
     config.token = token;
   }
   config.allow_open_without_token = allow_open();

@@ -85,20 +85,17 @@ std::string to_text(const BaselineReport& r) {
                                  ? " (this is 1 of the " + std::to_string(*r.group_processes) +
                                        " processes of this program: pid=all sets them all)"
                                  : "";
-  return "baseline taken " + std::to_string(r.age_ms / 1000) +
-         " s ago: size=" + format_size(static_cast<double>(r.total_size), false) +
-         ", count=" + std::to_string(r.total_count) + ", stacks=" + std::to_string(r.stacks) +
-         " (mode=" + std::string(to_string(r.mode)) + ")" + others;
+  return "baseline taken " + std::to_string(r.age_ms / 1000) + " s ago: size=" +
+         format_size(static_cast<double>(r.total_size), false) + ", count=" + std::to_string(r.total_count) +
+         ", stacks=" + std::to_string(r.stacks) + " (mode=" + std::string(to_string(r.mode)) + ")" + others;
 }
 
 std::string to_json(const BaselinesReport& report) {
   json list = json::array();
   for (const ProcessBaseline& p : report.processes) {
     json entry = {{"pid", p.pid}, {"status", p.status}};
-    if (p.baseline)
-      entry["baseline"] = baseline_json(*p.baseline);
-    else
-      entry["error"] = p.error;
+    if (p.baseline) entry["baseline"] = baseline_json(*p.baseline);
+    else entry["error"] = p.error;
     list.push_back(std::move(entry));
   }
   return dump({{"processes", list}});

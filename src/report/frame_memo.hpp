@@ -54,7 +54,8 @@ class UserFrames {
  public:
   std::size_t index(const Traceback& tb) {
     for (std::size_t i = 0; i < tb.size(); ++i)
-      if (!plumbing_.get(tb, i, [](const Traceback& t, std::size_t j) { return is_plumbing(t[j]); })) return i;
+      if (!plumbing_.get(tb, i, [](const Traceback& t, std::size_t j) { return is_plumbing(t[j]); }))
+        return i;
     return 0;
   }
 

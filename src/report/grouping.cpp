@@ -27,10 +27,8 @@ void frame_id(const Frame& f, KeyType key, std::string* id) {
     case KeyType::line:
       // One group per source line, whatever the address; without debug info the
       // "module+offset" function text is the line.
-      if (f.file.empty())
-        append_field(id, f.function);
-      else
-        append_field(id, f.file), append_number(id, f.line);
+      if (f.file.empty()) append_field(id, f.function);
+      else append_field(id, f.file), append_number(id, f.line);
       break;
     case KeyType::file: append_field(id, f.file.empty() ? f.module : f.file); break;
     case KeyType::function:
@@ -44,8 +42,8 @@ void frame_id(const Frame& f, KeyType key, std::string* id) {
 }
 
 // The number of `id` in `ids`, numbering it `next` if it is new (*inserted set then).
-std::uint32_t number_of(std::unordered_map<std::string, std::uint32_t>& ids, const std::string& id, std::uint32_t next,
-                        bool* inserted) {
+std::uint32_t number_of(std::unordered_map<std::string, std::uint32_t>& ids, const std::string& id,
+                        std::uint32_t next, bool* inserted) {
   if (const auto it = ids.find(id); it != ids.end()) {
     *inserted = false;
     return it->second;

@@ -11,7 +11,8 @@ struct HistoryIndex::Groups {
   report::GroupIndex index;
 };
 
-HistoryIndex::HistoryIndex(const History& history, KeyType key, bool cumulative, const std::vector<Filter>& filters)
+HistoryIndex::HistoryIndex(const History& history, KeyType key, bool cumulative,
+                           const std::vector<Filter>& filters)
     : groups_(new Groups{report::GroupIndex(key, cumulative)}) {
   const std::size_t n = history.points.size();
   std::vector<Trace> traces;
@@ -41,8 +42,9 @@ HistoryIndex::HistoryIndex(const History& history, KeyType key, bool cumulative,
   std::vector<std::size_t> order(groups);
   for (std::size_t g = 0; g < groups; ++g) order[g] = g;
   if (n > 0)
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return size_at(a, n - 1).size > size_at(b, n - 1).size; });
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return size_at(a, n - 1).size > size_at(b, n - 1).size;
+    });
   series_.resize(groups);
   by_group_.resize(groups);
   for (std::size_t i = 0; i < groups; ++i) {

@@ -15,7 +15,9 @@ namespace {
 
 using namespace report;
 
-bool with_traceback(const ReportRequest& request) { return request.key == KeyType::traceback || request.traceback; }
+bool with_traceback(const ReportRequest& request) {
+  return request.key == KeyType::traceback || request.traceback;
+}
 
 json samples_json(const std::vector<HistoryReport::Sample>& samples) {
   json out = json::array();
@@ -29,16 +31,10 @@ json point_json(const HistoryReport::Point& point) {
   for (const auto& [name, bytes] : p.allocator) allocator[name] = bytes;
   json route_requests = json::object();
   for (const auto& [route, requests] : p.route_requests) route_requests[route] = requests;
-  return {{"t_ms", p.t_ms},
-          {"traced", p.traced},
-          {"peak", p.peak},
-          {"rss", p.rss},
-          {"allocator", std::move(allocator)},
-          {"route_requests", std::move(route_requests)},
-          {"stacks_dropped", p.stacks_dropped},
-          {"bytes_dropped", p.bytes_dropped},
-          {"allocated", p.allocated},
-          {"allocations", p.allocations},
+  return {{"t_ms", p.t_ms}, {"traced", p.traced}, {"peak", p.peak}, {"rss", p.rss},
+          {"allocator", std::move(allocator)}, {"route_requests", std::move(route_requests)},
+          {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped},
+          {"allocated", p.allocated}, {"allocations", p.allocations},
           {"idle", point.idle}};
 }
 
@@ -55,8 +51,7 @@ std::vector<HistoryReport::Sample> samples_from(const json& j, const std::string
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string at = join(path, name) + "[" + std::to_string(i) + "]";
     const json& v = list[i];
-    expect(v.is_array() && v.size() == 3 &&
-               std::all_of(v.begin(), v.end(), [](const json& n) { return n.is_number_integer(); }),
+    expect(v.is_array() && v.size() == 3 && std::all_of(v.begin(), v.end(), [](const json& n) { return n.is_number_integer(); }),
            v, at, "an array of three integers");
     out.push_back({v[0].get<std::int64_t>(), v[1].get<std::int64_t>(), v[2].get<std::int64_t>()});
   }
@@ -198,8 +193,8 @@ std::string to_text(const HistoryReport& r, std::size_t max_bytes) {
                      std::to_string(static_cast<unsigned>(r.interval_s)) + " s";
   if (!r.points.empty()) {
     const HistoryPoint& p = r.points.back().at;
-    text += " over " + std::to_string((p.t_ms - r.points.front().at.t_ms) / 1000) +
-            " s; last: traced=" + size(p.traced) + ", peak=" + size(p.peak) + ", rss=" + size(p.rss);
+    text += " over " + std::to_string((p.t_ms - r.points.front().at.t_ms) / 1000) + " s; last: traced=" +
+            size(p.traced) + ", peak=" + size(p.peak) + ", rss=" + size(p.rss);
   }
   const std::size_t shown = r.lines.size();
   text += "\nTop " + std::to_string(shown) + " of " + std::to_string(r.keys) + " " +

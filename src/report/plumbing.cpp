@@ -24,8 +24,8 @@ bool starts_with_word(std::string_view text, std::string_view word) {
 
 bool is_allocator_function(std::string_view f) {
   static constexpr std::array<std::string_view, 13> kAllocators = {
-      "malloc",   "calloc", "realloc", "reallocarray", "free",    "posix_memalign", "aligned_alloc",
-      "memalign", "valloc", "pvalloc", "strdup",       "strndup", "__libc_malloc"};
+      "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
+      "memalign", "valloc", "pvalloc", "strdup", "strndup", "__libc_malloc"};
   for (std::string_view a : kAllocators)
     if (starts_with_word(f, a)) return true;
   return f.starts_with("operator new") || f.starts_with("operator delete");
@@ -40,12 +40,9 @@ bool in_plumbing_namespace(std::string_view f) {
   int depth = 0;
   std::size_t start = 0;
   for (std::size_t i = 0; i < head.size(); ++i) {
-    if (head[i] == '<')
-      ++depth;
-    else if (head[i] == '>')
-      --depth;
-    else if (head[i] == ' ' && depth == 0)
-      start = i + 1;
+    if (head[i] == '<') ++depth;
+    else if (head[i] == '>') --depth;
+    else if (head[i] == ' ' && depth == 0) start = i + 1;
   }
   const std::string_view name = head.substr(start);
   for (std::string_view ns : {"std::", "__gnu_cxx::", "__cxxabiv1::", "liveheap::"})
@@ -96,7 +93,9 @@ bool in_system_headers(std::string_view file) {
   return file.starts_with("/usr/include/") || file.starts_with("/usr/local/include/");
 }
 
-bool in_system_library(std::string_view module) { return module.starts_with("/usr/lib") || module.starts_with("/lib"); }
+bool in_system_library(std::string_view module) {
+  return module.starts_with("/usr/lib") || module.starts_with("/lib");
+}
 
 // "boost/asio/detail/x.hpp" -> "boost::asio"; "c++/12/bits/x.h" -> "std"; else "".
 std::string library_of_header(std::string_view file) {
@@ -110,7 +109,8 @@ std::string library_of_header(std::string_view file) {
   const std::string_view top = rest.substr(0, slash);
   const std::string_view below = rest.substr(slash + 1);
   const std::size_t next = below.find('/');
-  if (top == "boost" && next != std::string_view::npos) return "boost::" + std::string(below.substr(0, next));
+  if (top == "boost" && next != std::string_view::npos)
+    return "boost::" + std::string(below.substr(0, next));
   return std::string(top);
 }
 
@@ -140,10 +140,12 @@ bool is_plumbing(const Frame& frame) noexcept {
   if (is_python_frame(frame)) return is_user_plumbing(frame);
   if (is_interpreter_module(frame.module)) return true;
   const std::string_view module = base_name(frame.module);
-  if (module.starts_with("libliveheap") || module.starts_with("libc.so") || module.starts_with("libstdc++.so"))
+  if (module.starts_with("libliveheap") || module.starts_with("libc.so") ||
+      module.starts_with("libstdc++.so"))
     return true;
   if (frame.file.starts_with("/usr/include/c++/")) return true;
-  return is_allocator_function(frame.function) || in_plumbing_namespace(frame.function) || is_user_plumbing(frame);
+  return is_allocator_function(frame.function) || in_plumbing_namespace(frame.function) ||
+         is_user_plumbing(frame);
 }
 
 std::size_t user_frame_index(const Traceback& traceback) noexcept {
@@ -159,7 +161,8 @@ namespace liveheap::report {
 // A request's route is shown where it is, never folded into a run of library frames.
 bool is_library_frame(const Frame& frame) noexcept {
   if (is_route_frame(frame)) return false;
-  return is_plumbing(frame) || in_system_headers(frame.file) || (frame.file.empty() && in_system_library(frame.module));
+  return is_plumbing(frame) || in_system_headers(frame.file) ||
+         (frame.file.empty() && in_system_library(frame.module));
 }
 
 bool is_library_source_frame(const Frame& frame) noexcept {

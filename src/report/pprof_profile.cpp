@@ -13,8 +13,9 @@ namespace {
 
 // profile.proto's field numbers.
 namespace field {
-constexpr unsigned kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5, kStringTable = 6,
-                   kTimeNanos = 9, kDurationNanos = 10, kPeriodType = 11, kPeriod = 12, kDefaultSampleType = 14;
+constexpr unsigned kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5,
+                   kStringTable = 6, kTimeNanos = 9, kDurationNanos = 10, kPeriodType = 11,
+                   kPeriod = 12, kDefaultSampleType = 14;
 }  // namespace field
 
 // alloc_objects, alloc_space, inuse_objects, inuse_space: Go's order.
@@ -29,7 +30,8 @@ struct Line {
 class ProfileBuilder {
  public:
   explicit ProfileBuilder(const std::vector<Mapping>& mappings) : mappings_(mappings) {
-    std::sort(mappings_.begin(), mappings_.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+    std::sort(mappings_.begin(), mappings_.end(),
+              [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
     string_id("");
   }
 
@@ -159,7 +161,8 @@ class ProfileBuilder {
     return id != 0 ? id : 1;
   }
 
-  void value_type(report::ProtoWriter& p, unsigned field_number, const std::string& type, const std::string& unit) {
+  void value_type(report::ProtoWriter& p, unsigned field_number, const std::string& type,
+                  const std::string& unit) {
     report::ProtoWriter v;
     v.integer(1, static_cast<std::uint64_t>(string_id(type)));
     v.integer(2, static_cast<std::uint64_t>(string_id(unit)));
@@ -205,8 +208,8 @@ class ProfileBuilder {
 
 }  // namespace
 
-std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappings, ProfileView view,
-                          const Snapshot* base) {
+std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappings,
+                          ProfileView view, const Snapshot* base) {
   ProfileBuilder builder(mappings);
   builder.add(now, +1);
   std::int64_t duration_ns = 0;

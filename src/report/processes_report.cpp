@@ -34,13 +34,8 @@ ProcessesReport read_processes(const json& j) {
 std::string to_json(const ProcessesReport& report) {
   json list = json::array();
   for (const ProcessEntry& p : report.processes)
-    list.push_back({{"pid", p.pid},
-                    {"ppid", p.ppid},
-                    {"cmdline", p.cmdline},
-                    {"mode", p.mode},
-                    {"traced", or_null(p.traced)},
-                    {"rss", or_null(p.rss)},
-                    {"started_ms", p.started_ms}});
+    list.push_back({{"pid", p.pid}, {"ppid", p.ppid}, {"cmdline", p.cmdline}, {"mode", p.mode},
+                    {"traced", or_null(p.traced)}, {"rss", or_null(p.rss)}, {"started_ms", p.started_ms}});
   return dump({{"processes", list}, {"this_pid", report.this_pid}});
 }
 

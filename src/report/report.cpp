@@ -70,10 +70,8 @@ void attach_whole_stacks(std::vector<ReportLine>& lines, const std::vector<Trace
   for (const Traceback& stack : stacks) {
     if (left == 0) break;
     if (stack.empty()) continue;
-    if (request.key == KeyType::route)
-      take(stack, route_frame(route_of(stack)));  // its route's line
-    else if (!request.cumulative)
-      take(stack, stack[user_frame_index(stack)]);
+    if (request.key == KeyType::route) take(stack, route_frame(route_of(stack)));  // its route's line
+    else if (!request.cumulative) take(stack, stack[user_frame_index(stack)]);
     else
       for (std::size_t i = 0; i < stack.size() && left > 0; ++i) take(stack, stack[i]);
   }
@@ -110,8 +108,8 @@ Report make_report(const Snapshot& now, const ReportRequest& request, const Verd
   return report;
 }
 
-Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string against, const ReportRequest& request,
-                        const VerdictOf& verdict_of) {
+Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string against,
+                        const ReportRequest& request, const VerdictOf& verdict_of) {
   const std::vector<Filter> filters = filters_of(request);
   Snapshot now_storage;
   Snapshot old_storage;
@@ -121,7 +119,8 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
       shown_lines(current.compare_to(previous, request.key, request.cumulative), filters, request);
   Report report = empty_report(current.info(), request);
   report.diff = ReportAgainst{std::move(against), previous.info().taken_at_ms};
-  report.total = {current.total_size(), current.total_count(), current.total_size() - previous.total_size(),
+  report.total = {current.total_size(), current.total_count(),
+                  current.total_size() - previous.total_size(),
                   current.total_count() - previous.total_count()};
   report.keys = diffs.size();
   const std::size_t shown = std::min(diffs.size(), request.limit);
@@ -135,7 +134,8 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
     report.lines.push_back(std::move(line));
   }
   if (request.traceback && request.key != KeyType::traceback)
-    attach_whole_stacks(report.lines, stacks_of(current.compare_to(previous, KeyType::traceback)), request);
+    attach_whole_stacks(report.lines, stacks_of(current.compare_to(previous, KeyType::traceback)),
+                        request);
   return report;
 }
 

@@ -15,7 +15,8 @@ namespace {
 using nlohmann::json;
 
 bool shows_traceback(const Report& report, const ReportLine& line) {
-  return line.traceback && (report.request.key == KeyType::traceback || report.request.traceback);
+  return line.traceback &&
+         (report.request.key == KeyType::traceback || report.request.traceback);
 }
 
 json line_json(const Report& report, const ReportLine& line) {
@@ -128,7 +129,8 @@ Report read_report(const json& j) {
   r.exclude = strings(j, "", "exclude");
   if (j.contains("route")) r.routes = strings(j, "", "route");
   report.cap = cap_from(j, "", "tracker_memory_cap");
-  if (j.contains("against")) report.diff = ReportAgainst{text(j, "", "against"), integer(j, "", "old_taken_at_ms")};
+  if (j.contains("against"))
+    report.diff = ReportAgainst{text(j, "", "against"), integer(j, "", "old_taken_at_ms")};
   const json& total = field(j, "", "total");
   expect_object(total, "total");
   report.total.size = integer(total, "total", "size");
@@ -144,7 +146,8 @@ Report read_report(const json& j) {
   for (std::size_t i = 0; i < stats.size(); ++i)
     report.lines.push_back(line_from(stats[i], "stats[" + std::to_string(i) + "]", r.key, report.diff.has_value()));
   // traceback=1 is not a field: it is whether the lines carried their stacks.
-  r.traceback = r.key != KeyType::traceback && !report.lines.empty() && report.lines.front().traceback.has_value();
+  r.traceback = r.key != KeyType::traceback && !report.lines.empty() &&
+                report.lines.front().traceback.has_value();
   for (std::size_t i = 0; i < report.lines.size(); ++i)
     if (r.key != KeyType::traceback && report.lines[i].traceback.has_value() != r.traceback)
       fail("stats[" + std::to_string(i) + "].traceback",
@@ -165,7 +168,8 @@ Report read_report(const json& j) {
       const std::string at = "failed[" + std::to_string(i) + "]";
       expect_object(failed[i], at);
       report.failed.push_back({static_cast<long>(integer(failed[i], at, "pid")),
-                               static_cast<int>(integer(failed[i], at, "status")), text(failed[i], at, "error")});
+                               static_cast<int>(integer(failed[i], at, "status")),
+                               text(failed[i], at, "error")});
     }
     if (j.contains("processes")) {  // older servers merged without it
       const json& each = array(j, "", "processes");

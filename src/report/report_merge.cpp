@@ -31,7 +31,8 @@ void add_cap(TrackerMemoryCap& into, const TrackerMemoryCap& cap) {
 
 }  // namespace
 
-Report merge(std::vector<ProcessReport> reports, std::vector<ReportFailure> failed, std::size_t limit, bool traceback) {
+Report merge(std::vector<ProcessReport> reports, std::vector<ReportFailure> failed, std::size_t limit,
+             bool traceback) {
   Report merged = reports.at(0).report;
   merged.total = {};
   merged.lines.clear();
@@ -43,7 +44,8 @@ Report merge(std::vector<ProcessReport> reports, std::vector<ReportFailure> fail
   for (std::size_t i = 0; i < reports.size(); ++i) {
     Report& report = reports[i].report;
     pids.push_back(reports[i].pid);
-    merged.processes.push_back({reports[i].pid, report.total, report.diff && report.diff->against == kAgainstNothing});
+    merged.processes.push_back(
+        {reports[i].pid, report.total, report.diff && report.diff->against == kAgainstNothing});
     if (i != 0) {
       merged.truncated = merged.truncated || report.truncated;  // a process left lines out
       add_cap(merged.cap, report.cap);
@@ -73,8 +75,7 @@ Report merge(std::vector<ProcessReport> reports, std::vector<ReportFailure> fail
     using Rank = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
     return diff ? Rank{std::abs(s.size_diff), s.size, std::abs(s.count_diff), s.count} : Rank{s.size, s.count, 0, 0};
   };
-  std::stable_sort(lines.begin(), lines.end(),
-                   [&](const ReportLine& a, const ReportLine& b) { return rank(a) > rank(b); });
+  std::stable_sort(lines.begin(), lines.end(), [&](const ReportLine& a, const ReportLine& b) { return rank(a) > rank(b); });
   merged.keys = lines.size();
   lines.resize(std::min(lines.size(), limit));
   merged.request.limit = limit;

@@ -13,39 +13,20 @@ using namespace query;
 // Every parameter's name, once: the parser's, to_query's and the refusals' list, in the
 // order to_query writes them.
 enum class Name : std::size_t {
-  format,
-  key,
-  limit,
-  cumulative,
-  include,
-  exclude,
-  route,
-  seconds,
-  mode,
-  frames,
-  sample_interval,
-  max_tracker_memory,
-  traceback,
-  verdicts,
-  pid,
-  missing_baseline
+  format, key, limit, cumulative, include, exclude, route, seconds, mode, frames, sample_interval,
+  max_tracker_memory, traceback, verdicts, pid, missing_baseline
 };
 struct ParamName {
   std::string_view name;
   Param param;
 };
 constexpr std::array kParamNames{
-    ParamName{"format", kFormat},
-    ParamName{"key", kKey},
-    ParamName{"limit", kLimit},
-    ParamName{"cumulative", kCumulative},
-    ParamName{"include", kFilters},
-    ParamName{"exclude", kFilters},
+    ParamName{"format", kFormat},   ParamName{"key", kKey},
+    ParamName{"limit", kLimit},     ParamName{"cumulative", kCumulative},
+    ParamName{"include", kFilters}, ParamName{"exclude", kFilters},
     ParamName{"route", kRouteFilter},
-    ParamName{"seconds", kSeconds},
-    ParamName{"mode", kStartOptions},
-    ParamName{"frames", kStartOptions},
-    ParamName{"sample_interval", kStartOptions},
+    ParamName{"seconds", kSeconds}, ParamName{"mode", kStartOptions},
+    ParamName{"frames", kStartOptions}, ParamName{"sample_interval", kStartOptions},
     ParamName{"max_tracker_memory", kStartOptions},
     ParamName{"traceback", kTraceback},
     ParamName{"verdicts", kVerdicts},
@@ -73,20 +54,13 @@ std::size_t utf8_length(std::string_view text, std::size_t at) {
   if (lead < 0x80) return 1;
   std::size_t length = 0;
   unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF)
-    length = 2;
-  else if (lead == 0xE0)
-    length = 3, low = 0xA0;
-  else if (lead >= 0xE1 && lead <= 0xEF)
-    length = 3, high = lead == 0xED ? 0x9F : 0xBF;
-  else if (lead == 0xF0)
-    length = 4, low = 0x90;
-  else if (lead >= 0xF1 && lead <= 0xF3)
-    length = 4;
-  else if (lead == 0xF4)
-    length = 4, high = 0x8F;
-  else
-    return 0;
+  if (lead >= 0xC2 && lead <= 0xDF) length = 2;
+  else if (lead == 0xE0) length = 3, low = 0xA0;
+  else if (lead >= 0xE1 && lead <= 0xEF) length = 3, high = lead == 0xED ? 0x9F : 0xBF;
+  else if (lead == 0xF0) length = 4, low = 0x90;
+  else if (lead >= 0xF1 && lead <= 0xF3) length = 4;
+  else if (lead == 0xF4) length = 4, high = 0x8F;
+  else return 0;
   if (at + length > text.size() || byte(at + 1) < low || byte(at + 1) > high) return 0;
   for (std::size_t i = 2; i < length; ++i)
     if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
@@ -105,8 +79,8 @@ std::string decode_strictly(std::string_view text, bool plus_is_space, std::stri
       const int high = complete ? hex_value(text[i + 1]) : -1;
       const int low = complete ? hex_value(text[i + 2]) : -1;
       if (high < 0 || low < 0)
-        bad_request("bad percent-encoding " + excerpt(text.substr(i, 3)) + " in the " + std::string(what) +
-                    " (expected %XX with two hex digits)");
+        bad_request("bad percent-encoding " + excerpt(text.substr(i, 3)) + " in the " +
+                    std::string(what) + " (expected %XX with two hex digits)");
       out += static_cast<char>(high * 16 + low);
       i += 2;
     } else {
@@ -115,7 +89,8 @@ std::string decode_strictly(std::string_view text, bool plus_is_space, std::stri
   }
   for (std::size_t i = 0; i < out.size();) {
     const unsigned char c = static_cast<unsigned char>(out[i]);
-    if (c < 0x20 || c == 0x7F) bad_request("control character in the " + std::string(what));
+    if (c < 0x20 || c == 0x7F)
+      bad_request("control character in the " + std::string(what));
     const std::size_t length = utf8_length(out, i);
     if (length == 0) bad_request("the " + std::string(what) + " is not valid UTF-8");
     i += length;
@@ -143,7 +118,8 @@ void add_filter(ReportQuery& query, bool inclusive, const std::string& value) {
   const char* name = inclusive ? "include" : "exclude";
   if (pattern.empty()) bad_request(std::string(name) + "= needs a glob, e.g. " + name + "=*.cpp");
   try {
-    query.filters.emplace_back(inclusive, pattern, by_function ? Filter::Field::function : Filter::Field::file);
+    query.filters.emplace_back(inclusive, pattern,
+                               by_function ? Filter::Field::function : Filter::Field::file);
   } catch (const std::invalid_argument& e) {
     bad_request(std::string(name) + "=" + excerpt(value) + ": " + e.what());
   }
@@ -161,17 +137,12 @@ void set_param(ReportQuery& query, Name which, const std::string& value, ParamSe
   using enum Name;
   const std::string_view name = name_of(which);
   if (which == format) {
-    const std::string formats = std::string("text or json") + (allowed & kFolded2  ? ", folded, folded2"
-                                                               : allowed & kFolded ? ", folded"
-                                                                                   : "");
-    if (value == "folded" && (allowed & kFolded))
-      query.format = AnswerFormat::folded;
-    else if (value == "folded2" && (allowed & kFolded2))
-      query.format = AnswerFormat::folded2;
-    else if (value != "text" && value != "json")
-      bad_request("format=" + excerpt(value) + " is not " + formats);
-    else
-      query.format = value == "json" ? AnswerFormat::json : AnswerFormat::text;
+    const std::string formats = std::string("text or json") +
+                                (allowed & kFolded2 ? ", folded, folded2" : allowed & kFolded ? ", folded" : "");
+    if (value == "folded" && (allowed & kFolded)) query.format = AnswerFormat::folded;
+    else if (value == "folded2" && (allowed & kFolded2)) query.format = AnswerFormat::folded2;
+    else if (value != "text" && value != "json") bad_request("format=" + excerpt(value) + " is not " + formats);
+    else query.format = value == "json" ? AnswerFormat::json : AnswerFormat::text;
   } else if (which == key) {
     try {
       query.key = parse_key_type(value);
@@ -220,7 +191,8 @@ void set_param(ReportQuery& query, Name which, const std::string& value, ParamSe
   } else if (which == pid) {
     const auto pid = settings::parse_whole(value, settings::kPid);
     if (value != "all" && !pid)
-      bad_request("pid=" + excerpt(value) + " is not a process id (1 to " + std::to_string(kMaxPid) + ") or all");
+      bad_request("pid=" + excerpt(value) + " is not a process id (1 to " + std::to_string(kMaxPid) +
+                  ") or all");
     query.pid = value == "all" ? kAllProcesses : static_cast<long>(*pid);
   }
 }
@@ -280,7 +252,8 @@ ReportQuery parse_report_query(std::string_view text, ParamSet allowed) {
     for (const ParamName& p : kParamNames)
       if (p.name == name) known = &p;
     if (known == nullptr || !(allowed & known->param))
-      bad_request("unknown parameter " + excerpt(name) + " (this route takes " + taken_names(allowed) + ")");
+      bad_request("unknown parameter " + excerpt(name) + " (this route takes " +
+                  taken_names(allowed) + ")");
     if (eq == std::string_view::npos) bad_request("parameter " + excerpt(name) + " needs a value");
     const std::string value = decode_strictly(pair.substr(eq + 1), true, "value of " + name);
     // One bit per name, so that the filters (which share a Param) may repeat.
@@ -290,7 +263,8 @@ ReportQuery parse_report_query(std::string_view text, ParamSet allowed) {
     seen |= bit;
     set_param(query, static_cast<Name>(known - kParamNames.data()), value, allowed);
   }
-  if (query.cumulative && query.key == KeyType::traceback) bad_request("cumulative=1 does not apply to key=traceback");
+  if (query.cumulative && query.key == KeyType::traceback)
+    bad_request("cumulative=1 does not apply to key=traceback");
   return query;
 }
 

@@ -12,7 +12,9 @@ std::string plural(KeyType key) { return std::string(to_string(key)) + "s"; }
 
 std::string signed_count(std::int64_t n) { return (n >= 0 ? "+" : "") + std::to_string(n); }
 
-std::string size(std::int64_t bytes, bool sign = false) { return format_size(static_cast<double>(bytes), sign); }
+std::string size(std::int64_t bytes, bool sign = false) {
+  return format_size(static_cast<double>(bytes), sign);
+}
 
 // "(mode=sampled, one sample per 512.0 KiB, cumulative, include=*.cpp)".
 std::string how_made(const Report& report) {
@@ -30,21 +32,23 @@ std::string how_made(const Report& report) {
 std::string totals(const Report& report) {
   const ReportTotal& t = report.total;
   if (!report.diff) return "size=" + size(t.size) + ", count=" + std::to_string(t.count);
-  return "size=" + size(t.size) + " (" + size(t.size_diff, true) + "), count=" + std::to_string(t.count) + " (" +
-         signed_count(t.count_diff) + ")";
+  return "size=" + size(t.size) + " (" + size(t.size_diff, true) + "), count=" +
+         std::to_string(t.count) + " (" + signed_count(t.count_diff) + ")";
 }
 
 std::string truncation_note(std::size_t max_bytes, std::size_t shown, std::size_t wanted) {
-  return "(truncated at " + format_size(static_cast<double>(max_bytes), false) + ": " + std::to_string(shown) + " of " +
-         std::to_string(wanted) + " rows shown; ask for a smaller limit= or narrow with include=)\n";
+  return "(truncated at " + format_size(static_cast<double>(max_bytes), false) + ": " +
+         std::to_string(shown) + " of " + std::to_string(wanted) +
+         " rows shown; ask for a smaller limit= or narrow with include=)\n";
 }
 
 // pid=all: the processes summed, those that did not answer, then the lines (as far as
 // style.max_bytes, as one process's report).
 std::string merged_text(const Report& report, const TextStyle& style) {
   nlohmann::json pids = *report.pids;
-  std::string text = "Top " + std::to_string(report.lines.size()) + " of " + std::to_string(report.keys) + " " +
-                     plural(report.request.key) + (report.diff ? " against the baselines" : "") + " of " +
+  std::string text = "Top " + std::to_string(report.lines.size()) + " of " +
+                     std::to_string(report.keys) + " " + plural(report.request.key) +
+                     (report.diff ? " against the baselines" : "") + " of " +
                      std::to_string(report.pids->size()) + " processes: " + totals(report) +
                      " (mode=" + std::string(to_string(report.mode)) + ", pids " + pids.dump() + ")\n";
   for (const ReportFailure& f : report.failed)
@@ -78,8 +82,9 @@ std::string to_text(const Report::Process& p) {
 
 std::string to_text(const Report& report, const TextStyle& style) {
   if (report.pids) return merged_text(report, style);
-  std::string text = "Top " + std::to_string(report.lines.size()) + " of " + std::to_string(report.keys) + " " +
-                     plural(report.request.key) + (report.diff ? " against " + report.diff->against : "") + ": " +
+  std::string text = "Top " + std::to_string(report.lines.size()) + " of " +
+                     std::to_string(report.keys) + " " + plural(report.request.key) +
+                     (report.diff ? " against " + report.diff->against : "") + ": " +
                      totals(report) + " " + how_made(report) + "\n";
   if (report.group_processes)
     text += "(this is 1 of the " + std::to_string(*report.group_processes) +

@@ -8,7 +8,9 @@
 
 LIVEHEAP_NAMESPACE_BEGIN
 
-bool is_route_frame(const Frame& frame) noexcept { return frame.module == kRouteModule && frame.file.empty(); }
+bool is_route_frame(const Frame& frame) noexcept {
+  return frame.module == kRouteModule && frame.file.empty();
+}
 
 bool is_python_frame(const Frame& frame) noexcept { return frame.module == kPythonModule; }
 

@@ -16,7 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-double per(double total, std::uint64_t requests) { return requests == 0 ? 0.0 : total / static_cast<double>(requests); }
+double per(double total, std::uint64_t requests) {
+  return requests == 0 ? 0.0 : total / static_cast<double>(requests);
+}
 
 template <typename T>
 T field(const json& j, const char* name, std::size_t i) {
@@ -88,9 +90,7 @@ std::string to_json(const RouteReport& report) {
                       {"retained_requests", l.retained_requests},
                       {"verdict", l.verdict}});
   json j = {{"routes", routes},
-            {"since", report.since_baseline  ? "the baseline"
-                      : report.since_ms != 0 ? "the history window"
-                                             : "start-up"}};
+            {"since", report.since_baseline ? "the baseline" : report.since_ms != 0 ? "the history window" : "start-up"}};
   if (!report.since_baseline && report.since_ms != 0) j["since_ms"] = report.since_ms;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -134,12 +134,7 @@ std::string to_text(const RouteReport& report) {
     double v = retained;
     int u = 0;
     while (std::abs(v) >= 1024 && u < 4) v /= 1024, ++u;
-    std::snprintf(size, sizeof size,
-                  u == 0              ? "%.0f %s"
-                  : std::abs(v) < 10  ? "%.2f %s"
-                  : std::abs(v) < 100 ? "%.1f %s"
-                                      : "%.0f %s",
-                  v, units[u]);
+    std::snprintf(size, sizeof size, u == 0 ? "%.0f %s" : std::abs(v) < 10 ? "%.2f %s" : std::abs(v) < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
     out += l.route + ": requests=" + std::to_string(l.requests) + ", retained " + size + "/request, live " +
            format_size(static_cast<double>(l.live_bytes), false) + " [" + l.verdict + "]\n";
   }

@@ -14,7 +14,9 @@ namespace {
 constexpr std::string_view kEllipsis = "\u2026";
 constexpr std::string_view kAnonymous = "(anonymous namespace)";
 
-bool is_identifier(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '$'; }
+bool is_identifier(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '$';
+}
 
 bool word_at(std::string_view text, std::size_t i, std::string_view word) {
   if (text.substr(i, word.size()) != word) return false;
@@ -58,14 +60,10 @@ std::size_t skip_group(std::string_view text, std::size_t i) {
       }
     }
     const char c = text[i];
-    if (c == '(')
-      closers.push_back(')');
-    else if (c == '[')
-      closers.push_back(']');
-    else if (c == '{')
-      closers.push_back('}');
-    else if (c == '<' && (closers.empty() || closers.back() == '>'))
-      closers.push_back('>');
+    if (c == '(') closers.push_back(')');
+    else if (c == '[') closers.push_back(']');
+    else if (c == '{') closers.push_back('}');
+    else if (c == '<' && (closers.empty() || closers.back() == '>')) closers.push_back('>');
     else if (!closers.empty() && c == closers.back()) {
       closers.pop_back();
       if (closers.empty()) return i + 1;
@@ -145,10 +143,8 @@ std::string short_function(std::string_view name) {
     } else if (c == ' ') {
       // A space before '<' belongs to "operator< <…>"; any other ends a return type
       // ("void ", "unsigned long ", "non-virtual thunk to ").
-      if (i + 1 < name.size() && name[i + 1] == '<')
-        out += ' ';
-      else
-        out.clear();
+      if (i + 1 < name.size() && name[i + 1] == '<') out += ' ';
+      else out.clear();
       ++i;
     } else {
       out += c;

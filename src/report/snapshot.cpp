@@ -12,14 +12,16 @@ namespace {
 
 // Deterministic tie-break between groups: by their key frames.
 bool key_less(const Traceback& a, const Traceback& b) {
-  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](const Frame& x, const Frame& y) {
-    return std::tie(x.file, x.line, x.function) < std::tie(y.file, y.line, y.function);
-  });
+  return std::lexicographical_compare(
+      a.begin(), a.end(), b.begin(), b.end(), [](const Frame& x, const Frame& y) {
+        return std::tie(x.file, x.line, x.function) < std::tie(y.file, y.line, y.function);
+      });
 }
 
 }  // namespace
 
-Snapshot::Snapshot(std::vector<Trace> traces, SnapshotInfo info) : traces_(std::move(traces)), info_(info) {}
+Snapshot::Snapshot(std::vector<Trace> traces, SnapshotInfo info)
+    : traces_(std::move(traces)), info_(info) {}
 
 std::int64_t Snapshot::total_size() const noexcept {
   std::int64_t total = 0;
@@ -45,19 +47,20 @@ std::vector<bool> passes_filters(const std::vector<Trace>& traces, const std::ve
     return traceback_matches(
         filters[k], tb, [&](const Traceback& t) { return user_frames.index(t); },
         [&](std::size_t i) {
-          return matched[k].get(tb, i, [&](const Traceback& t, std::size_t j) { return filters[k].matches(t[j]); });
+          return matched[k].get(tb, i, [&](const Traceback& t, std::size_t j) {
+            return filters[k].matches(t[j]);
+          });
         });
   };
-  const bool any_inclusive = std::any_of(filters.begin(), filters.end(), [](const Filter& f) { return f.inclusive; });
+  const bool any_inclusive =
+      std::any_of(filters.begin(), filters.end(), [](const Filter& f) { return f.inclusive; });
   std::vector<bool> kept(traces.size());
   for (std::size_t t = 0; t < traces.size(); ++t) {
     bool included = !any_inclusive;
     bool excluded = false;
     for (std::size_t k = 0; k < filters.size(); ++k) {
-      if (filters[k].inclusive)
-        included = included || passes(k, traces[t].traceback);
-      else
-        excluded = excluded || passes(k, traces[t].traceback);
+      if (filters[k].inclusive) included = included || passes(k, traces[t].traceback);
+      else excluded = excluded || passes(k, traces[t].traceback);
     }
     kept[t] = included && !excluded;
   }
@@ -101,7 +104,8 @@ std::vector<Statistic> Snapshot::statistics(KeyType key, bool cumulative) const 
   return stats;
 }
 
-std::vector<StatisticDiff> Snapshot::compare_to(const Snapshot& old, KeyType key, bool cumulative) const {
+std::vector<StatisticDiff> Snapshot::compare_to(const Snapshot& old, KeyType key,
+                                                bool cumulative) const {
   // One numbering for both snapshots: a group seen in either is new, vanished or changed,
   // and `now - before` with a missing side at zero covers all three.
   report::GroupIndex groups(key, cumulative);
@@ -111,8 +115,8 @@ std::vector<StatisticDiff> Snapshot::compare_to(const Snapshot& old, KeyType key
   std::vector<StatisticDiff> diffs;
   diffs.reserve(now.size());
   for (std::size_t g = 0; g < now.size(); ++g)
-    diffs.push_back(
-        {groups.take_key(g), now[g].size, now[g].size - before[g].size, now[g].count, now[g].count - before[g].count});
+    diffs.push_back({groups.take_key(g), now[g].size, now[g].size - before[g].size, now[g].count,
+                     now[g].count - before[g].count});
   std::sort(diffs.begin(), diffs.end(), [](const StatisticDiff& a, const StatisticDiff& b) {
     const auto ka = std::make_tuple(std::llabs(a.size_diff), a.size, std::llabs(a.count_diff), a.count);
     const auto kb = std::make_tuple(std::llabs(b.size_diff), b.size, std::llabs(b.count_diff), b.count);

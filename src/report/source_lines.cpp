@@ -11,7 +11,9 @@
 namespace liveheap::report {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 // The whole file when it is a regular file of at most `max_bytes`, else "".
 std::string read_small_file(const std::string& path, std::size_t max_bytes) {
@@ -19,7 +21,8 @@ std::string read_small_file(const std::string& path, std::size_t max_bytes) {
   if (fd < 0) return {};
   std::string text;
   struct stat info {};
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && static_cast<std::size_t>(info.st_size) <= max_bytes) {
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
+      static_cast<std::size_t>(info.st_size) <= max_bytes) {
     text.resize(static_cast<std::size_t>(info.st_size));
     std::size_t done = 0;
     while (done < text.size()) {
@@ -69,7 +72,8 @@ const SourceLines::File& SourceLines::load(const std::string& path) {
 }
 
 void SourceLines::evict_for(std::size_t bytes) {
-  while (!order_.empty() && (files_.size() >= limits_.max_files || total_bytes_ + bytes > limits_.max_total_bytes)) {
+  while (!order_.empty() &&
+         (files_.size() >= limits_.max_files || total_bytes_ + bytes > limits_.max_total_bytes)) {
     const auto oldest = files_.find(order_.front());
     total_bytes_ -= oldest->second.text.size();
     files_.erase(oldest);

@@ -16,18 +16,16 @@ using namespace report;
 
 json symbolizer_json(const StatsReport::Symbolizer& s) {
   json out = {{"addresses_asked", s.addresses_asked}, {"addresses_resolved", s.addresses_resolved}};
-  if (!s.problem.empty())
-    out["problem"] = s.problem;
-  else if (s.process)
-    out["process"] = {{"pid", s.process->pid}, {"rss_bytes", s.process->rss_bytes}, {"files", s.process->files}};
+  if (!s.problem.empty()) out["problem"] = s.problem;
+  else if (s.process) out["process"] = {{"pid", s.process->pid}, {"rss_bytes", s.process->rss_bytes}, {"files", s.process->files}};
   return out;
 }
 
 // Names without lines, or where the debug information's memory is (not in this process).
 std::string symbolizer_text(const StatsReport::Symbolizer& s) {
   if (!s.problem.empty()) return "symbolizer: unavailable (" + s.problem + "): names without lines";
-  return "symbolizer: pid " + std::to_string(s.process->pid) +
-         ", rss=" + format_size(static_cast<double>(s.process->rss_bytes), false) + ", " +
+  return "symbolizer: pid " + std::to_string(s.process->pid) + ", rss=" +
+         format_size(static_cast<double>(s.process->rss_bytes), false) + ", " +
          std::to_string(s.process->files) + " files read";
 }
 
@@ -40,8 +38,8 @@ StatsReport::Symbolizer symbolizer_from(const json& j) {
   if (j.contains("process")) {
     const json& p = object(j, at, "process");
     const std::string in = join(at, "process");
-    s.process = StatsReport::SymbolizerProcess{static_cast<long>(integer(p, in, "pid")), integer(p, in, "rss_bytes"),
-                                               integer(p, in, "files")};
+    s.process = StatsReport::SymbolizerProcess{static_cast<long>(integer(p, in, "pid")),
+                                               integer(p, in, "rss_bytes"), integer(p, in, "files")};
   }
   return s;
 }
@@ -113,22 +111,16 @@ const std::vector<std::string>& allocator_figure_order(std::string_view allocato
 
 void order_figures(std::string_view allocator, std::vector<std::pair<std::string, std::int64_t>>& figures) {
   const std::vector<std::string>& order = allocator_figure_order(allocator);
-  const auto rank = [&](const std::string& name) {
-    return std::find(order.begin(), order.end(), name) - order.begin();
-  };
-  std::stable_sort(figures.begin(), figures.end(),
-                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  const auto rank = [&](const std::string& name) { return std::find(order.begin(), order.end(), name) - order.begin(); };
+  std::stable_sort(figures.begin(), figures.end(), [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
 }
 
 std::string to_json(const StatsReport& r) {
   json allocator = {{"name", r.allocator.name}, {"file", r.allocator.file}};
   for (const auto& [name, bytes] : r.allocator.figures) allocator[name] = bytes;
   const StatsReport::Mallinfo& m = r.mallinfo;
-  json mallinfo = {{"arena", m.arena},
-                   {"hblkhd", m.hblkhd},
-                   {"uordblks", m.uordblks},
-                   {"fordblks", m.fordblks},
-                   {"keepcost", m.keepcost}};
+  json mallinfo = {{"arena", m.arena}, {"hblkhd", m.hblkhd}, {"uordblks", m.uordblks},
+                   {"fordblks", m.fordblks}, {"keepcost", m.keepcost}};
   if (m.age_ms) mallinfo["age_ms"] = *m.age_ms;
   if (m.read_ms) mallinfo["read_ms"] = *m.read_ms;
   const StatsReport::Sampled& s = r.sampled;
@@ -175,15 +167,15 @@ std::string to_text(const StatsReport& r) {
           ", dropped=" + std::to_string(r.dropped) + ", fallback_walks=" + std::to_string(r.fallback_walks);
   const StatsReport::Sampled& s = r.sampled;
   if (r.mode == Mode::sampled || s.live_bytes + s.kept_bytes > 0)
-    text += "\nsampled: " + std::to_string(s.samples_live) + " samples live in " + size(s.live_bytes) + " of runs, " +
-            size(s.kept_bytes) + " kept for reuse (at most " + size(s.kept_limit) + " now), " +
+    text += "\nsampled: " + std::to_string(s.samples_live) + " samples live in " + size(s.live_bytes) +
+            " of runs, " + size(s.kept_bytes) + " kept for reuse (at most " + size(s.kept_limit) + " now), " +
             std::to_string(s.madvise_calls) + " madvise calls";
   text += "\nrss=" + size(r.rss) + ", peak_rss=" + size(r.peak_rss);
   const std::string& allocator = r.allocator.name;
   const StatsReport::Mallinfo& m = r.mallinfo;
   if (allocator == "glibc" || allocator == "unknown")  // else glibc's arena is unused
-    text += "\nmallinfo2: arena=" + size(m.arena) + ", hblkhd=" + size(m.hblkhd) + ", uordblks=" + size(m.uordblks) +
-            ", fordblks=" + size(m.fordblks) + ", keepcost=" + size(m.keepcost);
+    text += "\nmallinfo2: arena=" + size(m.arena) + ", hblkhd=" + size(m.hblkhd) + ", uordblks=" +
+            size(m.uordblks) + ", fordblks=" + size(m.fordblks) + ", keepcost=" + size(m.keepcost);
   text += "\nallocator: " + allocator;
   const auto& figures = r.allocator.figures;
   for (std::size_t i = 0; i < figures.size(); ++i)

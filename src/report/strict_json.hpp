@@ -37,7 +37,8 @@ void expect_object(const json& value, const std::string& path);
 bool non_negative(const json& value);
 
 std::int64_t integer(const json& object, const std::string& path, std::string_view name);
-std::uint64_t whole(const json& object, const std::string& path, std::string_view name, std::uint64_t max = UINT64_MAX);
+std::uint64_t whole(const json& object, const std::string& path, std::string_view name,
+                    std::uint64_t max = UINT64_MAX);
 double number(const json& object, const std::string& path, std::string_view name);
 bool boolean(const json& object, const std::string& path, std::string_view name);
 std::string text(const json& object, const std::string& path, std::string_view name);
@@ -45,7 +46,8 @@ const json& array(const json& object, const std::string& path, std::string_view 
 const json& object(const json& parent, const std::string& path, std::string_view name);
 std::vector<std::string> strings(const json& object, const std::string& path, std::string_view name);
 // An integer or null (null: std::nullopt).
-std::optional<std::int64_t> integer_or_null(const json& object, const std::string& path, std::string_view name);
+std::optional<std::int64_t> integer_or_null(const json& object, const std::string& path,
+                                            std::string_view name);
 
 // The tracker-memory cap as to_json(const TrackerMemoryCap&) writes it (liveheap/json.hpp).
 TrackerMemoryCap cap_from(const json& parent, const std::string& path, std::string_view name);

@@ -12,8 +12,9 @@ using namespace report;
 std::string size(std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); }
 
 TrimReport read_trim(const json& j) {
-  return {boolean(j, "", "released"),         text(j, "", "allocator"),     text(j, "", "action"),
-          integer(j, "", "tracker_released"), integer(j, "", "rss_before"), integer(j, "", "rss_after")};
+  return {boolean(j, "", "released"),         text(j, "", "allocator"),
+          text(j, "", "action"),              integer(j, "", "tracker_released"),
+          integer(j, "", "rss_before"),       integer(j, "", "rss_after")};
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ double fitted_slope(const double* xs, const std::int64_t* ys, std::size_t n) {
 }
 
 // max(noise, `errors` x estimate_error, 1% of the largest |size|, 64 bytes).
-double tolerance_of(const std::vector<std::int64_t>& sizes, std::uint64_t noise, double estimate_error, double errors) {
+double tolerance_of(const std::vector<std::int64_t>& sizes, std::uint64_t noise, double estimate_error,
+                    double errors) {
   std::int64_t largest = 0;
   for (std::int64_t s : sizes) largest = std::max(largest, s < 0 ? -s : s);
   return std::max({static_cast<double>(noise), errors * estimate_error,
@@ -77,7 +78,8 @@ void add_reasons(Verdict& v, const std::vector<std::int64_t>& t_ms, const std::v
   v.allocated = std::max(0.0, in_window);
   // The live bytes gained over the window were allocated in it and are still live (a lower
   // bound: a block freed and replaced counts once); over what was allocated, a fraction.
-  if (in_window > 0) v.retention = std::clamp(static_cast<double>(sizes[n - 1] - sizes[0]) / in_window, 0.0, 1.0);
+  if (in_window > 0)
+    v.retention = std::clamp(static_cast<double>(sizes[n - 1] - sizes[0]) / in_window, 0.0, 1.0);
   for (std::size_t i = n - 1; i >= 1; --i)
     if (allocated[i] > allocated[i - 1]) {
       v.idle_s = static_cast<double>(t_ms[n - 1] - t_ms[i]) / 1000.0;
@@ -99,12 +101,10 @@ struct Worked {
 enum class Axis { allocated_bytes, requests };
 
 Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
-               const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work, std::uint64_t noise,
-               std::int64_t interval_ms, Axis axis) {
+               const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
+               std::uint64_t noise, std::int64_t interval_ms, Axis axis) {
   const auto own = [&](std::size_t i) { return allocated.empty() ? 0.0 : static_cast<double>(allocated[i]); };
-  const auto process = [&](std::size_t i) {
-    return work.empty() ? static_cast<double>(i) : static_cast<double>(work[i]);
-  };
+  const auto process = [&](std::size_t i) { return work.empty() ? static_cast<double>(i) : static_cast<double>(work[i]); };
   Worked w;
   w.x.push_back(0);
   w.y.push_back(sizes[0]);
@@ -182,8 +182,8 @@ bool bounded(const Worked& w, const Rise& r, double tolerance) {
 }
 
 Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
-              const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work, std::uint64_t noise,
-              double estimate_error, std::int64_t interval_ms, Axis axis);
+              const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
+              std::uint64_t noise, double estimate_error, std::int64_t interval_ms, Axis axis);
 
 }  // namespace
 
@@ -205,8 +205,8 @@ std::optional<Trend> parse_trend(std::string_view text) noexcept {
 }
 
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
-                 const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work, std::uint64_t noise,
-                 double estimate_error, std::int64_t interval_ms) {
+                 const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
+                 std::uint64_t noise, double estimate_error, std::int64_t interval_ms) {
   return judge(t_ms, sizes, allocated, work, noise, estimate_error, interval_ms, Axis::allocated_bytes);
 }
 
@@ -220,8 +220,8 @@ Verdict classify_on_requests(const History& history, const KeySeries& series,
 namespace {
 
 Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
-              const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work, std::uint64_t noise,
-              double estimate_error, std::int64_t interval_ms, Axis axis) {
+              const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
+              std::uint64_t noise, double estimate_error, std::int64_t interval_ms, Axis axis) {
   Verdict v;
   const std::size_t n = sizes.size();
   if (n == 0 || t_ms.size() != n || (!allocated.empty() && allocated.size() != n) ||
@@ -261,8 +261,9 @@ Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int6
   }
   const auto window_begin = w.y.begin() + static_cast<std::ptrdiff_t>(first);
   const double mean = std::accumulate(window_begin, w.y.end(), 0.0) / static_cast<double>(window);
-  const bool flat = std::all_of(
-      window_begin, w.y.end(), [&](std::int64_t s) { return std::fabs(static_cast<double>(s) - mean) <= v.tolerance; });
+  const bool flat = std::all_of(window_begin, w.y.end(), [&](std::int64_t s) {
+    return std::fabs(static_cast<double>(s) - mean) <= v.tolerance;
+  });
   // Held flat below an earlier high: it gave memory back, a bound of its own.
   const bool rose =
       first > 0 && static_cast<double>(w.y[first] - *std::min_element(w.y.begin(), window_begin)) > 2 * v.tolerance;
@@ -272,7 +273,8 @@ Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int6
 
 }  // namespace
 
-Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes, std::uint64_t noise) {
+Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
+                 std::uint64_t noise) {
   return classify(t_ms, sizes, {}, {}, noise);
 }
 
@@ -310,14 +312,10 @@ void add_verdict_json(nlohmann::json& stat, const Verdict& verdict) {
     stat["growth_per_min"] = std::round(verdict.growth_per_min);
     stat["since_last_growth_s"] = verdict.since_last_growth_s;
   }
-  if (verdict.retention)
-    stat["retention"] = std::round(*verdict.retention * 10000) / 10000;
-  else
-    stat["retention"] = nullptr;
-  if (verdict.idle_s)
-    stat["idle_s"] = *verdict.idle_s;
-  else
-    stat["idle_s"] = nullptr;
+  if (verdict.retention) stat["retention"] = std::round(*verdict.retention * 10000) / 10000;
+  else stat["retention"] = nullptr;
+  if (verdict.idle_s) stat["idle_s"] = *verdict.idle_s;
+  else stat["idle_s"] = nullptr;
   stat["allocated_in_window"] = std::round(verdict.allocated);
 }
 
@@ -345,10 +343,8 @@ std::string verdict_text(const Verdict& verdict) {
   char buffer[48];
   if (verdict.retention) {
     const double percent = *verdict.retention * 100;
-    if (percent > 0 && percent < 0.5)
-      std::snprintf(buffer, sizeof buffer, ", retains <1%%");
-    else
-      std::snprintf(buffer, sizeof buffer, ", retains %.0f%%", percent);
+    if (percent > 0 && percent < 0.5) std::snprintf(buffer, sizeof buffer, ", retains <1%%");
+    else std::snprintf(buffer, sizeof buffer, ", retains %.0f%%", percent);
     text += buffer;
   } else {
     text += ", allocated nothing";

@@ -44,10 +44,8 @@ std::vector<Frame> frames_of(std::uintptr_t address, const CodeLocation& where, 
       frames.push_back(std::move(frame));
     }
   }
-  if (where.in_object && !where.symbol.empty())
-    f.function = boost::core::demangle(where.symbol.c_str());
-  else if (answer != nullptr)
-    f.function = answer->symbol;
+  if (where.in_object && !where.symbol.empty()) f.function = boost::core::demangle(where.symbol.c_str());
+  else if (answer != nullptr) f.function = answer->symbol;
   if (f.function.empty() && !frames.empty()) f.function = frames.back().function;
   if (f.function.empty()) {
     char text[32];

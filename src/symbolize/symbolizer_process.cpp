@@ -39,13 +39,11 @@ constexpr std::uint64_t kMaxReplyBytes = 1ull << 30;
 char g_override[4096];
 bool g_override_too_long = false;
 [[gnu::constructor]] void read_symbolizer_override() {
-  const char* value =
-      boot::start_environment_captured() ? boot::start_env("LIVEHEAP_SYMBOLIZER") : std::getenv("LIVEHEAP_SYMBOLIZER");
+  const char* value = boot::start_environment_captured() ? boot::start_env("LIVEHEAP_SYMBOLIZER")
+                                                         : std::getenv("LIVEHEAP_SYMBOLIZER");
   if (value == nullptr) return;
-  if (std::strlen(value) < sizeof g_override)
-    std::strcpy(g_override, value);
-  else
-    g_override_too_long = true;
+  if (std::strlen(value) < sizeof g_override) std::strcpy(g_override, value);
+  else g_override_too_long = true;
 }
 
 std::string directory_of(const std::string& path) {
@@ -72,7 +70,8 @@ std::string find_executable() {
 #ifdef LIVEHEAP_SYMBOLIZER_IN_BUILD
   if (executable(LIVEHEAP_SYMBOLIZER_IN_BUILD)) return LIVEHEAP_SYMBOLIZER_IN_BUILD;
 #endif
-  throw std::runtime_error(std::string(kExecutable) + " is not in " + next_to + " (LIVEHEAP_SYMBOLIZER may name it)");
+  throw std::runtime_error(std::string(kExecutable) + " is not in " + next_to +
+                           " (LIVEHEAP_SYMBOLIZER may name it)");
 }
 
 // One per user, protocol and executable: every process of the user that uses this
@@ -134,8 +133,8 @@ bool adopts_orphans() {
 void start(const std::string& path, const std::string& name) {
   std::string stay = std::to_string(::getpid());
   std::string a0 = path, a1 = "--socket", a2 = name, a3 = "--detach", a4 = "--stay-with";
-  char* const argv[] = {a0.data(),   a1.data(), a2.data(), a3.data(), adopts_orphans() ? a4.data() : nullptr,
-                        stay.data(), nullptr};
+  char* const argv[] = {a0.data(), a1.data(), a2.data(), a3.data(),
+                        adopts_orphans() ? a4.data() : nullptr, stay.data(), nullptr};
   const Exec exec{path.c_str(), argv};
   constexpr std::size_t kStack = 64 * 1024;
   void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -144,8 +143,8 @@ void start(const std::string& path, const std::string& name) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid =
-      ::clone(start_orphan, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK, const_cast<Exec*>(&exec));
+  const pid_t pid = ::clone(start_orphan, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK,
+                            const_cast<Exec*>(&exec));
   const int clone_errno = errno;
   int status = 0;
   if (pid > 0)

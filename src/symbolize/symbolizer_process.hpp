@@ -1,8 +1,9 @@
 // liveheap-symbolizer as a traced process reaches it: one per user and installation (an
-// abstract Unix socket named after the user id and the executable), started on demand by whichever process first needs
-// it, from the executable installed next to liveheap's library (or LIVEHEAP_SYMBOLIZER). It is started detached: the
-// host never sees it as a child (no SIGCHLD, nothing for its waitpid), it holds none of the host's descriptors, signals
-// or terminal. Thread-safety: any thread; each call has its own connection.
+// abstract Unix socket named after the user id and the executable), started on demand by whichever process first needs it, from
+// the executable installed next to liveheap's library (or LIVEHEAP_SYMBOLIZER). It is
+// started detached: the host never sees it as a child (no SIGCHLD, nothing for its
+// waitpid), it holds none of the host's descriptors, signals or terminal.
+// Thread-safety: any thread; each call has its own connection.
 #pragma once
 
 #include <string>

@@ -63,8 +63,10 @@ std::string encode(const Reply& reply) {
     for (const Located& l : a.chain) chain.push_back({l.function, l.file, l.line});
     answers.push_back({std::move(chain), a.symbol});
   }
-  json j = {
-      {"answers", std::move(answers)}, {"pid", reply.pid}, {"rss_bytes", reply.rss_bytes}, {"files", reply.files}};
+  json j = {{"answers", std::move(answers)},
+            {"pid", reply.pid},
+            {"rss_bytes", reply.rss_bytes},
+            {"files", reply.files}};
   if (!reply.error.empty()) j["error"] = reply.error;
   // Debug information is not always valid UTF-8; the JSON must be.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -121,7 +123,8 @@ sockaddr_un abstract_address(std::string_view name, socklen_t& length) {
 
 std::optional<std::string> read_message(int fd, std::uint64_t max_bytes) {
   char head[16];
-  if (!read_exactly(fd, head, sizeof head) || std::memcmp(head, kMagic, sizeof kMagic) != 0) return std::nullopt;
+  if (!read_exactly(fd, head, sizeof head) || std::memcmp(head, kMagic, sizeof kMagic) != 0)
+    return std::nullopt;
   std::uint64_t length = 0;
   for (int i = 7; i >= 0; --i) length = length << 8 | static_cast<unsigned char>(head[8 + i]);
   if (length > max_bytes) return std::nullopt;

@@ -34,8 +34,8 @@ struct Allocator {
 using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
 using TcProperty = int (*)(const char*, std::size_t*);
 using TcRelease = void (*)();
-using MiProcessInfo = void (*)(std::size_t*, std::size_t*, std::size_t*, std::size_t*, std::size_t*, std::size_t*,
-                               std::size_t*, std::size_t*);
+using MiProcessInfo = void (*)(std::size_t*, std::size_t*, std::size_t*, std::size_t*,
+                               std::size_t*, std::size_t*, std::size_t*, std::size_t*);
 using MiCollect = void (*)(bool);
 
 Allocator find_allocator() noexcept {
@@ -43,14 +43,10 @@ Allocator find_allocator() noexcept {
   a.file = allocator_file();
   a.handle = a.file.empty() ? nullptr : dlopen(a.file.c_str(), RTLD_NOLOAD | RTLD_LAZY);
   if (a.handle == nullptr) a.handle = dlopen(nullptr, RTLD_LAZY);  // linked into the program
-  if (a.symbol<Mallctl>("mallctl") != nullptr)
-    a.name = "jemalloc";
-  else if (a.symbol<TcProperty>("MallocExtension_GetNumericProperty") != nullptr)
-    a.name = "tcmalloc";
-  else if (a.symbol<MiProcessInfo>("mi_process_info") != nullptr)
-    a.name = "mimalloc";
-  else if (a.file.find("/libc.so") != std::string::npos || a.file.starts_with("libc.so"))
-    a.name = "glibc";
+  if (a.symbol<Mallctl>("mallctl") != nullptr) a.name = "jemalloc";
+  else if (a.symbol<TcProperty>("MallocExtension_GetNumericProperty") != nullptr) a.name = "tcmalloc";
+  else if (a.symbol<MiProcessInfo>("mi_process_info") != nullptr) a.name = "mimalloc";
+  else if (a.file.find("/libc.so") != std::string::npos || a.file.starts_with("libc.so")) a.name = "glibc";
   return a;
 }
 
@@ -76,10 +72,11 @@ void jemalloc_figures(const Allocator& a, AllocatorInfo& info) {
 
 void tcmalloc_figures(const Allocator& a, AllocatorInfo& info) {
   const auto property = a.symbol<TcProperty>("MallocExtension_GetNumericProperty");
-  const std::pair<const char*, const char*> names[] = {{"current_allocated_bytes", "generic.current_allocated_bytes"},
-                                                       {"heap_size", "generic.heap_size"},
-                                                       {"pageheap_free_bytes", "tcmalloc.pageheap_free_bytes"},
-                                                       {"pageheap_unmapped_bytes", "tcmalloc.pageheap_unmapped_bytes"}};
+  const std::pair<const char*, const char*> names[] = {
+      {"current_allocated_bytes", "generic.current_allocated_bytes"},
+      {"heap_size", "generic.heap_size"},
+      {"pageheap_free_bytes", "tcmalloc.pageheap_free_bytes"},
+      {"pageheap_unmapped_bytes", "tcmalloc.pageheap_unmapped_bytes"}};
   for (const auto& [name, key] : names) {
     std::size_t value = 0;
     if (property(key, &value) != 0) info.figures.emplace_back(name, static_cast<std::int64_t>(value));
@@ -87,8 +84,10 @@ void tcmalloc_figures(const Allocator& a, AllocatorInfo& info) {
 }
 
 void mimalloc_figures(const Allocator& a, AllocatorInfo& info) {
-  std::size_t elapsed = 0, user = 0, system = 0, rss = 0, peak_rss = 0, commit = 0, peak_commit = 0, faults = 0;
-  a.symbol<MiProcessInfo>("mi_process_info")(&elapsed, &user, &system, &rss, &peak_rss, &commit, &peak_commit, &faults);
+  std::size_t elapsed = 0, user = 0, system = 0, rss = 0, peak_rss = 0, commit = 0,
+              peak_commit = 0, faults = 0;
+  a.symbol<MiProcessInfo>("mi_process_info")(&elapsed, &user, &system, &rss, &peak_rss, &commit,
+                                              &peak_commit, &faults);
   info.figures = {{"current_rss", static_cast<std::int64_t>(rss)},
                   {"peak_rss", static_cast<std::int64_t>(peak_rss)},
                   {"current_commit", static_cast<std::int64_t>(commit)},
@@ -122,8 +121,8 @@ GlibcReads g_glibc;
 // Its lock is held across fork(), so that a child never inherits it locked by a thread it
 // does not have.
 GlibcReads& glibc_reads() noexcept {
-  static const int atfork =
-      pthread_atfork([] { g_glibc.mutex.lock(); }, [] { g_glibc.mutex.unlock(); }, [] { g_glibc.mutex.unlock(); });
+  static const int atfork = pthread_atfork([] { g_glibc.mutex.lock(); }, [] { g_glibc.mutex.unlock(); },
+                                           [] { g_glibc.mutex.unlock(); });
   (void)atfork;
   return g_glibc;
 }
@@ -172,14 +171,10 @@ AllocatorInfo read_allocator() noexcept {
   try {
     const Allocator& a = allocator();
     AllocatorInfo info{a.name, a.file, {}};
-    if (a.name == "jemalloc")
-      jemalloc_figures(a, info);
-    else if (a.name == "tcmalloc")
-      tcmalloc_figures(a, info);
-    else if (a.name == "mimalloc")
-      mimalloc_figures(a, info);
-    else if (a.name == "glibc")
-      glibc_figures(info);
+    if (a.name == "jemalloc") jemalloc_figures(a, info);
+    else if (a.name == "tcmalloc") tcmalloc_figures(a, info);
+    else if (a.name == "mimalloc") mimalloc_figures(a, info);
+    else if (a.name == "glibc") glibc_figures(info);
     return info;
   } catch (...) {  // out of memory while naming figures: say what is known
     return {};

@@ -17,7 +17,7 @@ std::optional<Options> options_from_environment(Mode default_mode) {
 LIVEHEAP_NAMESPACE_END
 
 std::optional<liveheap::Options> liveheap::tracker::options_from(Mode default_mode,
-                                                                 const char* (*lookup)(const char*)) {
+                                                                const char* (*lookup)(const char*)) {
   const auto getenv = lookup;
   Options options;
   options.mode = default_mode;
@@ -25,7 +25,8 @@ std::optional<liveheap::Options> liveheap::tracker::options_from(Mode default_mo
     try {
       options.mode = parse_mode(mode);
     } catch (const std::invalid_argument&) {
-      throw std::invalid_argument(std::string("LIVEHEAP_MODE='") + mode + "' is not one of off, exact, sampled");
+      throw std::invalid_argument(std::string("LIVEHEAP_MODE='") + mode +
+                                  "' is not one of off, exact, sampled");
     }
   }
   if (const char* frames = getenv("LIVEHEAP_FRAMES"))
@@ -42,10 +43,12 @@ std::optional<liveheap::Options> liveheap::tracker::options_from(Mode default_mo
     }
   }
   if (const char* history = getenv("LIVEHEAP_HISTORY_INTERVAL"))
-    options.history_interval_s =
-        static_cast<unsigned>(settings::whole("LIVEHEAP_HISTORY_INTERVAL", history, settings::kHistoryInterval));
+    options.history_interval_s = static_cast<unsigned>(
+        settings::whole("LIVEHEAP_HISTORY_INTERVAL", history, settings::kHistoryInterval));
   if (const char* cap = getenv("LIVEHEAP_MAX_TRACKER_MEMORY"))
-    options.max_tracker_memory = settings::size("LIVEHEAP_MAX_TRACKER_MEMORY", cap, settings::kTrackerMemory);
+    options.max_tracker_memory =
+        settings::size("LIVEHEAP_MAX_TRACKER_MEMORY", cap, settings::kTrackerMemory);
   if (options.mode == Mode::off) return std::nullopt;
   return options;
 }
+

@@ -50,11 +50,11 @@ struct Point {
 struct Recorder {
   std::mutex mutex;
   std::condition_variable* wake = new std::condition_variable;  // replaced in a forked child
-  std::optional<pthread_t> thread;                              // a pthread: its join is bounded (join_thread)
+  std::optional<pthread_t> thread;  // a pthread: its join is bounded (join_thread)
   bool stopping = false;
   bool forked = false;  // set in a child: the thread is gone
   unsigned interval_s = 0;
-  std::uint64_t noise = 0;       // the sampling interval in sampled mode (idle_between)
+  std::uint64_t noise = 0;  // the sampling interval in sampled mode (idle_between)
   std::uint64_t generation = 0;  // bumped by start/stop/clear: a tick in flight is dropped
   std::deque<Point> points;
   std::uint64_t points_dropped = 0;
@@ -132,7 +132,7 @@ void join_thread(std::unique_lock<std::mutex>& lock) {
 void start_thread(Recorder& r) {
   static std::once_flag at_exit;
   std::call_once(at_exit, [] { std::atexit([] { history_stop(); }); });
-  IgnoreScope ignore;                  // the thread's stack bookkeeping and TLS are the tracker's own
+  IgnoreScope ignore;  // the thread's stack bookkeeping and TLS are the tracker's own
   const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
   pthread_t thread;
   const auto entry = [](void* interval) -> void* {

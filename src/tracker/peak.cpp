@@ -41,7 +41,8 @@ State& state() {
   return *s;
 }
 
-void add_stack(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, const engine::StackSums& sums) {
+void add_stack(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
+               const engine::StackSums& sums) {
   auto* r = static_cast<Record*>(ctx);
   // Reserved beforehand: no allocation (and no throw) inside the engine's visit. A stack
   // interned after the reservation is left out of this record.
@@ -111,10 +112,8 @@ void after_fork_in_child() {
   new (&s.recording) std::mutex;
   new (&s.latest_mutex) std::mutex;
   s.thread_running.store(false);
-  if (engine::active() && s.restart_in_child.load())
-    start_thread(s);
-  else
-    engine::set_peak_mark(engine::kNoPeakMark);  // no one to wake until run()
+  if (engine::active() && s.restart_in_child.load()) start_thread(s);
+  else engine::set_peak_mark(engine::kNoPeakMark);  // no one to wake until run()
 }
 
 }  // namespace
@@ -158,6 +157,8 @@ std::shared_ptr<const Record> latest() {
 
 std::uint64_t looks() noexcept { return state().looks.load(std::memory_order_acquire); }
 
-bool caught_up() noexcept { return state().answered.load(std::memory_order_acquire) == engine::peak_signal::sent(); }
+bool caught_up() noexcept {
+  return state().answered.load(std::memory_order_acquire) == engine::peak_signal::sent();
+}
 
 }  // namespace liveheap::peak

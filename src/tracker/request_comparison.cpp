@@ -90,8 +90,9 @@ struct RequestComparison::Impl {
     const std::int64_t growth = now.total_size() - reference->total_size();
     config.log("liveheap: request " + std::to_string(request) + ": heap " +
                format_size(static_cast<double>(now.total_size()), false) + " (" +
-               format_size(static_cast<double>(growth), true) + " since request " + std::to_string(reference_request) +
-               "); what grew most, by " + std::string(to_string(config.key)) + ":");
+               format_size(static_cast<double>(growth), true) + " since request " +
+               std::to_string(reference_request) + "); what grew most, by " +
+               std::string(to_string(config.key)) + ":");
     const History history = liveheap::history();
     if (log_growth(now, history, config.key) == 0) config.log("  (nothing grew)");
     if (config.key == KeyType::route) return;
@@ -150,12 +151,15 @@ void RequestComparison::on_request() noexcept {
   // Raised, never lowered: a later request's store may have come first.
   std::uint64_t due = impl_->due.load(std::memory_order_relaxed);
   while (due < request &&
-         !impl_->due.compare_exchange_weak(due, request, std::memory_order_release, std::memory_order_relaxed)) {
+         !impl_->due.compare_exchange_weak(due, request, std::memory_order_release,
+                                           std::memory_order_relaxed)) {
   }
   impl_->due.notify_one();  // a futex wake, no lock (and no call at all while no one waits)
 }
 
-std::uint64_t RequestComparison::requests() const noexcept { return impl_->requests.load(std::memory_order_relaxed); }
+std::uint64_t RequestComparison::requests() const noexcept {
+  return impl_->requests.load(std::memory_order_relaxed);
+}
 
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

@@ -62,18 +62,19 @@ static_assert(engine::kMaxFramesCapture >= settings::kFrames.max);
 
 // start()'s checks, with the settings module's ranges (the environment and HTTP use them too).
 void validate(const Options& o) {
-  if (o.mode == Mode::off) throw std::invalid_argument("mode 'off' cannot be started: call liveheap::stop() instead");
+  if (o.mode == Mode::off)
+    throw std::invalid_argument("mode 'off' cannot be started: call liveheap::stop() instead");
   if (!settings::kFrames.contains(o.max_frames))
     throw std::invalid_argument(settings::out_of_range("max_frames", o.max_frames, settings::kFrames));
   if (!settings::kSampleInterval.contains(o.sample_interval))
     throw std::invalid_argument(
         settings::out_of_range("sample_interval", o.sample_interval, settings::kSampleInterval, " bytes", "2^40"));
   if (!settings::kHistoryInterval.contains(o.history_interval_s))
-    throw std::invalid_argument(
-        settings::out_of_range("history_interval_s", o.history_interval_s, settings::kHistoryInterval, " seconds"));
+    throw std::invalid_argument(settings::out_of_range("history_interval_s", o.history_interval_s,
+                                                       settings::kHistoryInterval, " seconds"));
   if (!settings::kTrackerMemory.contains(o.max_tracker_memory))
-    throw std::invalid_argument(
-        settings::out_of_range("max_tracker_memory", o.max_tracker_memory, settings::kTrackerMemory, " bytes"));
+    throw std::invalid_argument(settings::out_of_range("max_tracker_memory", o.max_tracker_memory,
+                                                       settings::kTrackerMemory, " bytes"));
 }
 
 struct RawTrace {
@@ -113,8 +114,9 @@ void start_session(const Options& options, bool engine_started) {
   std::lock_guard lock(g_control);
   g_options = options;
   engine::load_unwinder();  // the fallback walks' unwinder, before any walk needs it
-  if (!engine_started && !engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
-                                         options.sample_seed, static_cast<std::int64_t>(options.max_tracker_memory)}))
+  if (!engine_started &&
+      !engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
+                      options.sample_seed, static_cast<std::int64_t>(options.max_tracker_memory)}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
   static std::once_flag at_fork;
   std::call_once(at_fork, [] { ::pthread_atfork(nullptr, nullptr, after_fork_in_child); });
@@ -217,24 +219,19 @@ TrackerMemoryCap cap_now() noexcept {
 }  // namespace
 
 EngineStats engine_stats() noexcept {
-  return {engine::stack_count(),
-          engine::live_blocks(),
-          engine::dropped(),
-          engine::fallback_walks(),
-          engine::region_kept_bytes(),
-          engine::region_madvise_calls(),
-          cap_now(),
-          engine::stack_table_bytes(),
-          engine::live_table_bytes(),
-          engine::region_live_bytes(),
+  return {engine::stack_count(),        engine::live_blocks(),
+          engine::dropped(),            engine::fallback_walks(),
+          engine::region_kept_bytes(),  engine::region_madvise_calls(),
+          cap_now(),                    engine::stack_table_bytes(),
+          engine::live_table_bytes(),   engine::region_live_bytes(),
           engine::region_kept_limit()};
 }
 
 namespace {
 
 std::string python_version(std::uint32_t v) {
-  std::string text =
-      std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 0xFF) + "." + std::to_string((v >> 8) & 0xFF);
+  std::string text = std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 0xFF) + "." +
+                     std::to_string((v >> 8) & 0xFF);
   const unsigned level = (v >> 4) & 0xF;  // 0xA alpha, 0xB beta, 0xC candidate, 0xF final
   if (level >= 0xA && level <= 0xC) text += std::string(1, "abc"[level - 0xA]) + std::to_string(v & 0xF);
   return text;
@@ -247,8 +244,10 @@ std::string python_frames_status() {
   engine::find_python();
   const engine::PythonStatus s = engine::python_status();
   switch (s.support) {
-    case engine::PythonSupport::absent: return "";
-    case engine::PythonSupport::on: return "on (CPython " + python_version(s.version) + ")";
+    case engine::PythonSupport::absent:
+      return "";
+    case engine::PythonSupport::on:
+      return "on (CPython " + python_version(s.version) + ")";
     case engine::PythonSupport::unsupported:
       return "off: CPython " + (s.version == 0 ? std::string("before 3.11") : python_version(s.version)) +
              " is not supported (3.11 is): native frames only";
@@ -289,7 +288,8 @@ std::vector<Traceback> symbolized(std::span<const std::span<const std::uintptr_t
       symbolize::symbolize(std::span<const std::uintptr_t>(addresses).subspan(named, code_end - named));
   std::vector<std::vector<Frame>> names;
   for (std::size_t i = 0; i < named; ++i) names.push_back({engine_frame(addresses[i])});
-  by_address.insert(by_address.begin(), std::make_move_iterator(names.begin()), std::make_move_iterator(names.end()));
+  by_address.insert(by_address.begin(), std::make_move_iterator(names.begin()),
+                    std::make_move_iterator(names.end()));
   for (std::size_t i = code_end; i < addresses.size(); ++i) by_address.push_back({engine_frame(addresses[i])});
   const SnapshotFrames table = build_frame_table(std::move(by_address));
   std::vector<Traceback> tracebacks;
@@ -325,7 +325,8 @@ std::vector<std::uint32_t> reported_ids(const tracker::RawHistory& raw) {
     if (i + 1 == biggest.size() || biggest[i + 1].first != biggest[i].first)
       by_size.emplace_back(biggest[i].second, biggest[i].first);  // the id's largest: sorted last
   if (by_size.size() > tracker::kHistoryReportStacks) {
-    std::nth_element(by_size.begin(), by_size.begin() + tracker::kHistoryReportStacks, by_size.end(), std::greater<>());
+    std::nth_element(by_size.begin(), by_size.begin() + tracker::kHistoryReportStacks, by_size.end(),
+                     std::greater<>());
     by_size.resize(tracker::kHistoryReportStacks);
   }
   std::vector<std::uint32_t> ids;
@@ -399,7 +400,8 @@ namespace {
 // What every snapshot of the current session says about how it was made.
 SnapshotInfo session_info() {
   const Options opts = options();
-  if (!is_tracing()) throw std::runtime_error("tracing is off: start it first (liveheap::start)");
+  if (!is_tracing())
+    throw std::runtime_error("tracing is off: start it first (liveheap::start)");
   SnapshotInfo info;
   info.mode = opts.mode;
   info.sample_interval = opts.mode == Mode::sampled ? opts.sample_interval : 0;
@@ -418,8 +420,8 @@ Snapshot snapshot_from(const std::vector<RawTrace>& raw, SnapshotInfo info) {
   std::vector<Trace> traces;
   traces.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i)
-    traces.push_back({std::move(tracebacks[i]), raw[i].sums.bytes, raw[i].sums.count, raw[i].sums.alloc_bytes,
-                      raw[i].sums.alloc_count});
+    traces.push_back({std::move(tracebacks[i]), raw[i].sums.bytes, raw[i].sums.count,
+                      raw[i].sums.alloc_bytes, raw[i].sums.alloc_count});
   info.tracker_memory = tracker_memory();
   return Snapshot(std::move(traces), info);
 }
@@ -487,8 +489,7 @@ void frames_of(const StackSnapshot& stacks, std::vector<std::span<const std::uin
     if (a < engine::kFirstCodeAddress || engine::is_python_frame(a)) continue;  // named by the engine (engine_frame)
     const std::string object = stacks.code->loaded.changed_object(a, now->loaded);
     if (!object.empty())
-      throw UnloadedCodeError(object +
-                              " was unloaded or replaced (dlclose) since the snapshot was taken: its "
+      throw UnloadedCodeError(object + " was unloaded or replaced (dlclose) since the snapshot was taken: its "
                               "stacks' return addresses may hold other code now");
   }
 }

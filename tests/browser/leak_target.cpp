@@ -67,24 +67,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&] {
-      if (i + 1 == argc) {
-        std::cerr << arg << " needs a value\n";
-        std::exit(2);
-      }
+      if (i + 1 == argc) { std::cerr << arg << " needs a value\n"; std::exit(2); }
       return std::string(argv[++i]);
     };
-    if (arg == "--port")
-      port = static_cast<std::uint16_t>(std::stoi(value()));
-    else if (arg == "--token")
-      token = value();
-    else if (arg == "--tick-ms")
-      tick_ms = std::stoi(value());
-    else if (arg == "--paused")
-      paused = true;
-    else {
-      std::cerr << "unknown argument " << arg << "\n";
-      return 2;
-    }
+    if (arg == "--port") port = static_cast<std::uint16_t>(std::stoi(value()));
+    else if (arg == "--token") token = value();
+    else if (arg == "--tick-ms") tick_ms = std::stoi(value());
+    else if (arg == "--paused") paused = true;
+    else { std::cerr << "unknown argument " << arg << "\n"; return 2; }
   }
 
   // Exact mode always; the history's interval from LIVEHEAP_HISTORY_INTERVAL, as a preloaded

@@ -25,13 +25,15 @@ std::vector<std::string> clean_env(std::vector<std::string> env) {
 
 Reply expect_ok(Reply reply, std::string_view what) {
   if (reply.status != 200)
-    throw std::runtime_error(std::string(what) + ": " + std::to_string(reply.status) + " " + reply.body);
+    throw std::runtime_error(std::string(what) + ": " + std::to_string(reply.status) + " " +
+                             reply.body);
   return reply;
 }
 
 // The argv running `program` with `args`; with `join_stderr`, through a shell that joins
 // its stderr to stdout, the one pipe ChildProcess reads.
-std::vector<std::string> command(const char* program, const std::vector<std::string>& args, bool join_stderr) {
+std::vector<std::string> command(const char* program, const std::vector<std::string>& args,
+                                 bool join_stderr) {
   std::vector<std::string> argv = {program};
   if (join_stderr) argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", program};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -43,17 +45,20 @@ std::vector<std::string> command(const char* program, const std::vector<std::str
 LeakyServer::LeakyServer(Launch launch) {
   std::vector<std::string> args = {"--port", "0", "--mode", "exact"};
   args.insert(args.end(), launch.args.begin(), launch.args.end());
-  process_ = std::make_unique<http_test::ChildProcess>(command(LIVEHEAP_LEAKY_SERVER, args, launch.read_stderr),
-                                                       clean_env(std::move(launch.env)));
+  process_ = std::make_unique<http_test::ChildProcess>(
+      command(LIVEHEAP_LEAKY_SERVER, args, launch.read_stderr), clean_env(std::move(launch.env)));
   const auto first = process_->read_line(kStartTimeoutMs);
   std::smatch match;
   static const std::regex kListening(R"(listening on http://127\.0\.0\.1:(\d+)/)");
   if (!first || !std::regex_search(*first, match, kListening))
-    throw std::runtime_error("leaky_server did not say where it listens: '" + first.value_or("<nothing>") + "'");
+    throw std::runtime_error("leaky_server did not say where it listens: '" +
+                             first.value_or("<nothing>") + "'");
   port_ = static_cast<std::uint16_t>(std::stoi(match[1]));
 }
 
-std::string LeakyServer::url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/debug/memory"; }
+std::string LeakyServer::url() const {
+  return "http://127.0.0.1:" + std::to_string(port_) + "/debug/memory";
+}
 
 Reply LeakyServer::get(std::string_view target) const {
   return expect_ok(http_test::get(port_, target), "GET " + std::string(target));
@@ -80,7 +85,8 @@ int marked_line(std::string_view mark) {
 
 nlohmann::json stat_at(const nlohmann::json& diff, int line) {
   for (const nlohmann::json& stat : diff.at("stats"))
-    if (stat.at("file").get<std::string>().ends_with("/leak_stories.cpp") && stat.at("line").get<int>() == line)
+    if (stat.at("file").get<std::string>().ends_with("/leak_stories.cpp") &&
+        stat.at("line").get<int>() == line)
       return stat;
   return nullptr;
 }

@@ -49,11 +49,13 @@ class GunicornStory : public ::testing::Test {
     app_port_ = http_test::free_port();
     port_ = http_test::free_port();
     gunicorn_ = std::make_unique<http_test::ChildProcess>(
-        std::vector<std::string>{kPython, "-m", "gunicorn", "-w", "2", "-b", "127.0.0.1:" + std::to_string(app_port_),
-                                 "--chdir", LIVEHEAP_STORIES_DIR, app_},
+        std::vector<std::string>{kPython, "-m", "gunicorn", "-w", "2", "-b",
+                                 "127.0.0.1:" + std::to_string(app_port_), "--chdir",
+                                 LIVEHEAP_STORIES_DIR, app_},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=exact",
-                                 "XDG_RUNTIME_DIR=" + dir_->path(), "MPLCONFIGDIR=" + (*dir_ / "mpl"), "MPLBACKEND=Agg",
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
+                                 "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_->path(),
+                                 "MPLCONFIGDIR=" + (*dir_ / "mpl"), "MPLBACKEND=Agg",
                                  "PYTHONDONTWRITEBYTECODE=1",
                                  std::string("LIVEHEAP_SAMPLES_PYTHON=") + LIVEHEAP_SAMPLES_PYTHON});
   }
@@ -100,7 +102,8 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
   // The arbiter and its two workers, each with its endpoint, and the app answering.
   json list;
   ASSERT_TRUE(http_test::wait_until(  // refused until the port is bound
-      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; }, std::chrono::milliseconds(100)))
+      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
+      std::chrono::milliseconds(100)))
       << "/processes never listed the arbiter and its two workers: " << list.dump();
   for (const json& p : list) EXPECT_EQ(p["mode"], "exact") << p.dump();
   // Warm-up until both workers have served (one may still be importing matplotlib): each
@@ -121,7 +124,7 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
   for (const json& a : answers) ++served[a.value("pid", 0L)];
   ASSERT_EQ(served.size(), 2u);
   const std::int64_t width = answers[0]["width"], height = answers[0]["height"];
-  ASSERT_EQ(width * height, 1560 * 1040);          // the seed's figure
+  ASSERT_EQ(width * height, 1560 * 1040);  // the seed's figure
   const std::int64_t buffer = width * height * 4;  // RGBA, one byte each
 
   const auto all = http_test::get(port_, "/debug/memory/diff?pid=all&format=json&limit=1000");
@@ -157,7 +160,8 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
 TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
   json list;
   ASSERT_TRUE(http_test::wait_until(
-      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; }, std::chrono::milliseconds(100)))
+      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
+      std::chrono::milliseconds(100)))
       << "/processes never listed the arbiter and its two workers: " << list.dump();
   std::set<long> workers;
   for (int i = 0; i < 20 && workers.size() < 2; ++i)
@@ -186,8 +190,7 @@ TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
   EXPECT_EQ(stat["count_diff"], kRequests) << stat.dump();
   bool through_savefig = false;
   for (const json& frame : stat["traceback"])
-    through_savefig =
-        through_savefig || (frame["kind"] == "python" && frame["file"] == app && frame["line"] == savefig);
+    through_savefig = through_savefig || (frame["kind"] == "python" && frame["file"] == app && frame["line"] == savefig);
   EXPECT_TRUE(through_savefig) << stat["traceback"].dump(1);
 
   const auto mine = http_test::get(
@@ -202,9 +205,8 @@ TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
   EXPECT_EQ(stats.at(0)["line"], draw) << mine.body;
   bool savefig_holds_the_buffers = false;
   for (const json& stat : stats)
-    savefig_holds_the_buffers =
-        savefig_holds_the_buffers ||
-        (stat["line"] == savefig && stat["size_diff"].get<std::int64_t>() >= kRequests * buffer);
+    savefig_holds_the_buffers = savefig_holds_the_buffers ||
+                                (stat["line"] == savefig && stat["size_diff"].get<std::int64_t>() >= kRequests * buffer);
   EXPECT_TRUE(savefig_holds_the_buffers) << mine.body;
 }
 
@@ -218,7 +220,8 @@ class GunicornRoutes : public GunicornStory {
 TEST_F(GunicornRoutes, ARouteThatKeepsItsFigureRetainsItAndOneThatClosesItNothing) {
   json list;
   ASSERT_TRUE(http_test::wait_until(
-      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; }, std::chrono::milliseconds(100)))
+      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
+      std::chrono::milliseconds(100)))
       << "/processes never listed the arbiter and its two workers: " << list.dump();
   // Warm-up: each worker draws with each route once (fonts, caches) before the baseline.
   std::set<long> workers;

@@ -48,9 +48,9 @@ class TracedProgram {
                                        "XDG_RUNTIME_DIR=" + dir_.path(), "PYTHONDONTWRITEBYTECODE=1"});
     const auto ready = process_->read_line(30000);
     if (ready != "ready") throw std::runtime_error("the program never said ready");
-    if (!http_test::wait_until(
-            std::chrono::seconds(30), [&] { return http_test::get(port_, "/debug/memory/stats").status == 200; },
-            std::chrono::milliseconds(50)))
+    if (!http_test::wait_until(std::chrono::seconds(30),
+                               [&] { return http_test::get(port_, "/debug/memory/stats").status == 200; },
+                               std::chrono::milliseconds(50)))
       throw std::runtime_error("the endpoint never answered");
   }
   ~TracedProgram() { process_->wait(10000); }
@@ -133,8 +133,7 @@ TEST_F(PythonFrames, TracebacksShowPythonFramesInTracemallocsFormAndJsonTheirKin
   const int line = site_line(kScript, "function");
   const std::string text = python.get_text("/debug/memory/diff?key=traceback&limit=3");
   EXPECT_NE(text.find("  File \"" + kScript + "\", line " + std::to_string(line) + ", in leak_in_function"),
-            std::string::npos)
-      << text;
+            std::string::npos) << text;
   // The caller's line in the chain: the dispatch table's lambda, then main at module level.
   EXPECT_NE(text.find(", in <lambda>"), std::string::npos) << text;
   EXPECT_NE(text.find(", in main"), std::string::npos) << text;

@@ -40,7 +40,8 @@ TEST_P(LeakTest, FoundAtItsLineGrowingWithRequests) {
 
   std::vector<json> responses;
   for (const int requests : {2, 6}) {
-    while (responses.size() < static_cast<std::size_t>(requests)) responses.push_back(server.story(story.target));
+    while (responses.size() < static_cast<std::size_t>(requests))
+      responses.push_back(server.story(story.target));
     SCOPED_TRACE(story.name + " after " + std::to_string(requests) + " requests");
 
     const json diff = server.diff();
@@ -72,7 +73,8 @@ TEST_P(LeakTest, FoundAtItsLineGrowingWithRequests) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stories, LeakTest,
-                         ::testing::Values(Story{"client", "/client"}, Story{"figure", "/figure"},
+                         ::testing::Values(Story{"client", "/client"},
+                                           Story{"figure", "/figure"},
                                            Story{"convert", "/convert?rows=5000"}),
                          [](const auto& info) { return info.param.name; });
 
@@ -83,7 +85,9 @@ TEST(CacheTest, PlateausAtItsCapacity) {
   const int route = marked_line("route: cache");
   LeakyServer server;
   server.post("/debug/memory/baseline");
-  const auto shape = [](int i) { return "/cache?shape=" + std::to_string(i) + "x" + std::to_string(i); };
+  const auto shape = [](int i) {
+    return "/cache?shape=" + std::to_string(i) + "x" + std::to_string(i);
+  };
 
   json first;
   std::int64_t entry_bytes = 0;  // all an entry holds, wherever allocated
@@ -150,10 +154,8 @@ TEST(WalkthroughTest, LeaksGrowingAndTheFullCachePlateauedAfterTheTrafficStops) 
     }
     return by_site;
   };
-  const std::map<std::string, std::string> expected = {{"site: figure", "growing"},
-                                                       {"site: convert", "growing"},
-                                                       {"site: client", "growing"},
-                                                       {"site: cache", "plateaued"}};
+  const std::map<std::string, std::string> expected = {{"site: figure", "growing"}, {"site: convert", "growing"},
+                                                       {"site: client", "growing"}, {"site: cache", "plateaued"}};
   // Two points after the traffic: the LRU's last shapes were its largest, so the point taken
   // during them still rose (a report that took a second to name its frames used to give it
   // that time; names now come at once).
@@ -163,8 +165,7 @@ TEST(WalkthroughTest, LeaksGrowingAndTheFullCachePlateauedAfterTheTrafficStops) 
   EXPECT_EQ(verdicts(), expected) << "fifteen idle seconds later";
   const std::string text = server.get("/debug/memory/diff?limit=8&verdicts=1").body;
   EXPECT_NE(text.find("leak_stories.cpp:" + std::to_string(marked_line("site: cache")) + ": size=2048 KiB (+2048 KiB)"),
-            std::string::npos)
-      << text;
+            std::string::npos) << text;
   EXPECT_NE(text.find("[plateaued, retains "), std::string::npos) << text;
 }
 
@@ -187,16 +188,17 @@ TEST(WellBehavedTest, ShowsNoGrowth) {
 // Bad input to the sample's routes gets a 4xx with a reason, and the server stays up.
 TEST(BadInputTest, AnsweredWithAReason) {
   LeakyServer server;
-  for (const char* target : {"/cache", "/cache?shape=12", "/cache?shape=1x1&x=2", "/convert?rows=0", "/convert?rows=-1",
-                             "/convert?rows=99999999999", "/ok?kb=abc", "/nowhere", "/figure?id=1"}) {
+  for (const char* target : {"/cache", "/cache?shape=12", "/cache?shape=1x1&x=2",
+                             "/convert?rows=0", "/convert?rows=-1", "/convert?rows=99999999999",
+                             "/ok?kb=abc", "/nowhere", "/figure?id=1"}) {
     const Reply reply = http_test::get(server.port(), target);
     EXPECT_GE(reply.status, 400) << target;
     EXPECT_LT(reply.status, 500) << target;
     EXPECT_TRUE(reply.json().contains("error")) << target;
   }
   // Bytes that are not UTF-8, quoted back in the reason, must not break the JSON answer.
-  const std::string raw =
-      http_test::send_raw(server.port(), "GET /convert?rows=\xff\xfe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string raw = http_test::send_raw(
+      server.port(), "GET /convert?rows=\xff\xfe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(http_test::status_of(raw), 400) << raw;
   EXPECT_EQ(http_test::post(server.port(), "/figure").status, 405);
   EXPECT_EQ(http_test::get(server.port(), "/release").status, 405);

@@ -44,7 +44,8 @@ Held cache_entries(const json& diff) {
       descriptor = descriptor || function == "dnnl_primitive_desc_iterator_create";
       // The script's line that calls the convolution (Python frames in native stacks).
       model = model || (frame.value("kind", "") == "python" && frame.value("function", "") == "run" &&
-                        frame.value("file", "").ends_with("/conv_lengths.py") && frame.value("line", 0) == kConvLine);
+                        frame.value("file", "").ends_with("/conv_lengths.py") &&
+                        frame.value("line", 0) == kConvLine);
     }
     if (conv && descriptor) {
       held.count += stat.at("count_diff").get<std::int64_t>();
@@ -76,8 +77,9 @@ class TorchStory : public ::testing::Test {
     python_ = std::make_unique<http_test::ChildProcess>(
         std::vector<std::string>{"/usr/bin/python3", LIVEHEAP_STORIES_DIR "/conv_lengths.py", dir_},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY + " " + kJemalloc,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=off",
-                                 "XDG_RUNTIME_DIR=" + dir_, "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1"});
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
+                                 "LIVEHEAP_MODE=off", "XDG_RUNTIME_DIR=" + dir_,
+                                 "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1"});
   }
   void TearDown() override {
     if (!python_) return;

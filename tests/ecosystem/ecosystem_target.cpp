@@ -30,17 +30,12 @@ void report(const char* name, int line, long bytes, long count) {
   g_kept.reserve(64);
   int line = 0;
   for (int i = 0; i < 5; ++i) {
-    g_kept.push_back(std::malloc(1000));
-    line = __LINE__;
+    g_kept.push_back(std::malloc(1000)); line = __LINE__;
   }
   report("leak_a", line, 5000, 5);
-  g_kept.push_back(new char[3000]);
-  report("leak_b", __LINE__, 3000, 1);
+  g_kept.push_back(new char[3000]); report("leak_b", __LINE__, 3000, 1);
   for (int i = 0; i < 123; ++i) {
-    void* p = std::malloc(64);
-    line = __LINE__;
-    std::memset(p, 1, 8);
-    std::free(p);
+    void* p = std::malloc(64); line = __LINE__; std::memset(p, 1, 8); std::free(p);
   }
   report("transient", line, 123 * 64, 123);
 }
@@ -48,8 +43,7 @@ void report(const char* name, int line, long bytes, long count) {
 [[gnu::noinline]] void step2() {
   int line = 0;
   for (int i = 0; i < 7; ++i) {
-    g_kept.push_back(std::malloc(2048));
-    line = __LINE__;
+    g_kept.push_back(std::malloc(2048)); line = __LINE__;
   }
   report("leak_c", line, 7 * 2048, 7);
 }
@@ -61,15 +55,11 @@ void report(const char* name, int line, long bytes, long count) {
   g_kept.reserve(g_kept.size() + kKept);  // the vector's own growth stays off these lines
   int line = 0;
   for (long i = 0; i < kKept; ++i) {
-    g_kept.push_back(std::malloc(4096));
-    line = __LINE__;
+    g_kept.push_back(std::malloc(4096)); line = __LINE__;
   }
   report("kept", line, kKept * 4096, kKept);
   for (long i = 0; i < kChurn; ++i) {
-    void* p = std::malloc(1024);
-    line = __LINE__;
-    std::memset(p, 1, 8);
-    std::free(p);
+    void* p = std::malloc(1024); line = __LINE__; std::memset(p, 1, 8); std::free(p);
   }
   report("churn", line, kChurn * 1024, kChurn);
 }
@@ -79,8 +69,7 @@ void report(const char* name, int line, long bytes, long count) {
   g_strings.reserve(g_strings.size() + 5);  // the vector's own growth stays off the line
   int line = 0;
   for (int i = 0; i < 5; ++i) {
-    g_strings.emplace_back(3000, 'x');
-    line = __LINE__;
+    g_strings.emplace_back(3000, 'x'); line = __LINE__;
   }
   report("strings", line, 5 * 3001, 5);
 }
@@ -91,8 +80,7 @@ void report(const char* name, int line, long bytes, long count) {
   liveheap::RequestScope scope("POST /upload");
   int line = 0;
   for (int i = 0; i < 4; ++i) {
-    g_kept.push_back(std::malloc(2500));
-    line = __LINE__;
+    g_kept.push_back(std::malloc(2500)); line = __LINE__;
   }
   report("upload", line, 4 * 2500, 4);
 }
@@ -101,23 +89,17 @@ void report(const char* name, int line, long bytes, long count) {
 
 int main() {
   liveheap::Options options{liveheap::Mode::exact, 64};
-  if (std::getenv("LIVEHEAP_MODE") != nullptr)
-    options = liveheap::options_from_environment(liveheap::Mode::exact).value();
+  if (std::getenv("LIVEHEAP_MODE") != nullptr) options = liveheap::options_from_environment(liveheap::Mode::exact).value();
   liveheap::start(options);
   liveheap::http::AdminServer server({}, "127.0.0.1", 0);
   std::cout << "port " << server.port() << std::endl;
   std::string command;
   while (std::getline(std::cin, command)) {
-    if (command == "step1")
-      step1();
-    else if (command == "step2")
-      step2();
-    else if (command == "many")
-      many();
-    else if (command == "strings")
-      strings();
-    else if (command == "request")
-      request();
+    if (command == "step1") step1();
+    else if (command == "step2") step2();
+    else if (command == "many") many();
+    else if (command == "strings") strings();
+    else if (command == "request") request();
     std::cout << "ok" << std::endl;
   }
   return 0;

@@ -28,10 +28,9 @@ TEST(LiveTable, MatchesAModelThroughGrowthAndBackwardShiftDeletion) {
       // few past 48 bits; now and then a size of 16 MiB or more (those two: wide entries,
       // and a pointer reused across the two kinds replaces its entry in the other table).
       const unsigned region = rng() % 64;
-      const std::uintptr_t ptr = (region == 0   ? 0x1230000000000ull
+      const std::uintptr_t ptr = (region == 0 ? 0x1230000000000ull
                                   : region < 16 ? 0x7f0000000000ull
-                                                : 0x550000000000ull) +
-                                 16 * (rng() % 200000);
+                                                : 0x550000000000ull) + 16 * (rng() % 200000);
       const std::uint64_t size = rng() % 50 == 0 ? (1u << 24) + rng() % 100000 : rng() % 100000;
       const LiveBlock block{size, static_cast<StackId>(1 + rng() % kMaxStacks)};
       LiveBlock replaced;
@@ -67,7 +66,8 @@ TEST(LiveTable, MatchesAModelThroughGrowthAndBackwardShiftDeletion) {
 
   std::uint64_t visited_bytes = 0, expected_bytes = 0;
   for (const auto& [ptr, block] : model) expected_bytes += block.size;
-  table.clear([](void* ctx, const LiveBlock& b) { *static_cast<std::uint64_t*>(ctx) += b.size; }, &visited_bytes);
+  table.clear([](void* ctx, const LiveBlock& b) { *static_cast<std::uint64_t*>(ctx) += b.size; },
+              &visited_bytes);
   EXPECT_EQ(visited_bytes, expected_bytes);
   EXPECT_EQ(table.size(), 0u);
   EXPECT_EQ(table.memory_bytes(), 0);
@@ -123,10 +123,12 @@ TEST(StackTable, InternsEqualStacksOnceAndKeepsThemDistinct) {
     stacks.push_back(frames);
   }
   std::vector<StackId> ids;
-  for (const auto& s : stacks) ids.push_back(table.find_or_insert(s.data(), static_cast<std::uint32_t>(s.size())));
+  for (const auto& s : stacks)
+    ids.push_back(table.find_or_insert(s.data(), static_cast<std::uint32_t>(s.size())));
   for (std::size_t i = 0; i < stacks.size(); ++i) {
     ASSERT_NE(ids[i], kNoStack);
-    EXPECT_EQ(table.find_or_insert(stacks[i].data(), static_cast<std::uint32_t>(stacks[i].size())), ids[i]);
+    EXPECT_EQ(table.find_or_insert(stacks[i].data(), static_cast<std::uint32_t>(stacks[i].size())),
+              ids[i]);
     const StackRecord* r = table.record(ids[i]);
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(r->depth, stacks[i].size());
@@ -283,7 +285,8 @@ TEST(StackTable, PastTheRoomCheckNewStacksAreRefusedAndKnownOnesStillFound) {
   EXPECT_EQ(table.size(), interned.size());
   const std::int64_t full = table.memory_bytes();
   // Known stacks are found without asking; nothing more is mapped.
-  for (std::size_t i = 0; i < interned.size(); ++i) ASSERT_EQ(table.find_or_insert(interned[i].data(), 20), ids[i]);
+  for (std::size_t i = 0; i < interned.size(); ++i)
+    ASSERT_EQ(table.find_or_insert(interned[i].data(), 20), ids[i]);
   // A new stack that needs memory is refused again, and costs nothing.
   std::vector<std::uintptr_t> fresh(20, 0x900000);
   EXPECT_EQ(table.find_or_insert(fresh.data(), 20), kNoStack);

@@ -20,16 +20,15 @@ volatile int g_sink;
   auto* buffer = static_cast<volatile char*>(alloca(32 + 16 * static_cast<unsigned>(depth)));
   buffer[0] = static_cast<char>(depth);
 #endif
-  if (depth == 0)
-    callback(arg);
-  else
-    nest(callback, arg, depth - 1);
+  if (depth == 0) callback(arg);
+  else nest(callback, arg, depth - 1);
   g_sink = g_sink + depth;
 }
 
 }  // namespace
 
-extern "C" [[gnu::visibility("default")]] void module_call(void (*callback)(void*), void* arg, int depth) {
+extern "C" [[gnu::visibility("default")]] void module_call(void (*callback)(void*), void* arg,
+                                                          int depth) {
   nest(callback, arg, depth);
   g_sink = g_sink + 1;
 }

@@ -48,7 +48,8 @@ void expect_same_stacks(const Captured& c, const char* what) {
 TEST_F(Unwind, EveryFrameShapeAloneMatchesLibunwindAndLibgcc) {
   for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
     const auto shape = static_cast<Shape>(s);
-    expect_same_stacks(capture_through_from_here({shape, shape, shape}), ("shape " + std::to_string(s)).c_str());
+    expect_same_stacks(capture_through_from_here({shape, shape, shape}),
+                       ("shape " + std::to_string(s)).c_str());
   }
 }
 
@@ -57,7 +58,8 @@ TEST_F(Unwind, RandomMixturesOfShapesMatch) {
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<Shape> shapes(1 + rng() % 40);
     for (Shape& s : shapes) s = static_cast<Shape>(rng() % static_cast<unsigned>(Shape::kCount));
-    expect_same_stacks(capture_through_from_here(shapes), ("trial " + std::to_string(trial)).c_str());
+    expect_same_stacks(capture_through_from_here(shapes),
+                       ("trial " + std::to_string(trial)).c_str());
   }
 }
 
@@ -67,8 +69,7 @@ TEST_F(Unwind, RepeatedStacksStillMatchOnceRulesAreCached) {
   const std::vector<Shape> b{Shape::realigned, Shape::qsort_callback, Shape::plain};
   for (int i = 0; i < 50; ++i) {
     expect_same_stacks((i % 5 != 0 ? capture_through_from_here : capture_through)(i % 2 ? a : b, 128), "alternating");
-    expect_same_stacks((i % 4 != 0 ? capture_through_from_here : capture_through)(i % 3 ? b : a, 128),
-                       "alternating, shifted");
+    expect_same_stacks((i % 4 != 0 ? capture_through_from_here : capture_through)(i % 3 ? b : a, 128), "alternating, shifted");
   }
 }
 
@@ -115,8 +116,7 @@ void capture_in_handler(int) {
 
 TEST_F(Unwind, SignalFramesGoToLibunwind) {
   const std::uint64_t fallbacks_before = fallback_walks();
-  struct sigaction action {
-  }, old{};
+  struct sigaction action {}, old {};
   action.sa_handler = capture_in_handler;
   sigemptyset(&action.sa_mask);
   ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
@@ -128,7 +128,8 @@ TEST_F(Unwind, SignalFramesGoToLibunwind) {
   // The handler called capture_all (one frame more) and capture_stack from other lines:
   // below their innermost frames the stacks are the same, to the handler's caller.
   ASSERT_EQ(g_capture_stack_depth + 1, g_in_handler.libunwind.size());
-  EXPECT_TRUE(std::equal(g_in_handler.libunwind.begin() + 2, g_in_handler.libunwind.end(), g_capture_stack_frames + 1));
+  EXPECT_TRUE(std::equal(g_in_handler.libunwind.begin() + 2, g_in_handler.libunwind.end(),
+                         g_capture_stack_frames + 1));
 }
 
 // Code unloaded and other code loaded (perhaps at the same addresses): no stale rule.
@@ -236,7 +237,8 @@ thread_local int t_repeated_count;
 }
 
 TEST_F(Unwind, ARepeatedStackIsTakenFromThePreviousWalkAndStillMatches) {
-  const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized, Shape::plain};
+  const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized,
+                                  Shape::plain};
   empty_walk_cache();
   t_repeated_count = 0;
   while (t_repeated_count < 2) capture_repeated(&shapes);  // one call site, no index register
@@ -372,10 +374,8 @@ TEST_F(Unwind, DepthsAroundTheFrameLimitMatch) {
 // always hash_frames() of the frames it returns.
 [[gnu::noinline]] void check_hash(int level, std::uint32_t max, int* checked) {
   if (level > 0) {
-    if ((level + *checked) % 3 == 0)
-      check_hash(level - 1, max, checked);
-    else
-      check_hash(level - 2 < 0 ? 0 : level - 2, max, checked);
+    if ((level + *checked) % 3 == 0) check_hash(level - 1, max, checked);
+    else check_hash(level - 2 < 0 ? 0 : level - 2, max, checked);
     g_sink = g_sink + static_cast<std::uintptr_t>(level);
     return;
   }
@@ -389,7 +389,8 @@ TEST_F(Unwind, DepthsAroundTheFrameLimitMatch) {
 TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
   const std::uint64_t before = reused_frames();
   int checked = 0;
-  for (int round = 0; round < 300; ++round) check_hash(round % 37, round % 5 == 0 ? 8 + round % 30 : 128, &checked);
+  for (int round = 0; round < 300; ++round)
+    check_hash(round % 37, round % 5 == 0 ? 8 + round % 30 : 128, &checked);
   EXPECT_EQ(checked, 300);
   EXPECT_GT(reused_frames(), before);
 }
@@ -402,8 +403,8 @@ TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
 StackTable g_memo_table;
 volatile int g_two = 2;
 
-[[gnu::noinline]] std::uint32_t capture_at(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
-                                           KnownStack* known) {
+[[gnu::noinline]] std::uint32_t capture_at(std::uintptr_t* frames, std::uint32_t max,
+                                           std::uint64_t* hash, KnownStack* known) {
   const std::uint32_t depth = capture_stack(frames, max, hash, known);
   g_sink = g_sink + depth;  // work after the call: not a tail call
   return depth;
@@ -416,12 +417,9 @@ volatile int g_two = 2;
     // third skipping a level), so that stacks share their outer part, as a server's do.
     const int site = level <= 3 ? branch % 3 : 0;
     const int rest = level <= 3 ? branch / 3 : branch;
-    if (site == 0)
-      check_known_id(level - 1, max, rest, checked, known_ids);
-    else if (site == 1)
-      check_known_id(level - 1, max, rest, checked, known_ids);
-    else
-      check_known_id(level - 2 < 0 ? 0 : level - 2, max, rest, checked, known_ids);
+    if (site == 0) check_known_id(level - 1, max, rest, checked, known_ids);
+    else if (site == 1) check_known_id(level - 1, max, rest, checked, known_ids);
+    else check_known_id(level - 2 < 0 ? 0 : level - 2, max, rest, checked, known_ids);
     g_sink = g_sink + static_cast<std::uintptr_t>(level);
     return;
   }
@@ -467,8 +465,7 @@ TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
       check_known_id(level, max, static_cast<int>(random() % 27), &checked, &known_ids);
     }
     memo_hits = walk_cache_use().memo_hits;
-  })
-      .join();
+  }).join();
   EXPECT_EQ(checked, 20000);
   EXPECT_GT(known_ids, 20u) << "the memo hardly ever knew a stack";
   EXPECT_EQ(known_ids, memo_hits);
@@ -476,7 +473,8 @@ TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
 
 TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
   forget_frame_rules();  // as a dlclose does: the first walk below starts afresh too
-  for (const char* path : {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B, LIVEHEAP_UNWIND_MODULE_A}) {
+  for (const char* path :
+       {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B, LIVEHEAP_UNWIND_MODULE_A}) {
     void* handle = nullptr;
     const std::uint64_t before = reused_frames();
     expect_same_stacks(call_module(path, &handle), path);
@@ -500,8 +498,7 @@ void walk_in_handler(int) {
 }
 
 TEST_F(Unwind, WalksInterruptedByAHandlerThatWalksStayExact) {
-  struct sigaction action {
-  }, old{};
+  struct sigaction action {}, old {};
   action.sa_handler = walk_in_handler;
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
@@ -530,7 +527,8 @@ TEST_F(Unwind, WalksInterruptedByAHandlerThatWalksStayExact) {
 TEST(OwnCode, TheHooksAndTheWalkAreOwnCodeTheTestIsNot) {
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::malloc)));
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::free)));
-  using Capture = std::uint32_t (*)(std::uintptr_t*, std::uint32_t, std::uint64_t*, KnownStack*, const WalkStart&);
+  using Capture = std::uint32_t (*)(std::uintptr_t*, std::uint32_t, std::uint64_t*, KnownStack*,
+                                    const WalkStart&);
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(static_cast<Capture>(&capture_stack))));
   EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&first_frame_of_capture)));
   EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&capture_all)));
@@ -561,10 +559,11 @@ TEST(FrameRules, AddressesWithoutCodeAreUnsupported) {
 }
 
 TEST(FrameRules, PackRoundTrips) {
-  for (const FrameRule r :
-       {FrameRule{FrameRule::Kind::step, false, 0, 8}, FrameRule{FrameRule::Kind::step, true, -16, 16},
-        FrameRule{FrameRule::Kind::step, false, -32768, 2147483647}, FrameRule{FrameRule::Kind::outermost, false, 0, 0},
-        FrameRule{FrameRule::Kind::unsupported, true, 32767, -5}}) {
+  for (const FrameRule r : {FrameRule{FrameRule::Kind::step, false, 0, 8},
+                            FrameRule{FrameRule::Kind::step, true, -16, 16},
+                            FrameRule{FrameRule::Kind::step, false, -32768, 2147483647},
+                            FrameRule{FrameRule::Kind::outermost, false, 0, 0},
+                            FrameRule{FrameRule::Kind::unsupported, true, 32767, -5}}) {
     EXPECT_EQ(FrameRule::unpack(r.pack()), r);
     EXPECT_NE(r.pack(), 0u);  // 0 means "no rule" in the caches
   }
@@ -634,7 +633,8 @@ TEST(FrameRuleCache, ReadersNeverSeeAnotherKeysRuleWhileClearedAndRefilled) {
   std::vector<std::uintptr_t> order(kKeys);
   for (std::uintptr_t k = 0; k < kKeys; ++k) order[k] = (k + 1) * 64;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  for (int round = 0; round < 300 || (hits.load() < 100000 && std::chrono::steady_clock::now() < deadline); ++round) {
+  for (int round = 0; round < 300 || (hits.load() < 100000 && std::chrono::steady_clock::now() < deadline);
+       ++round) {
     std::shuffle(order.begin(), order.end(), rng);
     for (std::uintptr_t k : order) cache.insert(k, rule_for(k, static_cast<std::uint32_t>(round)), cache.generation());
     std::this_thread::yield();

@@ -31,8 +31,9 @@ constexpr std::string_view kToken = "s3cret-token";
 constexpr std::string_view kAllowedHost = "heap.example";
 
 [[noreturn]] void fail(const char* what, const Request& req, const Response* res) {
-  std::fprintf(stderr, "handler_fuzzer: %s\nrequest: %.*s %.*s\n", what, static_cast<int>(req.method_string().size()),
-               req.method_string().data(), static_cast<int>(req.target().size()), req.target().data());
+  std::fprintf(stderr, "handler_fuzzer: %s\nrequest: %.*s %.*s\n", what,
+               static_cast<int>(req.method_string().size()), req.method_string().data(),
+               static_cast<int>(req.target().size()), req.target().data());
   if (res) std::fprintf(stderr, "status %u\n", res->result_int());
   std::abort();
 }
@@ -58,7 +59,8 @@ bool loopback_or_allowed(std::string_view host) {
     return host.size() >= prefix.size() && boost::beast::iequals(host.substr(0, prefix.size()), prefix);
   };
   const auto is = [&](std::string_view name) {
-    return boost::beast::iequals(host, name) || (starts(name) && host.size() > name.size() && host[name.size()] == ':');
+    return boost::beast::iequals(host, name) ||
+           (starts(name) && host.size() > name.size() && host[name.size()] == ':');
   };
   return is("localhost") || starts("127.") || starts("[::1]") || starts("[0:0:0:0:0:0:0:1]") ||
          starts("[::ffff:127.") || is(kAllowedHost);
@@ -68,7 +70,8 @@ bool loopback_or_allowed(std::string_view host) {
 bool is_dashboard(std::string_view target) {
   const std::string path = liveheap::http::split_target(target).path;  // served: it parsed
   // Its files are also served beside the page (/debug/memory/app.js); no data route has a '.'.
-  return path == "/debug/memory" || path == "/debug/memory/" || path.starts_with("/debug/memory/static/") ||
+  return path == "/debug/memory" || path == "/debug/memory/" ||
+         path.starts_with("/debug/memory/static/") ||
          (path.starts_with("/debug/memory/") && path.find('.', path.rfind('/')) != std::string::npos);
 }
 
@@ -87,7 +90,8 @@ void check_response(const Request& req, const Response& res, bool with_token) {
   const std::string_view site = req["Sec-Fetch-Site"];
   if (req.method() == bh::verb::post && (site == "cross-site" || site == "same-site"))
     fail("a cross-site POST was served", req, &res);
-  if (with_token && !is_dashboard(req.target()) && req[bh::field::authorization].find(kToken) == std::string_view::npos)
+  if (with_token && !is_dashboard(req.target()) &&
+      req[bh::field::authorization].find(kToken) == std::string_view::npos)
     fail("served data without the token", req, &res);
 }
 

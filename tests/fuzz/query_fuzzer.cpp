@@ -29,11 +29,13 @@ void check_query(const Query& q, ParamSet allowed) {
   check(q.limit >= 1 && q.limit <= kMaxLimit, "limit out of range");
   check(q.seconds <= kMaxSeconds, "seconds out of range");
   check(!q.frames || (*q.frames >= 1 && *q.frames <= liveheap::kMaxFrames), "frames out of range");
-  check(!q.sample_interval || *q.sample_interval >= kMinHttpSampleInterval, "sample_interval below the HTTP floor");
+  check(!q.sample_interval || *q.sample_interval >= kMinHttpSampleInterval,
+        "sample_interval below the HTTP floor");
   check(!q.pid || (*q.pid >= kAllProcesses && *q.pid <= kMaxPid), "pid out of range");
   check(q.include.size() + q.exclude.size() == q.filters.size(), "filters lost");
   check(!(q.cumulative && q.key == liveheap::KeyType::traceback), "cumulative with traceback");
-  check(!q.format || (*q.format != Format::folded && *q.format != Format::folded2) || (allowed & (kFolded | kFolded2)),
+  check(!q.format || (*q.format != Format::folded && *q.format != Format::folded2) ||
+            (allowed & (kFolded | kFolded2)),
         "a folded format where the route takes none");
   check(q.seconds == 0 || (allowed & kSeconds), "seconds= where the route takes none");
   check((!q.mode && !q.frames && !q.sample_interval) || (allowed & kStartOptions),

@@ -51,52 +51,41 @@ void keep(void* pointer, std::size_t size, std::size_t alignment = 0, bool delet
 [[gnu::noinline]] void allocate_known() {
   // 65536 small blocks: enough bytes for sampled mode's estimate to be tight.
   for (int i = 0; i < 65536; ++i) {
-    keep(std::malloc(1000), 1000);
-    if (i == 0) g_sites.push_back({__LINE__, 65536000, 65536});
+    keep(std::malloc(1000), 1000); if (i == 0) g_sites.push_back({__LINE__, 65536000, 65536});
   }
   for (int i = 0; i < 64; ++i) {
-    keep(std::calloc(100, 1000), 100000);
-    if (i == 0) g_sites.push_back({__LINE__, 6400000, 64});
+    keep(std::calloc(100, 1000), 100000); if (i == 0) g_sites.push_back({__LINE__, 6400000, 64});
   }
   for (int i = 0; i < 64; ++i) {
     void* grown = std::malloc(16);
-    grown = std::realloc(grown, 300000);
-    if (i == 0) g_sites.push_back({__LINE__, 19200000, 64});
+    grown = std::realloc(grown, 300000); if (i == 0) g_sites.push_back({__LINE__, 19200000, 64});
     keep(grown, 300000);
   }
   for (int i = 0; i < 64; ++i) {
     void* aligned = nullptr;
-    const int failed = posix_memalign(&aligned, 4096, 5000);
-    if (i == 0) g_sites.push_back({__LINE__, 320000, 64});
+    const int failed = posix_memalign(&aligned, 4096, 5000); if (i == 0) g_sites.push_back({__LINE__, 320000, 64});
     if (failed != 0) aligned = nullptr;
     keep(aligned, 5000, 4096);
   }
   for (int i = 0; i < 64; ++i) {
-    keep(std::aligned_alloc(64, 6400), 6400, 64);
-    if (i == 0) g_sites.push_back({__LINE__, 409600, 64});
+    keep(std::aligned_alloc(64, 6400), 6400, 64); if (i == 0) g_sites.push_back({__LINE__, 409600, 64});
   }
   for (int i = 0; i < 64; ++i) {
-    keep(memalign(256, 7000), 7000, 256);
-    if (i == 0) g_sites.push_back({__LINE__, 448000, 64});
+    keep(memalign(256, 7000), 7000, 256); if (i == 0) g_sites.push_back({__LINE__, 448000, 64});
   }
   for (int i = 0; i < 64; ++i) {
-    keep(new char[9000], 9000, 0, true);
-    if (i == 0) g_sites.push_back({__LINE__, 576000, 64});
+    keep(new char[9000], 9000, 0, true); if (i == 0) g_sites.push_back({__LINE__, 576000, 64});
   }
   for (int i = 0; i < 1000; ++i) {  // allocated and freed again: no growth
-    void* transient = std::malloc(50000);
-    std::memset(transient, 1, 50000);
-    std::free(transient);
+    void* transient = std::malloc(50000); std::memset(transient, 1, 50000); std::free(transient);
   }
   g_sites.push_back({__LINE__ - 2, 0, 0});
 }
 
 void free_all() {
   for (const Block& block : g_blocks) {
-    if (block.delete_array)
-      delete[] static_cast<char*>(block.pointer);
-    else
-      std::free(block.pointer);
+    if (block.delete_array) delete[] static_cast<char*>(block.pointer);
+    else std::free(block.pointer);
   }
   g_blocks.clear();
 }

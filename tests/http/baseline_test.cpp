@@ -19,7 +19,9 @@ std::uint64_t addresses_asked(const nlohmann::json& stats) {
   return stats.at("symbolizer").at("addresses_asked").get<std::uint64_t>();
 }
 
-nlohmann::json stats_now(std::uint16_t port) { return get(port, "/debug/memory/stats?format=json").json(); }
+nlohmann::json stats_now(std::uint16_t port) {
+  return get(port, "/debug/memory/stats?format=json").json();
+}
 
 TEST_F(BaselineTest, TakingTheBaselineSymbolizesNothingTheDiffDoes) {
   const nlohmann::json before = stats_now(port());
@@ -61,14 +63,16 @@ OpenedWindow window_that_started_unsymbolized(std::uint16_t port, const std::str
 }
 
 TEST_F(BaselineTest, AWindowsStartSymbolizesNothing) {
-  const OpenedWindow window = window_that_started_unsymbolized(port(), "/debug/memory/diff?seconds=1&limit=100");
+  const OpenedWindow window =
+      window_that_started_unsymbolized(port(), "/debug/memory/diff?seconds=1&limit=100");
   ASSERT_EQ(window.reply.status, 200) << window.reply.body;
   EXPECT_NE(window.reply.body.find("against the heap 1 s ago"), std::string::npos) << window.reply.body;
   EXPECT_GT(addresses_asked(stats_now(port())), window.asked_before);
 }
 
 TEST_F(BaselineTest, APprofWindowsStartSymbolizesNothing) {
-  const OpenedWindow window = window_that_started_unsymbolized(port(), "/debug/memory/pprof/heap?seconds=1");
+  const OpenedWindow window =
+      window_that_started_unsymbolized(port(), "/debug/memory/pprof/heap?seconds=1");
   ASSERT_EQ(window.reply.status, 200) << window.reply.body;
   ASSERT_GE(window.reply.body.size(), 2u);
   EXPECT_EQ(static_cast<unsigned char>(window.reply.body[0]), 0x1f);  // gzip's magic

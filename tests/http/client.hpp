@@ -31,8 +31,8 @@ struct Reply {
 
 // One request on a fresh connection. `headers` as "Name: value\r\n" lines; "Host: 127.0.0.1"
 // is added unless they hold a Host of their own.
-Reply send(std::uint16_t port, std::string_view method, std::string_view target, std::string_view headers = {},
-           std::string_view body = {});
+Reply send(std::uint16_t port, std::string_view method, std::string_view target,
+           std::string_view headers = {}, std::string_view body = {});
 inline Reply get(std::uint16_t port, std::string_view target, std::string_view headers = {}) {
   return send(port, "GET", target, headers);
 }
@@ -42,7 +42,8 @@ inline Reply post(std::uint16_t port, std::string_view target, std::string_view 
 
 // Writes `bytes` as they are, half-closes unless told not to, and returns everything the
 // server sends until it closes (or `timeout_ms` passes).
-std::string send_raw(std::uint16_t port, std::string_view bytes, bool half_close = true, int timeout_ms = 15000);
+std::string send_raw(std::uint16_t port, std::string_view bytes, bool half_close = true,
+                     int timeout_ms = 15000);
 // The status code of a raw response ("HTTP/1.1 400 ..." -> 400), 0 when there is none.
 int status_of(std::string_view raw);
 

@@ -31,8 +31,8 @@ void say(const std::string& line) {
 [[gnu::noinline]] void keep_known() {
   const int line = __LINE__ + 1;
   for (auto& block : g_keep) block = std::malloc(1500);
-  say("WORKER " + std::to_string(::getpid()) + " " + std::to_string(::geteuid()) + " " __FILE__ ":" +
-      std::to_string(line));
+  say("WORKER " + std::to_string(::getpid()) + " " + std::to_string(::geteuid()) +
+      " " __FILE__ ":" + std::to_string(line));
 }
 
 }  // namespace

@@ -21,38 +21,25 @@ int g_leak_line = 0;
 int g_cache_line = 0;
 
 [[gnu::noinline]] void leak_step() {
-  g_leak.push_back(std::malloc(1000));
-  g_leak_line = __LINE__;
+  g_leak.push_back(std::malloc(1000)); g_leak_line = __LINE__;
 }
 [[gnu::noinline]] void cache_step() {
-  if (g_cache.size() < 2) {
-    g_cache.push_back(std::malloc(4096));
-  }
-  g_cache_line = __LINE__;
+  if (g_cache.size() < 2) { g_cache.push_back(std::malloc(4096)); } g_cache_line = __LINE__;
 }
 // A steady churn: one block replaced every step, the same bytes live throughout.
 void* g_churn = nullptr;
 int g_churn_line = 0;
 [[gnu::noinline]] void churn_step() {
-  std::free(g_churn);
-  g_churn = std::malloc(512);
-  g_churn_line = __LINE__;
+  std::free(g_churn); g_churn = std::malloc(512); g_churn_line = __LINE__;
 }
 // A pool filled before the history starts, then drained one block a step.
 void* g_pool[7] = {};
 int g_pool_line = 0;
 int g_pool_left = 0;
 [[gnu::noinline]] void pool_fill() {
-  for (void*& p : g_pool) {
-    p = std::malloc(2048);
-  }
-  g_pool_line = __LINE__;
-  g_pool_left = 7;
+  for (void*& p : g_pool) { p = std::malloc(2048); } g_pool_line = __LINE__; g_pool_left = 7;
 }
-[[gnu::noinline]] void pool_step() {
-  std::free(g_pool[--g_pool_left]);
-  g_pool[g_pool_left] = nullptr;
-}
+[[gnu::noinline]] void pool_step() { std::free(g_pool[--g_pool_left]); g_pool[g_pool_left] = nullptr; }
 // The program's work between two points (a request served: allocated, then freed), which
 // the verdicts are measured against: without it every interval would be idle.
 [[gnu::noinline]] void work_step() {
@@ -87,8 +74,7 @@ class HistoryRoute : public ServerTest {
       liveheap::tracker::history_tick();
       // Distinct times for the trends: the clock the points are stamped with moved on.
       const std::int64_t last = liveheap::tracker::history_raw().points.back().t_ms;
-      ASSERT_TRUE(wait_until(
-          kPatience, [&] { return engine::now_ms() > last; }, std::chrono::milliseconds(1)));
+      ASSERT_TRUE(wait_until(kPatience, [&] { return engine::now_ms() > last; }, std::chrono::milliseconds(1)));
     }
   }
   void TearDown() override {
@@ -155,8 +141,7 @@ TEST_F(HistoryRoute, SeriesAreExactAndVerdictsNameTheShapes) {
   // The process's work at each point: at least each step's request and leak.
   for (std::size_t i = 1; i < h["points"].size(); ++i) {
     const nlohmann::json& p = h["points"][i];
-    EXPECT_GE(p["allocated"].get<std::int64_t>() - h["points"][i - 1]["allocated"].get<std::int64_t>(),
-              64 * 1024 + 1000);
+    EXPECT_GE(p["allocated"].get<std::int64_t>() - h["points"][i - 1]["allocated"].get<std::int64_t>(), 64 * 1024 + 1000);
     EXPECT_GE(p["allocations"].get<std::int64_t>() - h["points"][i - 1]["allocations"].get<std::int64_t>(), 3);
     EXPECT_EQ(p["idle"], false);
   }
@@ -164,10 +149,8 @@ TEST_F(HistoryRoute, SeriesAreExactAndVerdictsNameTheShapes) {
   const Reply text = get(port(), "/debug/memory/history?include=*history_test.cpp");
   ASSERT_EQ(text.status, 200);
   EXPECT_TRUE(text.body.starts_with("History: 6 points every 0 s")) << text.body;
-  EXPECT_NE(text.body.find(":" + std::to_string(g_cache_line) +
-                           ": size=8192 B, count=2, average=4096 B [plateaued, retains 100%, idle "),
-            std::string::npos)
-      << text.body;
+  EXPECT_NE(text.body.find(":" + std::to_string(g_cache_line) + ": size=8192 B, count=2, average=4096 B [plateaued, retains 100%, idle "),
+            std::string::npos) << text.body;
 }
 
 TEST_F(HistoryRoute, TopAndDiffCarryVerdictsTextOnlyWhenAsked) {
@@ -178,10 +161,8 @@ TEST_F(HistoryRoute, TopAndDiffCarryVerdictsTextOnlyWhenAsked) {
   const std::string plain = get(port(), "/debug/memory/top?include=*history_test.cpp").body;
   EXPECT_EQ(plain.find('['), std::string::npos) << plain;  // tracemalloc's lines, unchanged
   const std::string with = get(port(), "/debug/memory/top?include=*history_test.cpp&verdicts=1").body;
-  EXPECT_NE(with.find(":" + std::to_string(g_leak_line) +
-                      ": size=6000 B, count=6, average=1000 B [growing, retains 100%, idle 0 s]"),
-            std::string::npos)
-      << with;
+  EXPECT_NE(with.find(":" + std::to_string(g_leak_line) + ": size=6000 B, count=6, average=1000 B [growing, retains 100%, idle 0 s]"),
+            std::string::npos) << with;
 
   ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);
   const nlohmann::json diff = get(port(), "/debug/memory/diff?format=json&include=*history_test.cpp").json();

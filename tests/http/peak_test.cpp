@@ -33,32 +33,27 @@ nlohmann::json report(std::uint16_t port, const std::string& route) {
 
 // Until /peak shows `bytes` at `line`.
 testing::AssertionResult wait_for_peak(std::uint16_t port, int line, long bytes) {
-  return wait_until(kPatience,
-                    [&] {
-                      const nlohmann::json stat = at_line(report(port, "peak"), line);
-                      return !stat.is_null() && stat["size"] == bytes;
-                    })
-         << ": /peak never showed " << bytes << " B at line " << line;
+  return wait_until(kPatience, [&] {
+    const nlohmann::json stat = at_line(report(port, "peak"), line);
+    return !stat.is_null() && stat["size"] == bytes;
+  }) << ": /peak never showed " << bytes << " B at line " << line;
 }
 
 // Until the peak thread has looked since the last time the allocation path woke it (the
 // server is in this process): what it would record, it has.
 testing::AssertionResult wait_for_recorder() {
-  return wait_until(
-             kPatience, [] { return liveheap::peak::caught_up(); }, std::chrono::milliseconds(1))
+  return wait_until(kPatience, [] { return liveheap::peak::caught_up(); }, std::chrono::milliseconds(1))
          << ": the peak thread never looked after its last wake-up";
 }
 
 TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
   // The record moves only when the heap passes it by 1/32: start from an empty one.
   ASSERT_EQ(post(port(), "/debug/memory/clear").status, 200);
-  void* a = std::malloc(kA);
-  const int line_x = __LINE__;
+  void* a = std::malloc(kA); const int line_x = __LINE__;
   g_escape = a;
   ASSERT_TRUE(wait_for_peak(port(), line_x, kA));
   std::free(a);
-  void* b = std::malloc(kB);
-  const int line_y = __LINE__;
+  void* b = std::malloc(kB); const int line_y = __LINE__;
   g_escape = b;
   ASSERT_TRUE(wait_for_recorder());  // the record stays
 
@@ -79,8 +74,8 @@ TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
   const Reply text = get(port(), "/debug/memory/peak?limit=1&include=*peak_test.cpp");
   EXPECT_TRUE(text.body.starts_with("Top 1 of ")) << text.body;
   EXPECT_NE(text.body.find(" lines: size=8192 KiB"), std::string::npos) << text.body;
-  EXPECT_TRUE(
-      text.body.ends_with("peak_test.cpp:" + std::to_string(line_x) + ": size=8192 KiB, count=1, average=8192 KiB\n"))
+  EXPECT_TRUE(text.body.ends_with("peak_test.cpp:" + std::to_string(line_x) +
+                                  ": size=8192 KiB, count=1, average=8192 KiB\n"))
       << text.body;
 
   // key=traceback in text: each line followed by its whole stack, as on /top.
@@ -89,8 +84,8 @@ TEST_F(PeakTest, ShowsTheLineThatMadeThePeakAfterItsBlockIsGone) {
   EXPECT_NE(stacks.body.find(frame_x), std::string::npos) << stacks.body;
   EXPECT_NE(stacks.body.find("  File \""), stacks.body.rfind("  File \"")) << "one frame only:\n" << stacks.body;
   const Reply top_stacks = get(port(), "/debug/memory/top?key=traceback&limit=1&include=*peak_test.cpp");
-  EXPECT_NE(top_stacks.body.find("peak_test.cpp\", line " + std::to_string(line_y) + ", in "), std::string::npos)
-      << top_stacks.body;
+  EXPECT_NE(top_stacks.body.find("peak_test.cpp\", line " + std::to_string(line_y) + ", in "),
+            std::string::npos) << top_stacks.body;
 
   // traceback=1 with key=line: each statistic with its whole stack, not only the key's frame.
   const Reply whole = get(port(), "/debug/memory/top?traceback=1&format=json&limit=10000&include=*peak_test.cpp");

@@ -28,7 +28,8 @@ class PreloadTest : public ::testing::Test {
     program_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{LIVEHEAP_EXACT_TRUTH, "--phases"},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=exact"});
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
+                                 "LIVEHEAP_MODE=exact"});
     const auto ready = program_->read_line(20000);
     ASSERT_EQ(ready.value_or("EOF"), "BASELINE-READY");
   }
@@ -79,9 +80,10 @@ TEST_F(PreloadTest, LookingAtTheHeapDoesNotGrowIt) {
   ASSERT_EQ(post(port_, "/debug/memory/baseline").status, 200);
   for (int i = 0; i < 5; ++i)
     for (const char* target :
-         {"/debug/memory/stats", "/debug/memory/top?format=json&key=traceback", "/debug/memory/diff?limit=50",
-          "/debug/memory/tracebacks?format=json", "/debug/memory/baseline", "/debug/memory/top?limit=0",
-          "/debug/memory/", "/debug/memory/nope", "/elsewhere"})
+         {"/debug/memory/stats", "/debug/memory/top?format=json&key=traceback",
+          "/debug/memory/diff?limit=50", "/debug/memory/tracebacks?format=json",
+          "/debug/memory/baseline", "/debug/memory/top?limit=0", "/debug/memory/",
+          "/debug/memory/nope", "/elsewhere"})
       get(port_, target);
   const auto report = get(port_, "/debug/memory/diff?format=json&limit=10000").json();
   EXPECT_EQ(report["total"]["size_diff"], 0) << report.dump(1);
@@ -108,9 +110,9 @@ TEST_F(PreloadTest, LookingCostsTheProcessNoDebugInformation) {
   const long tracker_before = get(port_, "/debug/memory/stats?format=json").json()["tracker_memory"].get<long>();
   ASSERT_EQ(post(port_, "/debug/memory/baseline").status, 200);
   for (int i = 0; i < 4; ++i)
-    for (const char* target :
-         {"/debug/memory/top?key=traceback&limit=1000", "/debug/memory/diff?limit=1000&verdicts=1",
-          "/debug/memory/tracebacks?format=json", "/debug/memory/peak", "/debug/memory/pprof/heap"})
+    for (const char* target : {"/debug/memory/top?key=traceback&limit=1000", "/debug/memory/diff?limit=1000&verdicts=1",
+                               "/debug/memory/tracebacks?format=json", "/debug/memory/peak",
+                               "/debug/memory/pprof/heap"})
       ASSERT_EQ(get(port_, target).status, 200) << target;
   const nlohmann::json stats = get(port_, "/debug/memory/stats?format=json").json();
   const long grown = resident_bytes(program_->pid()) - before;
@@ -138,10 +140,10 @@ nlohmann::json diff_of_exact_truth(ChildProcess& program, std::uint16_t port) {
 // module+offset) without lines, and /stats says why. The program runs on, quietly.
 TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
   const std::uint16_t port = free_port();
-  ChildProcess program(
-      {LIVEHEAP_EXACT_TRUTH, "--phases"},
-      {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY, "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-       "LIVEHEAP_MODE=exact", "LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"});
+  ChildProcess program({LIVEHEAP_EXACT_TRUTH, "--phases"},
+                       {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
+                        "LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"});
   const nlohmann::json report = diff_of_exact_truth(program, port);
   ASSERT_FALSE(report["stats"].empty()) << report.dump(1);
   for (const nlohmann::json& stat : report["stats"])
@@ -151,8 +153,7 @@ TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
     }
   const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
   EXPECT_NE(stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
-            std::string::npos)
-      << stats.dump(1);
+            std::string::npos) << stats.dump(1);
   EXPECT_NE(get(port, "/debug/memory/stats").body.find("symbolizer: unavailable"), std::string::npos);
   program.write_line("go");
   while (program.read_line(2000)) {
@@ -165,16 +166,16 @@ TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
 // meanwhile (as nginx's workers do) keeps the symbolizer it was given.
 TEST(PreloadSymbolizer, TheOneNamedAtStartStaysNamedWhenTheProgramClearsItsEnvironment) {
   const std::uint16_t port = free_port();
-  ChildProcess program(
-      {"/usr/bin/python3", "-c", "import os, sys; os.environ.clear(); print('READY', flush=True); sys.stdin.read()"},
-      {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY, "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-       "LIVEHEAP_SAMPLE_INTERVAL=4096", "LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"});
+  ChildProcess program({"/usr/bin/python3", "-c",
+                        "import os, sys; os.environ.clear(); print('READY', flush=True); sys.stdin.read()"},
+                       {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_SAMPLE_INTERVAL=4096",
+                        "LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"});
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
   ASSERT_EQ(get(port, "/debug/memory/top?key=traceback&limit=3").status, 200);
   const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
   EXPECT_NE(stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
-            std::string::npos)
-      << stats.dump(1);
+            std::string::npos) << stats.dump(1);
   EXPECT_EQ(program.wait(10000), 0);
 }
 
@@ -200,8 +201,8 @@ struct SymbolizerSeen {
 SymbolizerSeen symbolizer_of_a_report(const std::string& link, std::vector<std::string> argv) {
   const std::uint16_t port = free_port();
   ChildProcess program(std::move(argv), {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                         "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
-                                         "LIVEHEAP_SYMBOLIZER=" + link});
+                                         "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
+                                         "LIVEHEAP_MODE=exact", "LIVEHEAP_SYMBOLIZER=" + link});
   SymbolizerSeen seen;
   EXPECT_EQ(program.read_line(20000).value_or("EOF"), "BASELINE-READY");
   seen.program = program.pid();
@@ -298,11 +299,10 @@ TEST(PreloadSymbolizer, ARelativePreloadPathHoldsAfterTheProgramChangesDirectory
   test_support::TempDir dir;
   copy_preload_files(dir.path());
   const std::uint16_t port = free_port();
-  ChildProcess program(
-      {"/bin/sh", "-c",
-       "cd \"$1\" && LD_PRELOAD=./libliveheap_preload.so exec /bin/sh -c 'cd / && echo READY && read x || true'", "sh",
-       dir.path()},
-      {"LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
+  ChildProcess program({"/bin/sh", "-c",
+                        "cd \"$1\" && LD_PRELOAD=./libliveheap_preload.so exec /bin/sh -c 'cd / && echo READY && read x || true'",
+                        "sh", dir.path()},
+                       {"LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
   const Reply top = get(port, "/debug/memory/top?key=traceback&limit=3");
   ASSERT_EQ(top.status, 200) << top.body;
@@ -349,7 +349,8 @@ TEST(PreloadPlumbing, ANamedArenaPointsKeyLineAtItsCallers) {
   for (const bool named : {false, true}) {
     const std::uint16_t port = free_port();
     std::vector<std::string> env{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"};
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
+                                 "LIVEHEAP_MODE=exact"};
     // Matches the name as shown ("(anonymous namespace)::arena_allocate"), not the full one.
     if (named) env.push_back("LIVEHEAP_PLUMBING=*/no_such_dir/*, function:*arena_allocate");
     ChildProcess program({LIVEHEAP_ARENA_PROGRAM}, env);
@@ -368,10 +369,9 @@ TEST(PreloadPlumbing, ANamedArenaPointsKeyLineAtItsCallers) {
       }
       EXPECT_TRUE(find_site(diff, arena).is_null()) << diff.dump(1);
       const std::string text = get(port, "/debug/memory/diff?key=line&limit=2").body;
-      EXPECT_NE(
-          text.find(":" + std::to_string(big.line) + ": size=293 KiB (+293 KiB), count=3 (+3), average=97.7 KiB\n"),
-          std::string::npos)
-          << text;
+      EXPECT_NE(text.find(":" + std::to_string(big.line) +
+                          ": size=293 KiB (+293 KiB), count=3 (+3), average=97.7 KiB\n"),
+                std::string::npos) << text;
     } else {
       const nlohmann::json stat = find_site(diff, arena);
       ASSERT_FALSE(stat.is_null()) << diff.dump(1);
@@ -411,13 +411,14 @@ TEST(PreloadSampled, APythonBuildingListsPeaksWithinTwoMebibytesOrTwoPercentOfBa
   std::vector<long> bare, sampled;
   for (int i = 0; i < 3; ++i) {
     bare.push_back(python_peak_resident({}));
-    sampled.push_back(
-        python_peak_resident({std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY, "LIVEHEAP_MODE=sampled"}));
+    sampled.push_back(python_peak_resident(
+        {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY, "LIVEHEAP_MODE=sampled"}));
   }
   std::sort(bare.begin(), bare.end());
   std::sort(sampled.begin(), sampled.end());
   const long allowed = std::max(2L << 20, bare[1] / 50);
-  EXPECT_LE(sampled[1] - bare[1], allowed) << "peak " << sampled[1] << " B sampled, " << bare[1] << " B bare";
+  EXPECT_LE(sampled[1] - bare[1], allowed)
+      << "peak " << sampled[1] << " B sampled, " << bare[1] << " B bare";
 }
 
 // A sampled block never reaches glibc, but glibc's free of a large block of its own raises

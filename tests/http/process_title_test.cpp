@@ -19,9 +19,10 @@ TEST(ProcessTitle, TheMainProgramIsNamedByItsExecutableNotItsTitle) {
   // A long argument gives the title room, as a real command line does.
   const std::string padding(64, 'x');
   const std::uint16_t port = free_port();
-  ChildProcess program({LIVEHEAP_TITLE_PROGRAM, padding}, {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                                           "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-                                                           "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + runtime.path()});
+  ChildProcess program({LIVEHEAP_TITLE_PROGRAM, padding},
+                       {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                        "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
+                        "XDG_RUNTIME_DIR=" + runtime.path()});
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "TITLED");
   program.write_line("go");
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "KEPT");

@@ -46,14 +46,11 @@ using namespace std::chrono_literals;
 // never did, for the caller's check to show).
 nlohmann::json wait_for_processes(std::uint16_t port, std::size_t count) {
   nlohmann::json list;
-  const testing::AssertionResult listed = wait_until(
-      kPatience,
-      [&] {
-        const Reply reply = get(port, "/debug/memory/processes?format=json");
-        if (reply.status == 200) list = reply.json()["processes"];
-        return list.size() == count;
-      },
-      std::chrono::milliseconds(100));
+  const testing::AssertionResult listed = wait_until(kPatience, [&] {
+    const Reply reply = get(port, "/debug/memory/processes?format=json");
+    if (reply.status == 200) list = reply.json()["processes"];
+    return list.size() == count;
+  }, std::chrono::milliseconds(100));
   if (!listed) ADD_FAILURE() << "/processes never listed " << count << " processes: " << listed.message();
   return list;
 }
@@ -93,8 +90,8 @@ struct Reaper {
 // holder: what that process itself says (a body, or "" when it did not answer in time).
 std::string get_direct(const std::string& socket, const std::string& target) {
   liveheap::client::Request request{boost::beast::http::verb::get, target, 11};
-  const liveheap::client::Result result = liveheap::client::exchange_now(liveheap::client::Address::unix_socket(socket),
-                                                                         std::move(request), {15s, 15s, 15s});
+  const liveheap::client::Result result =
+      liveheap::client::exchange_now(liveheap::client::Address::unix_socket(socket), std::move(request), {15s, 15s, 15s});
   if (!result.response && result.failed == liveheap::client::Step::connect)
     throw std::runtime_error("cannot connect to " + socket);
   return result.response ? result.response->body() : "";
@@ -122,8 +119,8 @@ class Prefork : public ::testing::Test {
  protected:
   void SetUp() override {
     port_ = free_port();
-    master_ =
-        std::make_unique<ChildProcess>(std::vector<std::string>{LIVEHEAP_PREFORK_TRUTH, "2"}, preload_env(dir_, port_));
+    master_ = std::make_unique<ChildProcess>(std::vector<std::string>{LIVEHEAP_PREFORK_TRUTH, "2"},
+                                             preload_env(dir_, port_));
     const auto master = words(master_->read_line(20000).value_or("EOF"));
     ASSERT_EQ(master.at(0), "MASTER");
     master_pid_ = std::stol(master.at(1));
@@ -177,7 +174,8 @@ TEST_F(Prefork, ProcessesListsTheMasterAndItsForkedWorkers) {
   EXPECT_EQ(pids, (std::set<long>{master_pid_, workers_[0], workers_[1]}));
   EXPECT_EQ(get(port_, "/debug/memory/processes?format=json").json()["this_pid"], master_pid_);
   const Reply text = get(port_, "/debug/memory/processes");
-  EXPECT_TRUE(text.body.starts_with("3 processes (this one: pid " + std::to_string(master_pid_) + ")")) << text.body;
+  EXPECT_TRUE(text.body.starts_with("3 processes (this one: pid " + std::to_string(master_pid_) + ")"))
+      << text.body;
 }
 
 // Each worker's /diff?pid= exact, and pid=all merging them by line.
@@ -216,8 +214,8 @@ TEST_F(Prefork, EachWorkerExactlyAndAllMerged) {
   EXPECT_EQ(merged["verdict"], "unknown") << merged.dump();
   const Reply text = get(port_, "/debug/memory/diff?pid=all&limit=1000");
   const std::string base = where.substr(where.rfind('/') + 1);
-  EXPECT_NE(text.body.find(base + ": size=9000 B (+9000 B), count=6 (+6), average=1500 B"), std::string::npos)
-      << text.body;
+  EXPECT_NE(text.body.find(base + ": size=9000 B (+9000 B), count=6 (+6), average=1500 B"),
+            std::string::npos) << text.body;
   const Reply top = get(port_, "/debug/memory/top?format=json&limit=1000&pid=all");
   ASSERT_EQ(top.status, 200) << top.body;
   EXPECT_EQ(stat_at(top.json(), where)["size"], sum);
@@ -259,16 +257,15 @@ TEST_F(Prefork, AWorkerThatJoinsAfterTheBaselineIsCountedWholeAndNamedNew) {
   EXPECT_NE(text.find(", new since the baseline: its whole heap counted\n"), std::string::npos) << text;
 
   // One process's answers: the others exist, and pid=all merges them.
-  for (const std::string route :
-       {"/debug/memory/diff?format=json", "/debug/memory/top?format=json", "/debug/memory/baseline?format=json"}) {
+  for (const std::string route : {"/debug/memory/diff?format=json", "/debug/memory/top?format=json",
+                                  "/debug/memory/baseline?format=json"}) {
     const Reply one = get(port_, route);
     ASSERT_EQ(one.status, 200) << route << ": " << one.body;
     EXPECT_EQ(one.json()["group"]["processes"], 4) << route;
   }
   const std::string one_text = get(port_, "/debug/memory/diff").body;
   EXPECT_NE(one_text.find("\n(this is 1 of the 4 processes of this program: pid=all merges them all)\n"),
-            std::string::npos)
-      << one_text;
+            std::string::npos) << one_text;
   // The joined worker asked alone still has no baseline of its own.
   EXPECT_EQ(get(port_, "/debug/memory/diff?pid=" + std::to_string(joined)).status, 409);
   const Reply bad = get(port_, "/debug/memory/diff?missing_baseline=maybe");
@@ -297,8 +294,8 @@ TEST_F(Prefork, MergedReportsReadBackAsTheReportDocument) {
     }
     const Reply text = get(port_, "/debug/memory" + route + only + "&pid=all");
     EXPECT_EQ(liveheap::to_text(report), text.body) << route;
-    const Reply one =
-        get(port_, "/debug/memory" + route + only + "&format=json&pid=" + std::to_string(kept.begin()->first));
+    const Reply one = get(port_, "/debug/memory" + route + only + "&format=json&pid=" +
+                                     std::to_string(kept.begin()->first));
     EXPECT_EQ(liveheap::to_json(liveheap::report_from_json(std::string_view(one.body))) + "\n", one.body);
   }
 }
@@ -375,8 +372,8 @@ TEST(Processes, MergedVerdictsStandWhenTheProcessesAgreeAndAreUnknownWhenNot) {
   json both = stat("growing", 6000, 2.0);
   liveheap::http::merge_verdict(both, stat("growing", 1000, 0.5));
   EXPECT_EQ(both["verdict"], "growing");
-  EXPECT_EQ(both["growth_per_min"], 7000.0);    // the sum grows by both
-  EXPECT_EQ(both["since_last_growth_s"], 0.5);  // and last grew when either did
+  EXPECT_EQ(both["growth_per_min"], 7000.0);      // the sum grows by both
+  EXPECT_EQ(both["since_last_growth_s"], 0.5);    // and last grew when either did
 
   json mixed = stat("growing", 6000, 0.0);
   liveheap::http::merge_verdict(mixed, stat("plateaued", 0, 300.0));
@@ -455,8 +452,8 @@ TEST_F(Prefork, AStoppedProcessIsNamedUnreachableWithinABoundedTime) {
   EXPECT_EQ(all["failed"][0]["pid"], workers_[0]);
   EXPECT_NE(std::string(all["failed"][0]["error"]).find("unreachable"), std::string::npos) << all.dump();
   const Reply text = get(port_, "/debug/memory/top?pid=all");
-  EXPECT_NE(text.body.find("pid " + std::to_string(workers_[0]) + " did not answer: unreachable"), std::string::npos)
-      << text.body;
+  EXPECT_NE(text.body.find("pid " + std::to_string(workers_[0]) + " did not answer: unreachable"),
+            std::string::npos) << text.body;
   // /processes too lists it, as unreachable, within its shorter bound.
   const auto listed = Clock::now();
   const Reply processes = get(port_, "/debug/memory/processes?format=json");
@@ -468,8 +465,8 @@ TEST_F(Prefork, AStoppedProcessIsNamedUnreachableWithinABoundedTime) {
 // A forwarded ?seconds= window waits off the holder's report worker: the holder's own /top
 // answers while it waits.
 TEST_F(Prefork, TheHoldersReportsDoNotWaitBehindAForwardedWindow) {
-  const auto window =
-      ask_and_wait(port_, "/debug/memory/diff?seconds=60&format=json&pid=" + std::to_string(workers_[1]));
+  const auto window = ask_and_wait(port_, "/debug/memory/diff?seconds=60&format=json&pid=" +
+                                              std::to_string(workers_[1]));
   ASSERT_TRUE(wait_until(kPatience, [&] { return windows_of(socket_of(workers_[1])) == 1; }))
       << "the worker never opened the forwarded window";
   for (int i = 0; i < 2; ++i) {
@@ -509,7 +506,8 @@ TEST(Processes, AMergedAnswerIsTruncatedAtTheReportCap) {
   std::vector<std::unique_ptr<ChildProcess>> programs;
   for (const char* seed : {"1", "2"}) {
     programs.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{LIVEHEAP_MANY_STACKS, "--phases", "--allocs", "20000", "--keep", "9", "--seed", seed},
+        std::vector<std::string>{LIVEHEAP_MANY_STACKS, "--phases", "--allocs", "20000", "--keep", "9",
+                                 "--seed", seed},
         preload_env(dir, port)));
     ASSERT_EQ(programs.back()->read_line(20000).value_or("EOF"), "READY");
   }
@@ -636,9 +634,7 @@ TEST(Processes, WhenEveryRegistryIsTakenTheProcessSaysSoOnce) {
     if (said.find("BASELINE-READY") != std::string::npos && said.find("registry") != std::string::npos) break;
   }
   EXPECT_NE(said.find("liveheap: this process is not reachable through the registry: the registry directory " +
-                      open_dir.path + "/liveheap has mode 0777"),
-            std::string::npos)
-      << said;
+                      open_dir.path + "/liveheap has mode 0777"), std::string::npos) << said;
   EXPECT_NE(said.find(open_dir.path + "/liveheap.1 to .8 are taken too)\n"), std::string::npos) << said;
   struct stat st {};
   ASSERT_EQ(::stat((open_dir.path + "/liveheap").c_str(), &st), 0);
@@ -708,15 +704,11 @@ TEST(Processes, AKilledHoldersPortIsTakenByAnotherOfItsGroupWhichRemovesItsSocke
   ASSERT_EQ(wait_for_processes(port, 2).size(), 2u);
   const std::string stale = dir.group(port) + "/" + std::to_string(holder->pid()) + ".sock";
   holder.reset();  // SIGKILL: no exit handler runs
-  EXPECT_TRUE(wait_until(
-      kPatience,
-      [&] {
-        std::error_code ec;
-        return fs::read_symlink(dir.group(port) + "/holder", ec).string() == std::to_string(other.pid()) &&
-               !fs::exists(stale);
-      },
-      std::chrono::milliseconds(10)))
-      << "the other process did not take the port, or left the holder's socket";
+  EXPECT_TRUE(wait_until(kPatience, [&] {
+    std::error_code ec;
+    return fs::read_symlink(dir.group(port) + "/holder", ec).string() == std::to_string(other.pid()) &&
+           !fs::exists(stale);
+  }, std::chrono::milliseconds(10))) << "the other process did not take the port, or left the holder's socket";
   const nlohmann::json listed = wait_for_processes(port, 1);
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0]["pid"], other.pid());

@@ -29,7 +29,8 @@ Report round_trip(std::uint16_t port, const std::string& target) {
 
 const ReportLine* known_line(const Report& report) {
   for (const ReportLine& line : report.lines)
-    if (line.frame.file.ends_with(kKnownFile) && line.frame.line == static_cast<unsigned>(kKnownLine)) return &line;
+    if (line.frame.file.ends_with(kKnownFile) && line.frame.line == static_cast<unsigned>(kKnownLine))
+      return &line;
   return nullptr;
 }
 
@@ -37,8 +38,9 @@ TEST_F(ReportModelTest, EveryJsonReportRoundTripsByteForByte) {
   ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);
   KnownAllocations known(7, 3001);  // average 3001 B; 21007 B in all
   const std::string m = "/debug/memory";
-  for (const std::string query : {"", "&key=traceback", "&key=function", "&key=file&traceback=1", "&cumulative=1",
-                                  "&traceback=1&exclude=*nowhere*", "&include=*.cpp&include=function:*known*"}) {
+  for (const std::string query :
+       {"", "&key=traceback", "&key=function", "&key=file&traceback=1", "&cumulative=1",
+        "&traceback=1&exclude=*nowhere*", "&include=*.cpp&include=function:*known*"}) {
     const Report diff = round_trip(port(), m + "/diff?format=json&limit=10000" + query);
     ASSERT_TRUE(diff.diff.has_value()) << query;
     EXPECT_EQ(diff.diff->against, "the baseline");
@@ -81,8 +83,9 @@ TEST_F(ReportModelTest, TextFromTheJsonIsTheServersText) {
     std::string route;
     TextStyle style;
   };
-  for (const Case& c : {Case{"/diff?" + only, {}}, Case{"/diff?key=function&" + only, {}}, Case{"/top?" + only, {}},
-                        Case{"/top?cumulative=1&" + only, {}}, Case{"/tracebacks?" + only, {.stacks = true}}}) {
+  for (const Case& c : {Case{"/diff?" + only, {}}, Case{"/diff?key=function&" + only, {}},
+                        Case{"/top?" + only, {}}, Case{"/top?cumulative=1&" + only, {}},
+                        Case{"/tracebacks?" + only, {.stacks = true}}}) {
     const Report report = round_trip(port(), "/debug/memory" + c.route + "&format=json");
     const Reply text = get(port(), "/debug/memory" + c.route);
     ASSERT_EQ(text.status, 200) << text.body;

@@ -63,8 +63,8 @@ TEST_F(RoutesTest, StatsInTextAndJson) {
     EXPECT_EQ(stats["mode"], "exact");
     EXPECT_EQ(stats["tracing"], true);
     EXPECT_EQ(stats["sample_interval"], 0);
-    for (const char* field :
-         {"max_frames", "tracker_memory", "stacks", "live_blocks", "dropped", "fallback_walks", "rss", "peak_rss"})
+    for (const char* field : {"max_frames", "tracker_memory", "stacks", "live_blocks", "dropped",
+                              "fallback_walks", "rss", "peak_rss"})
       EXPECT_TRUE(stats.at(field).is_number()) << field;
     EXPECT_EQ(stats["windows"], 0);  // no ?seconds= window open
     EXPECT_GT(stats["traced"]["current"].get<long>(), 0);
@@ -75,7 +75,8 @@ TEST_F(RoutesTest, StatsInTextAndJson) {
       EXPECT_TRUE(stats["mallinfo"].at(field).is_number()) << field;
   }
   // ?format= wins over Accept.
-  EXPECT_EQ(get(port(), "/debug/memory/stats?format=text", kJson).header("content-type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(get(port(), "/debug/memory/stats?format=text", kJson).header("content-type"),
+            "text/plain; charset=utf-8");
 }
 
 TEST_F(RoutesTest, BaselineThenDiffFindsTheKnownLine) {
@@ -107,7 +108,8 @@ TEST_F(RoutesTest, BaselineThenDiffFindsTheKnownLine) {
   EXPECT_EQ(stat["size"], 1000000);
   EXPECT_EQ(stat["count"], 10);
   EXPECT_EQ(stat["average"], 100000);
-  for (const char* field : {"key", "function", "module"}) EXPECT_TRUE(stat.contains(field)) << field;
+  for (const char* field : {"key", "function", "module"})
+    EXPECT_TRUE(stat.contains(field)) << field;
   EXPECT_FALSE(stat.contains("traceback")) << "whole stacks only where asked";
 
   const Reply text = get(port(), "/debug/memory/diff?limit=100");
@@ -127,9 +129,11 @@ TEST_F(RoutesTest, DiffKeysFiltersAndCumulative) {
     EXPECT_EQ(reply.status, 200) << query << ": " << reply.body;
     return reply.json();
   };
-  const auto has = [](const nlohmann::json& report, const std::string& field, const std::string& part) {
+  const auto has = [](const nlohmann::json& report, const std::string& field,
+                      const std::string& part) {
     for (const auto& stat : report["stats"])
-      if (stat.value(field, "").find(part) != std::string::npos && stat["size_diff"] >= 20000) return true;
+      if (stat.value(field, "").find(part) != std::string::npos && stat["size_diff"] >= 20000)
+        return true;
     return false;
   };
   EXPECT_TRUE(has(diff("key=file"), "file", kKnownFile));
@@ -209,8 +213,7 @@ TEST_F(RoutesTest, TracebacksAreWholeAndSymbolized) {
   EXPECT_NE(text.body.find(frame_line), std::string::npos) << text.body;
   if (std::ifstream(known_file).good())  // the test runs where the build put relative paths
     EXPECT_NE(text.body.find(frame_line + "    blocks[static_cast<std::size_t>(i)] = std::malloc(size);\n"),
-              std::string::npos)
-        << text.body;
+              std::string::npos) << text.body;
   std::istringstream lines(text.body);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 200u) << line;
 }
@@ -230,9 +233,10 @@ TEST_F(RoutesTest, WindowDiffsOverSeconds) {
     EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
     ASSERT_EQ(window.status, 200) << window.body;
     const auto stat = find_known(window.json());
-    ASSERT_FALSE(stat.is_null()) << route << ": allocated "
-                                 << std::chrono::duration_cast<std::chrono::milliseconds>(allocated).count()
-                                 << " ms after asking for the window (past its end?)";
+    ASSERT_FALSE(stat.is_null())
+        << route << ": allocated "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(allocated).count()
+        << " ms after asking for the window (past its end?)";
     EXPECT_EQ(stat["size_diff"], 15000);
     EXPECT_EQ(stat["count_diff"], 5);
     EXPECT_EQ(window.json()["against"], "the heap 2 s ago");
@@ -244,8 +248,8 @@ TEST_F(RoutesTest, ControlRoutes) {
   ASSERT_EQ(stopped.status, 200);
   EXPECT_EQ(stopped.json()["tracing"], false);
   EXPECT_EQ(stopped.json()["mode"], "off");
-  for (const char* target : {"/debug/memory/diff", "/debug/memory/top?format=json", "/debug/memory/tracebacks",
-                             "/debug/memory/diff?seconds=1"})
+  for (const char* target : {"/debug/memory/diff", "/debug/memory/top?format=json",
+                             "/debug/memory/tracebacks", "/debug/memory/diff?seconds=1"})
     expect_error(get(port(), target), 409, "POST /debug/memory/start");
   expect_error(post(port(), "/debug/memory/baseline"), 409, "POST /debug/memory/start");
 
@@ -289,14 +293,10 @@ TEST_F(RoutesTest, WrongMethodIs405WithAllow) {
     const char* method;
     const char* path;
     const char* allow;
-  } cases[] = {{"POST", "/stats", "GET"},
-               {"GET", "/start", "POST"},
-               {"GET", "/trim", "POST"},
-               {"PUT", "/diff", "GET"},
-               {"DELETE", "/baseline", "GET, POST"},
-               {"OPTIONS", "/top", "GET"},
-               {"POST", "/", "GET"},
-               {"POST", "/static/x.js", "GET"}};
+  } cases[] = {{"POST", "/stats", "GET"},       {"GET", "/start", "POST"},
+               {"GET", "/trim", "POST"},        {"PUT", "/diff", "GET"},
+               {"DELETE", "/baseline", "GET, POST"}, {"OPTIONS", "/top", "GET"},
+               {"POST", "/", "GET"},            {"POST", "/static/x.js", "GET"}};
   for (const auto& c : cases) {
     const Reply reply = send(port(), c.method, std::string("/debug/memory") + c.path, kJson);
     expect_error(reply, 405, "is not allowed here");
@@ -375,9 +375,10 @@ TEST_F(RoutesTest, StaticFilesStayInTheirFolder) {
     EXPECT_EQ(get(port(), "/debug/memory/" + std::string(assets[0].path)).body, assets[0].body);
   }
   expect_error(get(port(), "/debug/memory/static/no-such.js"), 404, "no file 'no-such.js'");
-  for (const char* target : {"/debug/memory/static/", "/debug/memory/static/../stats", "/debug/memory/static/%2e%2e",
-                             "/debug/memory/static/%2E%2E%2Fetc%2Fpasswd", "/debug/memory/static/a/b.js",
-                             "/debug/memory/static/..%5c..%5cx", "/debug/memory/static/.hidden"})
+  for (const char* target :
+       {"/debug/memory/static/", "/debug/memory/static/../stats", "/debug/memory/static/%2e%2e",
+        "/debug/memory/static/%2E%2E%2Fetc%2Fpasswd", "/debug/memory/static/a/b.js",
+        "/debug/memory/static/..%5c..%5cx", "/debug/memory/static/.hidden"})
     expect_error(get(port(), target), 400, "bad file name");
   expect_error(get(port(), "/debug/memory/static/%zz"), 400, "bad percent-encoding");
 }
@@ -392,7 +393,8 @@ class WindowLimitTest : public ServerTest {
 
 TEST_F(WindowLimitTest, TooManyWindowsAre429) {
   // Four seconds: still open when the next request comes, even on a loaded machine.
-  auto first = std::async(std::launch::async, [&] { return get(port(), "/debug/memory/diff?seconds=4"); });
+  auto first = std::async(std::launch::async,
+                          [&] { return get(port(), "/debug/memory/diff?seconds=4"); });
   ASSERT_TRUE(windows_waiting(port())) << "the first window never opened";
   expect_error(get(port(), "/debug/memory/top?seconds=1"), 429, "already waiting");
   EXPECT_EQ(get(port(), "/debug/memory/stats").status, 200);  // others go on meanwhile

@@ -4,8 +4,10 @@
 namespace http_test {
 namespace {
 
-[[gnu::noinline]] void allocate_at_known_line(std::vector<void*>& blocks, int count, std::size_t size) {
-  for (int i = 0; i < count; ++i) blocks[static_cast<std::size_t>(i)] = std::malloc(size);
+[[gnu::noinline]] void allocate_at_known_line(std::vector<void*>& blocks, int count,
+                                              std::size_t size) {
+  for (int i = 0; i < count; ++i)
+    blocks[static_cast<std::size_t>(i)] = std::malloc(size);
 }
 constexpr int kMallocLine = __LINE__ - 2;
 
@@ -13,7 +15,8 @@ constexpr int kMallocLine = __LINE__ - 2;
 
 const int kKnownLine = kMallocLine;
 
-KnownAllocations::KnownAllocations(int count, std::size_t size) : blocks(static_cast<std::size_t>(count)) {
+KnownAllocations::KnownAllocations(int count, std::size_t size)
+    : blocks(static_cast<std::size_t>(count)) {
   allocate_at_known_line(blocks, count, size);
 }
 

@@ -37,15 +37,14 @@ auto read_back(const Reply& reply, const std::string& target, Read read) -> decl
 TEST_F(TypedAnswers, StatsReadsBackByteForByte) {
   KnownAllocations known(3, 5000);
   const std::string target = "/debug/memory/stats?format=json";
-  const StatsReport stats =
-      read_back(get(port(), target), target, [](const std::string& s) { return stats_report_from_json(s); });
+  const StatsReport stats = read_back(get(port(), target), target, [](const std::string& s) { return stats_report_from_json(s); });
   EXPECT_TRUE(stats.tracing);
   EXPECT_GE(stats.traced_current, 15000);
   EXPECT_FALSE(stats.allocator.name.empty());
   // The answers of the routes that change tracing are the same document.
   ASSERT_EQ(post(port(), "/debug/memory/stop").status, 200);
-  const StatsReport stopped = read_back(post(port(), "/debug/memory/start?format=json"), "POST start",
-                                        [](const std::string& s) { return stats_report_from_json(s); });
+  const StatsReport stopped =
+      read_back(post(port(), "/debug/memory/start?format=json"), "POST start", [](const std::string& s) { return stats_report_from_json(s); });
   EXPECT_TRUE(stopped.tracing);
 }
 

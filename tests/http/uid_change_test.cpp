@@ -22,9 +22,10 @@ TEST(UidChange, AWorkerThatDropsPrivilegesStaysInItsGroup) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root, to drop privileges";
   test_support::TempDir runtime;  // mkdtemp: root's, 0700
   const std::uint16_t port = free_port();
-  ChildProcess master({LIVEHEAP_DROPPING_WORKER}, {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                                   "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-                                                   "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + runtime.path()});
+  ChildProcess master({LIVEHEAP_DROPPING_WORKER},
+                      {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                       "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact",
+                       "XDG_RUNTIME_DIR=" + runtime.path()});
   std::istringstream first(master.read_line(20000).value_or("EOF"));
   std::string word;
   long master_pid = 0, worker_pid = 0, worker_uid = -1;
@@ -38,19 +39,15 @@ TEST(UidChange, AWorkerThatDropsPrivilegesStaysInItsGroup) {
 
   std::set<long> pids;
   std::string said;
-  EXPECT_TRUE(wait_until(
-      kPatience,
-      [&] {
-        const Reply reply = get(port, "/debug/memory/processes?format=json");
-        said = std::to_string(reply.status) + " " + reply.body;
-        pids.clear();
-        if (reply.status != 200) return false;
-        const nlohmann::json list = reply.json()["processes"];
-        for (const auto& p : list) pids.insert(p["pid"].get<long>());
-        return pids.size() == 2;
-      },
-      std::chrono::milliseconds(100)))
-      << said;
+  EXPECT_TRUE(wait_until(kPatience, [&] {
+    const Reply reply = get(port, "/debug/memory/processes?format=json");
+    said = std::to_string(reply.status) + " " + reply.body;
+    pids.clear();
+    if (reply.status != 200) return false;
+    const nlohmann::json list = reply.json()["processes"];
+    for (const auto& p : list) pids.insert(p["pid"].get<long>());
+    return pids.size() == 2;
+  }, std::chrono::milliseconds(100))) << said;
   EXPECT_EQ(pids, (std::set<long>{master_pid, worker_pid}));
   // Its socket is in the master's private group directory, none under nobody's.
   const std::string group = runtime.path() + "/liveheap/127.0.0.1-" + std::to_string(port);

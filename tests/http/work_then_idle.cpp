@@ -44,33 +44,28 @@ void* touched(void* block, std::size_t size) {
 }
 
 [[gnu::noinline]] void leak_one() {
-  auto* node = static_cast<Leaked*>(std::malloc(sizeof(Leaked)));
-  g_lines.leak = __LINE__;
+  auto* node = static_cast<Leaked*>(std::malloc(sizeof(Leaked))); g_lines.leak = __LINE__;
   node->next = g_leaked;
   g_leaked = node;
 }
 
 [[gnu::noinline]] void leak_burst() {
-  void** block = static_cast<void**>(std::malloc(64 * 1024));
-  g_lines.bursty = __LINE__;
+  void** block = static_cast<void**>(std::malloc(64 * 1024)); g_lines.bursty = __LINE__;
   *block = g_bursts;
   g_bursts = block;
 }
 
 [[gnu::noinline]] void lru_insert() {
-  g_lru.push_back(touched(std::malloc(4096), 4096));
-  g_lines.lru = __LINE__;
+  g_lru.push_back(touched(std::malloc(4096), 4096)); g_lines.lru = __LINE__;
   if (g_lru.size() > 512) std::free(g_lru.front()), g_lru.pop_front();
 }
 
 [[gnu::noinline]] void cache_lookup(std::size_t key) {
-  if (g_cache[key] == nullptr) g_cache[key] = touched(std::malloc(32 * 1024), 32 * 1024);
-  g_lines.cache = __LINE__;
+  if (g_cache[key] == nullptr) g_cache[key] = touched(std::malloc(32 * 1024), 32 * 1024); g_lines.cache = __LINE__;
 }
 
 [[gnu::noinline]] void make_startup_state() {
-  g_startup = touched(std::malloc(2 << 20), 2 << 20);
-  g_lines.startup = __LINE__;
+  g_startup = touched(std::malloc(2 << 20), 2 << 20); g_lines.startup = __LINE__;
 }
 
 [[gnu::noinline]] void serve_one(std::size_t request) {
@@ -98,8 +93,8 @@ int main() {
   make_startup_state();
   std::size_t request = 0;
   serve_one(request++);  // every line is known from here on
-  std::printf("LINES leak=%d bursty=%d lru=%d cache=%d startup=%d\n", g_lines.leak, g_lines.bursty, g_lines.lru,
-              g_lines.cache, g_lines.startup);
+  std::printf("LINES leak=%d bursty=%d lru=%d cache=%d startup=%d\n", g_lines.leak, g_lines.bursty,
+              g_lines.lru, g_lines.cache, g_lines.startup);
   std::fflush(stdout);
   for (;;) {  // a request every 10 ms
     const std::string command = read_command(10);

@@ -76,7 +76,9 @@ struct Case {
   int threads;  // once settled: main, and the endpoint's and the recorders' threads
 };
 
-void PrintTo(const Case& c, std::ostream* out) { *out << c.mode << (c.endpoint ? " with an endpoint" : ""); }
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.mode << (c.endpoint ? " with an endpoint" : "");
+}
 
 class IdleWakeups : public testing::TestWithParam<Case> {};
 
@@ -87,17 +89,17 @@ TEST_P(IdleWakeups, AnIdleTracedProcessIsWokenAtMostThreeTimesASecond) {
   if (c.endpoint) env.push_back("LIVEHEAP_ADDR=127.0.0.1:0");
   IdleProcess process(env);
   ASSERT_GT(process.pid(), 0) << "cannot start sleep";
-  ASSERT_TRUE(test_support::wait_until(test_support::kPatience,
-                                       [&] { return voluntary_switches(process.pid()).second == c.threads; }))
-      << "the process never had its " << c.threads << " threads";
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
+    return voluntary_switches(process.pid()).second == c.threads;
+  })) << "the process never had its " << c.threads << " threads";
   std::this_thread::sleep_for(500ms);  // the threads' first steps (a history point, a look)
   const auto before = voluntary_switches(process.pid());
   std::this_thread::sleep_for(kWindow);
   const auto after = voluntary_switches(process.pid());
   ASSERT_EQ(after.second, c.threads);
-  const double per_second =
-      static_cast<double>(after.first - before.first) / std::chrono::duration<double>(kWindow).count();
-  EXPECT_LE(per_second, kMostPerSecond) << after.first - before.first << " wake-ups in " << kWindow.count() << " s";
+  const double per_second = static_cast<double>(after.first - before.first) / std::chrono::duration<double>(kWindow).count();
+  EXPECT_LE(per_second, kMostPerSecond) << after.first - before.first << " wake-ups in "
+                                        << kWindow.count() << " s";
 }
 
 using test_support::free_port;
@@ -114,8 +116,9 @@ TEST(IdleWakeupsOfAGroup, AProcessWhosePortAnotherHoldsSleepsUntilTheHolderExits
     return voluntary_switches(holder.pid()).second == 3;  // main, the endpoint, the peak recorder
   }));
   IdleProcess other(env);
-  ASSERT_TRUE(
-      test_support::wait_until(test_support::kPatience, [&] { return voluntary_switches(other.pid()).second == 3; }));
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
+    return voluntary_switches(other.pid()).second == 3;
+  }));
   std::this_thread::sleep_for(500ms);
   const auto before = voluntary_switches(other.pid());
   std::this_thread::sleep_for(kWindow);
@@ -124,8 +127,9 @@ TEST(IdleWakeupsOfAGroup, AProcessWhosePortAnotherHoldsSleepsUntilTheHolderExits
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, IdleWakeups,
-                         testing::Values(Case{"off", false, 1}, Case{"sampled", false, 1}, Case{"exact", false, 1},
-                                         Case{"off", true, 2}, Case{"sampled", true, 4}, Case{"exact", true, 4}),
+                         testing::Values(Case{"off", false, 1}, Case{"sampled", false, 1},
+                                         Case{"exact", false, 1}, Case{"off", true, 2},
+                                         Case{"sampled", true, 4}, Case{"exact", true, 4}),
                          [](const testing::TestParamInfo<Case>& info) {
                            return std::string(info.param.mode) + (info.param.endpoint ? "WithEndpoint" : "");
                          });

@@ -10,8 +10,8 @@
 namespace {
 
 std::string run(const std::string& env, const std::string& args) {
-  const std::string command =
-      "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " " + LIVEHEAP_TASK_COUNT_PATH " " + args + " 2>/dev/null";
+  const std::string command = "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " " +
+                              LIVEHEAP_TASK_COUNT_PATH " " + args + " 2>/dev/null";
   std::string out;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return out;

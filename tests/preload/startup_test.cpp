@@ -12,7 +12,8 @@ namespace {
 
 // The maps of `cat /proc/self/maps` run with LD_PRELOAD=the preload library and `env`.
 std::string maps_under(const std::string& env) {
-  const std::string command = "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " cat /proc/self/maps 2>/dev/null";
+  const std::string command =
+      "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " cat /proc/self/maps 2>/dev/null";
   std::string out;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return out;
@@ -22,7 +23,9 @@ std::string maps_under(const std::string& env) {
   return out;
 }
 
-bool maps(const std::string& all, const char* library) { return all.find(library) != std::string::npos; }
+bool maps(const std::string& all, const char* library) {
+  return all.find(library) != std::string::npos;
+}
 
 TEST(PreloadStartup, AProcessThatAsksNothingMapsThePreloadLibraryAlone) {
   for (const char* env : {"LIVEHEAP_MODE=off", "LIVEHEAP_MODE=sampled", "LIVEHEAP_MODE=exact",
@@ -35,15 +38,15 @@ TEST(PreloadStartup, AProcessThatAsksNothingMapsThePreloadLibraryAlone) {
                           "LIVEHEAP_MODE=off LIVEHEAP_ADDR='[::1]:0'"}) {
     const std::string all = maps_under(env);
     EXPECT_TRUE(maps(all, "/libliveheap_preload.so")) << env << "\n" << all;
-    for (const char* absent :
-         {"libliveheap_preload_full.so", "libstdc++", "libm.so", "libgcc_s", "libunwind", "libboost", "libz.so"})
+    for (const char* absent : {"libliveheap_preload_full.so", "libstdc++", "libm.so", "libgcc_s",
+                               "libunwind", "libboost", "libz.so"})
       EXPECT_FALSE(maps(all, absent)) << env << " mapped " << absent << "\n" << all;
   }
 }
 
 TEST(PreloadStartup, AVariableOnlyTheFullLibraryReadsLoadsItAtStart) {
-  for (const char* env : {"LIVEHEAP_PLUMBING=function:arena_*", "LIVEHEAP_MODE=bogus", "LIVEHEAP_ADDR=localhost:0",
-                          "LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_TOKEN=t0ken"}) {
+  for (const char* env : {"LIVEHEAP_PLUMBING=function:arena_*", "LIVEHEAP_MODE=bogus",
+                          "LIVEHEAP_ADDR=localhost:0", "LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_TOKEN=t0ken"}) {
     const std::string all = maps_under(env);
     EXPECT_TRUE(maps(all, "/libliveheap_preload_full.so")) << env << "\n" << all;
   }

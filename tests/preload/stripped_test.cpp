@@ -38,7 +38,8 @@ TEST(PreloadStripped, AStrippedProgramUnderUsrLibShowsItsOwnFrames) {
   // keep(), fill() and main() at least: each a line of its own, named by module and offset.
   const std::string own = "  File \"/usr/libexec/stripped_keeper\", in stripped_keeper+0x";
   std::size_t shown = 0;
-  for (std::size_t at = stacks.body.find(own); at != std::string::npos; at = stacks.body.find(own, at + 1)) ++shown;
+  for (std::size_t at = stacks.body.find(own); at != std::string::npos; at = stacks.body.find(own, at + 1))
+    ++shown;
   EXPECT_GE(shown, 3u) << stacks.body;
   EXPECT_EQ(program.wait(10000), 0);
 }

@@ -53,7 +53,8 @@ Traceback line_key() { return {Frame{"f()", "samples/leaky_server.cpp", 57, "lea
 TEST(Format, StatisticsMatchTracemalloc) {
   EXPECT_EQ(format_statistic({line_key(), 40370176, 6}, KeyType::line),
             "samples/leaky_server.cpp:57: size=38.5 MiB, count=6, average=6571 KiB");
-  EXPECT_EQ(format_statistic({line_key(), 0, 0}, KeyType::line), "samples/leaky_server.cpp:57: size=0 B, count=0");
+  EXPECT_EQ(format_statistic({line_key(), 0, 0}, KeyType::line),
+            "samples/leaky_server.cpp:57: size=0 B, count=0");
   EXPECT_EQ(format_statistic_diff({line_key(), 40370176, 26843545, 6, 4}, KeyType::line),
             "samples/leaky_server.cpp:57: size=38.5 MiB (+25.6 MiB), count=6 (+4), average=6571 KiB");
   EXPECT_EQ(format_statistic_diff({line_key(), 0, -26843545, 0, -4}, KeyType::line),

@@ -83,8 +83,7 @@ TEST(PythonFrameReports, CumulativeIncludeShowsTheAppsLinesWhereverTheyAreInTheS
   std::vector<std::string> keys;
   for (const ReportLine& line : report.lines) keys.push_back(line.key + " " + std::to_string(line.size));
   // The extension's allocation counts at the app's draw line, and both at <module>.
-  EXPECT_EQ(keys,
-            (std::vector<std::string>{"/srv/app.py:40 1528576", "/srv/app.py:22 1048576", "/srv/app.py:30 480000"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"/srv/app.py:40 1528576", "/srv/app.py:22 1048576", "/srv/app.py:30 480000"}));
   // Without cumulative=1 an include glob still tests the line's own frame.
   request.cumulative = false;
   ASSERT_EQ(make_report(mixed(), request).lines.size(), 1u);

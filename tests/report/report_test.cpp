@@ -36,7 +36,8 @@ Snapshot now_snapshot(Mode mode = Mode::exact, std::uint64_t interval = 0) {
                   info_at(kNowMs, mode, interval));
 }
 Snapshot old_snapshot() {
-  return Snapshot({{Traceback{kAlloc, kHandle}, 1000, 2}, {Traceback{kAlloc, kFill}, 4096, 1}}, info_at(kOldMs));
+  return Snapshot({{Traceback{kAlloc, kHandle}, 1000, 2}, {Traceback{kAlloc, kFill}, 4096, 1}},
+                  info_at(kOldMs));
 }
 
 // handle() is growing at 1200.4 B/min, last grew 3 s ago, keeps all of the 40,000 bytes it
@@ -185,7 +186,8 @@ TEST(ReportJson, TracebackWithKeyLineCarriesTheBiggestWholeStack) {
   for (const ReportLine& line : all.lines) {
     ASSERT_TRUE(line.traceback);
     EXPECT_EQ(line.traceback->size(), 3u) << line.key;
-    EXPECT_NE(std::find(line.traceback->begin(), line.traceback->end(), line.frame), line.traceback->end()) << line.key;
+    EXPECT_NE(std::find(line.traceback->begin(), line.traceback->end(), line.frame), line.traceback->end())
+        << line.key;
   }
 }
 
@@ -297,7 +299,7 @@ TEST(ReportJson, RoundTrips) {
   EXPECT_TRUE(back.request.traceback);
   ASSERT_EQ(back.lines.size(), 1u);
   EXPECT_EQ(back.lines[0].frame, (Frame{"handle(int)", "/src/app.cpp", 12, "/bin/app", 0}));
-  ASSERT_EQ(back.lines[0].traceback->size(), 2u);      // the whole stack
+  ASSERT_EQ(back.lines[0].traceback->size(), 2u);  // the whole stack
   EXPECT_EQ(back.lines[0].traceback->at(1), kHandle);  // with its address
   EXPECT_EQ(back.lines[0].verdict->trend, Trend::growing);
   EXPECT_EQ(back.lines[0].verdict->growth_per_min, 1200.0);

@@ -32,7 +32,10 @@ const Frame kAOther{"f()", "a.cpp", 10, "/bin/app", 0x1018};  // same line, anot
 const Frame kB{"g()", "b.cpp", 20, "/bin/app", 0x1020};
 const Frame kMain{"main", "main.cpp", 3, "/bin/app", 0x1030};
 
-std::shared_ptr<const Table> table() { return std::make_shared<const Table>(Table{kMalloc, kA, kAOther, kB, kMain}); }
+std::shared_ptr<const Table> table() {
+  return std::make_shared<const Table>(Table{kMalloc, kA, kAOther, kB, kMain});
+}
+
 
 TEST(Traceback, CopiesShareTheTable) {
   const auto frames = table();
@@ -62,10 +65,10 @@ TEST(Traceback, OwnTableFromFramesOrList) {
 
 TEST(Traceback, EqualityIsFrameByFrameAcrossTables) {
   const auto frames = table();
-  EXPECT_EQ(Traceback(frames, {1, 3}), (Traceback{kA, kB}));     // another table
-  EXPECT_NE(Traceback(frames, {1, 3}), (Traceback{kB, kA}));     // order matters
-  EXPECT_NE(Traceback(frames, {1, 3}), Traceback(frames, {1}));  // size matters
-  EXPECT_NE(Traceback(frames, {1}), Traceback(frames, {2}));     // so does the address
+  EXPECT_EQ(Traceback(frames, {1, 3}), (Traceback{kA, kB}));        // another table
+  EXPECT_NE(Traceback(frames, {1, 3}), (Traceback{kB, kA}));        // order matters
+  EXPECT_NE(Traceback(frames, {1, 3}), Traceback(frames, {1}));     // size matters
+  EXPECT_NE(Traceback(frames, {1}), Traceback(frames, {2}));        // so does the address
   EXPECT_EQ(Traceback(frames, {3, 3}), (Traceback{kB, kB}));
 }
 
@@ -148,15 +151,17 @@ TEST(Traceback, SnapshotsWithDifferentTablesCompareByKey) {
   const Snapshot now = snap({
       {Traceback(new_frames, {3, 2, 0}), 1500, 12},  // a.cpp:10 from its other address
       {Traceback(new_frames, {3, 1, 0}), 300, 3},
-      {Traceback(new_frames, {3, 0}), 64, 1},  // main.cpp:3 is new
+      {Traceback(new_frames, {3, 0}), 64, 1},        // main.cpp:3 is new
   });
   const auto diff = now.compare_to(old, KeyType::line);
   ASSERT_EQ(diff.size(), 3u);
   EXPECT_EQ(format_statistic_diff(diff[0], KeyType::line),
             "a.cpp:10: size=1500 B (+500 B), count=12 (+2), average=125 B");
   EXPECT_EQ(diff[0].traceback.table(), new_frames);  // keys come from the newer snapshot
-  EXPECT_EQ(format_statistic_diff(diff[1], KeyType::line), "main.cpp:3: size=64 B (+64 B), count=1 (+1), average=64 B");
-  EXPECT_EQ(format_statistic_diff(diff[2], KeyType::line), "b.cpp:20: size=300 B (+0 B), count=3 (+0), average=100 B");
+  EXPECT_EQ(format_statistic_diff(diff[1], KeyType::line),
+            "main.cpp:3: size=64 B (+64 B), count=1 (+1), average=64 B");
+  EXPECT_EQ(format_statistic_diff(diff[2], KeyType::line),
+            "b.cpp:20: size=300 B (+0 B), count=3 (+0), average=100 B");
   const auto by_traceback = old.compare_to(now, KeyType::traceback);
   ASSERT_EQ(by_traceback.size(), 3u);
   EXPECT_EQ(by_traceback[0].size_diff, -500);

@@ -100,7 +100,7 @@ TEST(Verdict, DrainingPoolIsShrinking) {
   for (int i = 0; i < 20; ++i) sizes.push_back(1000000 - 30000 * i);
   const Verdict v = classify(times(sizes.size()), sizes);
   EXPECT_EQ(v.trend, Trend::shrinking);
-  EXPECT_DOUBLE_EQ(v.growth_per_min, -180000.0);   // -30,000 per 10 s
+  EXPECT_DOUBLE_EQ(v.growth_per_min, -180000.0);  // -30,000 per 10 s
   EXPECT_DOUBLE_EQ(v.since_last_growth_s, 190.0);  // the first point was the high
 }
 
@@ -329,21 +329,12 @@ TEST(HistoryIndex, GroupsStacksUnderTheReportKey) {
   for (int i = 0; i < 3; ++i) h.points.push_back({1000 * i, 0, 0, 0, 0, 0});
   // Two stacks through leak.cpp:10 (from different callers), one through cache.cpp:20.
   // Live bytes, blocks; allocated bytes, blocks (cumulative).
-  h.stacks.push_back({Traceback{frame("leak", "leak.cpp", 10), frame("a", "main.cpp", 1)},
-                      {100, 200, 300},
-                      {1, 2, 3},
-                      {100, 200, 300},
-                      {1, 2, 3}});
-  h.stacks.push_back({Traceback{frame("leak", "leak.cpp", 10), frame("b", "main.cpp", 2)},
-                      {0, 50, 100},
-                      {0, 1, 2},
-                      {4000, 4050, 4100},
-                      {40, 41, 42}});
-  h.stacks.push_back({Traceback{frame("cache", "cache.cpp", 20), frame("a", "main.cpp", 1)},
-                      {500, 500, 500},
-                      {5, 5, 5},
-                      {500, 500, 500},
-                      {5, 5, 5}});
+  h.stacks.push_back({Traceback{frame("leak", "leak.cpp", 10), frame("a", "main.cpp", 1)}, {100, 200, 300}, {1, 2, 3},
+                      {100, 200, 300}, {1, 2, 3}});
+  h.stacks.push_back({Traceback{frame("leak", "leak.cpp", 10), frame("b", "main.cpp", 2)}, {0, 50, 100}, {0, 1, 2},
+                      {4000, 4050, 4100}, {40, 41, 42}});
+  h.stacks.push_back({Traceback{frame("cache", "cache.cpp", 20), frame("a", "main.cpp", 1)}, {500, 500, 500}, {5, 5, 5},
+                      {500, 500, 500}, {5, 5, 5}});
   HistoryIndex index(h, KeyType::line, false, {});
   ASSERT_EQ(index.all().size(), 2u);
   EXPECT_EQ(index.all()[0].sizes, (std::vector<std::int64_t>{500, 500, 500}));  // biggest last

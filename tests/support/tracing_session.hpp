@@ -12,7 +12,9 @@ class TracingSession {
  public:
   // Not inlined: start() makes a few traced allocations, and a constructor inlined into the
   // test would add an inline frame to their tracebacks, one more than max_frames addresses.
-  [[gnu::noinline]] explicit TracingSession(const liveheap::Options& options = {}) { liveheap::start(options); }
+  [[gnu::noinline]] explicit TracingSession(const liveheap::Options& options = {}) {
+    liveheap::start(options);
+  }
   ~TracingSession() {
     liveheap::clear();  // also the history and the peak record: nothing outlives the test
     liveheap::stop();

@@ -7,6 +7,7 @@ extern "C" [[gnu::visibility("default"), gnu::noinline]] int plugin_alpha_entry(
 }
 #else
 
+
 extern "C" [[gnu::visibility("default"), gnu::noinline]] int plugin_gamma_entry(int x) {
   return x * 3 + 1;  // LIVEHEAP_PLUGIN_LINE
 }

@@ -17,7 +17,8 @@ const liveheap::Trace* find_trace(const liveheap::Snapshot& s, int line) {
     const std::size_t user = liveheap::user_frame_index(t.traceback);
     if (user >= t.traceback.size()) continue;
     const liveheap::Frame& f = t.traceback[user];
-    if (f.line == static_cast<unsigned>(line) && f.file.ends_with("alloc_totals_test.cpp")) return &t;
+    if (f.line == static_cast<unsigned>(line) && f.file.ends_with("alloc_totals_test.cpp"))
+      return &t;
   }
   return nullptr;
 }
@@ -37,10 +38,7 @@ std::int64_t alloc_count_at(const liveheap::Snapshot& s, int line) {
 [[gnu::noinline]] int transient_loop(int n) {
   int line = 0;
   for (int i = 0; i < n; ++i) {
-    void* p = std::malloc(700);
-    line = __LINE__;
-    std::memset(p, 1, 8);
-    std::free(p);
+    void* p = std::malloc(700); line = __LINE__; std::memset(p, 1, 8); std::free(p);
   }
   return line;
 }
@@ -48,8 +46,7 @@ std::int64_t alloc_count_at(const liveheap::Snapshot& s, int line) {
 TEST(AllocTotals, TransientLoopCountsEveryAllocationButNothingLive) {
   TracingSession tracing({liveheap::Mode::exact, 32});
   const int line = transient_loop(250);
-  void* kept = std::malloc(4321);
-  const int kept_line = __LINE__;
+  void* kept = std::malloc(4321); const int kept_line = __LINE__;
 
   const liveheap::Snapshot all = liveheap::take_allocation_snapshot();
   const liveheap::Trace* t = find_trace(all, line);
@@ -84,8 +81,7 @@ TEST(AllocTotals, TransientLoopCountsEveryAllocationButNothingLive) {
 // A failed realloc puts its block back: it was neither freed nor allocated again.
 TEST(AllocTotals, FailedReallocAllocatesNothing) {
   TracingSession tracing({liveheap::Mode::exact, 32});
-  void* p = std::malloc(96);
-  const int line = __LINE__;
+  void* p = std::malloc(96); const int line = __LINE__;
   void* q = std::realloc(p, ~std::size_t{0} >> 2);
   ASSERT_EQ(q, nullptr);
   const liveheap::Snapshot all = liveheap::take_allocation_snapshot();

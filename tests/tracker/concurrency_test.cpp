@@ -17,8 +17,8 @@
 
 namespace {
 
-using liveheap::Mode;
 using test_support::TracingSession;
+using liveheap::Mode;
 
 std::int64_t size_at_line(const liveheap::Snapshot& s, int line, std::int64_t* count) {
   for (const auto& st : s.statistics(liveheap::KeyType::line)) {
@@ -49,8 +49,7 @@ int g_kept_line = 0;
   }
   for (void* p : live) std::free(p);
   for (int i = 0; i < keep; ++i) {
-    kept->push_back(std::malloc(1000));
-    g_kept_line = __LINE__;
+    kept->push_back(std::malloc(1000)); g_kept_line = __LINE__;
   }
 }
 
@@ -70,7 +69,8 @@ TEST(Concurrency, ThreadsWhileSnapshotsAreTakenEndExact) {
     }
   });
   std::vector<std::thread> workers;
-  for (int t = 0; t < kThreads; ++t) workers.emplace_back(churn, 1234u + t, 200000, kKeep, &kept[t]);
+  for (int t = 0; t < kThreads; ++t)
+    workers.emplace_back(churn, 1234u + t, 200000, kKeep, &kept[t]);
   for (auto& w : workers) w.join();
   done = true;
   observer.join();
@@ -92,8 +92,7 @@ TEST(Concurrency, ThreadsWhileSnapshotsAreTakenEndExact) {
 // a condition variable of the parent's symbolizer thread; names now come from a process).
 TEST(Concurrency, AChildForkedWhileTheSymbolizerIdlesSymbolizes) {
   TracingSession tracing({Mode::exact, 32});
-  void* parent_block = std::malloc(4343);
-  const int parent_line = __LINE__;
+  void* parent_block = std::malloc(4343); const int parent_line = __LINE__;
   std::int64_t count = 0;
   ASSERT_EQ(size_at_line(liveheap::take_snapshot(), parent_line, &count), 4343);  // names cached
   for (int i = 0; i < 5; ++i) {
@@ -120,15 +119,13 @@ TEST(Concurrency, ForkedChildKeepsWorking) {
   std::thread busy([&] {
     while (!done.load()) std::free(std::malloc(128));
   });
-  void* parent_block = std::malloc(4242);
-  const int parent_line = __LINE__;
+  void* parent_block = std::malloc(4242); const int parent_line = __LINE__;
   for (int i = 0; i < 20; ++i) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       // Child: allocate, free, snapshot (it asks the symbolizer process itself).
-      void* p = std::malloc(9999);
-      const int child_line = __LINE__;
+      void* p = std::malloc(9999); const int child_line = __LINE__;
       std::int64_t count = 0;
       const auto snap = liveheap::take_snapshot();
       const bool ok = size_at_line(snap, child_line, &count) == 9999 && count == 1 &&

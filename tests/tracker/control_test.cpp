@@ -14,8 +14,8 @@
 
 namespace {
 
-using liveheap::Mode;
 using test_support::TracingSession;
+using liveheap::Mode;
 
 // Live bytes and blocks attributed to this file at `line` in a fresh snapshot.
 liveheap::Statistic at_line(int line) {
@@ -31,8 +31,7 @@ TEST(Control, StartStopClearAndPeak) {
   EXPECT_TRUE(liveheap::is_tracing());
   EXPECT_EQ(liveheap::options().max_frames, 16u);
   const auto base = liveheap::traced_memory();
-  void* a = std::malloc(100000);
-  const int line_a = __LINE__;
+  void* a = std::malloc(100000); const int line_a = __LINE__;
   EXPECT_EQ(liveheap::traced_memory().current - base.current, 100000);
   EXPECT_GE(liveheap::traced_memory().peak, liveheap::traced_memory().current);
   EXPECT_EQ(at_line(line_a).size, 100000);
@@ -44,8 +43,7 @@ TEST(Control, StartStopClearAndPeak) {
   liveheap::reset_peak();
   EXPECT_EQ(liveheap::traced_memory().peak, liveheap::traced_memory().current);
 
-  void* b = std::malloc(5000);
-  const int line_b = __LINE__;
+  void* b = std::malloc(5000); const int line_b = __LINE__;
   EXPECT_EQ(at_line(line_b).size, 5000);
   liveheap::clear();  // forgets every trace; tracing goes on
   EXPECT_TRUE(liveheap::is_tracing());
@@ -134,7 +132,8 @@ TEST(Control, TrackerMemoryNeverShowsInReports) {
   for (int i = 0; i < 3; ++i) (void)liveheap::take_snapshot();
   const auto later = liveheap::take_snapshot();
   EXPECT_GT(liveheap::tracker_memory(), 0);
-  EXPECT_EQ(later.total_size(), first.total_size()) << "taking snapshots must not show up as traced growth";
+  EXPECT_EQ(later.total_size(), first.total_size())
+      << "taking snapshots must not show up as traced growth";
   EXPECT_EQ(later.info().tracker_memory > 0, true);
   {
     liveheap::IgnoreScope ignore;

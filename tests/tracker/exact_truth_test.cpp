@@ -22,17 +22,20 @@ struct Site {
 };
 
 // The diff entry for this file at `line`, or nullptr.
-const liveheap::StatisticDiff* find_line(const std::vector<liveheap::StatisticDiff>& diff, int line) {
+const liveheap::StatisticDiff* find_line(const std::vector<liveheap::StatisticDiff>& diff,
+                                         int line) {
   for (const auto& d : diff) {
     const liveheap::Frame& f = d.traceback.at(0);
-    if (f.line == static_cast<unsigned>(line) && f.file.ends_with("exact_truth_test.cpp")) return &d;
+    if (f.line == static_cast<unsigned>(line) && f.file.ends_with("exact_truth_test.cpp"))
+      return &d;
   }
   return nullptr;
 }
 
 std::string dump(const std::vector<liveheap::StatisticDiff>& diff) {
   std::string text;
-  for (const auto& d : diff) text += liveheap::format_statistic_diff(d, liveheap::KeyType::line) + "\n";
+  for (const auto& d : diff)
+    text += liveheap::format_statistic_diff(d, liveheap::KeyType::line) + "\n";
   return text;
 }
 
@@ -45,8 +48,7 @@ std::string dump(const std::vector<liveheap::StatisticDiff>& diff) {
 void* g_thread_block = nullptr;
 int g_thread_line = 0;
 [[gnu::noinline]] void thread_body(void** out) {
-  *out = std::malloc(3333);
-  g_thread_line = __LINE__;
+  *out = std::malloc(3333); g_thread_line = __LINE__;
 }
 
 TEST(ExactTruth, DiffNamesEveryLineWithExactSizeAndCount) {
@@ -59,26 +61,17 @@ TEST(ExactTruth, DiffNamesEveryLineWithExactSizeAndCount) {
   const liveheap::Snapshot before = liveheap::take_snapshot();
 
   for (int i = 0; i < 4; ++i) {
-    keep.push_back(std::malloc(1000));
-    if (i == 0) sites.push_back({__LINE__, 4000, 4});
+    keep.push_back(std::malloc(1000)); if (i == 0) sites.push_back({__LINE__, 4000, 4});
   }
-  keep.push_back(std::calloc(10, 123));
-  sites.push_back({__LINE__, 1230, 1});
-  char* array = new char[4096];
-  sites.push_back({__LINE__, 4096, 1});
+  keep.push_back(std::calloc(10, 123)); sites.push_back({__LINE__, 1230, 1});
+  char* array = new char[4096]; sites.push_back({__LINE__, 4096, 1});
   void* grown = std::malloc(10);
-  grown = std::realloc(grown, 100000);
-  sites.push_back({__LINE__, 100000, 1});
+  grown = std::realloc(grown, 100000); sites.push_back({__LINE__, 100000, 1});
   void* aligned = nullptr;
-  ASSERT_EQ(posix_memalign(&aligned, 256, 777), 0);
-  sites.push_back({__LINE__, 777, 1});
-  auto* numbers = new std::vector<long>();
-  numbers->reserve(500);
-  sites.push_back({__LINE__, 4000 + 24, 2});
+  ASSERT_EQ(posix_memalign(&aligned, 256, 777), 0); sites.push_back({__LINE__, 777, 1});
+  auto* numbers = new std::vector<long>(); numbers->reserve(500); sites.push_back({__LINE__, 4000 + 24, 2});
   for (int i = 0; i < 100; ++i) {
-    void* transient = std::malloc(50000);
-    std::memset(transient, 1, 8);
-    std::free(transient);
+    void* transient = std::malloc(50000); std::memset(transient, 1, 8); std::free(transient);
   }
   const int transient_line = __LINE__ - 2;
   run_thread(thread_body, &g_thread_block);

@@ -34,20 +34,17 @@ int g_leak_line = 0;
 int g_cache_line = 0;
 
 [[gnu::noinline]] void leak_step() {
-  g_leak.push_back(std::malloc(1000));
-  g_leak_line = __LINE__;
+  g_leak.push_back(std::malloc(1000)); g_leak_line = __LINE__;
 }
 [[gnu::noinline]] void cache_step() {
-  if (g_cache.size() < 3) {
-    g_cache.push_back(std::malloc(4096));
-  }
-  g_cache_line = __LINE__;
+  if (g_cache.size() < 3) { g_cache.push_back(std::malloc(4096)); } g_cache_line = __LINE__;
 }
 
 // The series of this file's `line` in `h` (under key=line), or nullptr.
 const KeySeries* series_of(HistoryIndex& index, int line) {
   for (const KeySeries& s : index.all())
-    if (!s.key.empty() && s.key[0].line == static_cast<unsigned>(line) && s.key[0].file.ends_with("history_test.cpp"))
+    if (!s.key.empty() && s.key[0].line == static_cast<unsigned>(line) &&
+        s.key[0].file.ends_with("history_test.cpp"))
       return &s;
   return nullptr;
 }
@@ -69,18 +66,15 @@ liveheap::Options no_thread() {
 // point gets a later one (the trends need distinct times).
 testing::AssertionResult clock_past_last_point() {
   const std::int64_t last = liveheap::tracker::history_raw().points.back().t_ms;
-  return wait_until(
-      kPatience, [&] { return liveheap::engine::now_ms() > last; }, std::chrono::milliseconds(1));
+  return wait_until(kPatience, [&] { return liveheap::engine::now_ms() > last; }, std::chrono::milliseconds(1));
 }
 
 // The raw points, once there are at least `n` (the thread ticks on its own).
 testing::AssertionResult wait_for_points(std::size_t n, liveheap::tracker::RawHistory* raw) {
-  return wait_until(kPatience,
-                    [&] {
-                      *raw = liveheap::tracker::history_raw();
-                      return raw->points.size() >= n;
-                    })
-         << ": the history never held " << n << " points";
+  return wait_until(kPatience, [&] {
+    *raw = liveheap::tracker::history_raw();
+    return raw->points.size() >= n;
+  }) << ": the history never held " << n << " points";
 }
 
 TEST(History, TicksRecordExactSeriesAndVerdicts) {
@@ -105,7 +99,8 @@ TEST(History, TicksRecordExactSeriesAndVerdicts) {
   ASSERT_NE(cache, nullptr);
   EXPECT_EQ(leak->sizes, (std::vector<std::int64_t>{1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000}));
   EXPECT_EQ(leak->counts, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
-  EXPECT_EQ(cache->sizes, (std::vector<std::int64_t>{4096, 8192, 12288, 12288, 12288, 12288, 12288, 12288}));
+  EXPECT_EQ(cache->sizes,
+            (std::vector<std::int64_t>{4096, 8192, 12288, 12288, 12288, 12288, 12288, 12288}));
   const std::vector<std::int64_t> t = liveheap::point_times(h);
   EXPECT_EQ(liveheap::classify(t, leak->sizes).trend, liveheap::Trend::growing);
   EXPECT_EQ(liveheap::classify(t, cache->sizes).trend, liveheap::Trend::plateaued);
@@ -271,8 +266,8 @@ TEST(History, TickCostAndBoundAtTenThousandStacks) {
   const std::int64_t per_point = (liveheap::tracker_memory() - memory_before) / 20;
   std::sort(tick_ms.begin(), tick_ms.end());
   std::printf("history tick at %llu stacks: median %.2f ms, worst %.2f ms; %lld bytes per point\n",
-              static_cast<unsigned long long>(liveheap::engine_stats().stacks), tick_ms[10], tick_ms.back(),
-              static_cast<long long>(per_point));
+              static_cast<unsigned long long>(liveheap::engine_stats().stacks), tick_ms[10],
+              tick_ms.back(), static_cast<long long>(per_point));
   // The median: one tick descheduled on a shared machine says nothing about the tick's cost
   // (the bench measures it: ./build.sh bench, docs/history.md). A gross regression still fails.
   EXPECT_LT(tick_ms[10], 25.0);
@@ -303,8 +298,8 @@ TEST(History, IntervalFromTheEnvironment) {
       liveheap::options_from_environment(liveheap::Mode::exact);
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const std::invalid_argument& e) {
-      EXPECT_EQ(std::string(e.what()),
-                "LIVEHEAP_HISTORY_INTERVAL='" + std::string(bad) + "' is not a whole number from 0 to 86400");
+      EXPECT_EQ(std::string(e.what()), "LIVEHEAP_HISTORY_INTERVAL='" + std::string(bad) +
+                                           "' is not a whole number from 0 to 86400");
     }
   }
   ::unsetenv("LIVEHEAP_HISTORY_INTERVAL");

@@ -32,17 +32,16 @@ liveheap::Statistic at_line(const Snapshot& snapshot, int line) {
 
 // Until the peak record holds `bytes` at `line`.
 testing::AssertionResult wait_for_record(int line, std::int64_t bytes) {
-  return test_support::wait_until(
-             test_support::kPatience, [&] { return at_line(liveheap::take_peak_snapshot(), line).size == bytes; },
-             std::chrono::milliseconds(1))
-         << ": the peak record never held " << bytes << " B at line " << line;
+  return test_support::wait_until(test_support::kPatience, [&] {
+    return at_line(liveheap::take_peak_snapshot(), line).size == bytes;
+  }, std::chrono::milliseconds(1)) << ": the peak record never held " << bytes << " B at line " << line;
 }
 
 // Until the recorder's thread has looked since the last time the allocation path woke it:
 // what it would record, it has.
 testing::AssertionResult wait_for_recorder() {
-  return test_support::wait_until(
-             test_support::kPatience, [] { return liveheap::peak::caught_up(); }, std::chrono::milliseconds(1))
+  return test_support::wait_until(test_support::kPatience, [] { return liveheap::peak::caught_up(); },
+                                  std::chrono::milliseconds(1))
          << ": the peak thread never looked after its last wake-up";
 }
 
@@ -51,12 +50,10 @@ constexpr std::int64_t kB = 2 << 20;
 
 TEST(Peak, KeepsWhatWasLiveAtTheHighWaterMark) {
   std::optional<TracingSession> tracing(std::in_place, liveheap::Options{Mode::exact, 16});
-  void* a = std::malloc(kA);
-  const int line_a = __LINE__;
+  void* a = std::malloc(kA); const int line_a = __LINE__;
   ASSERT_TRUE(wait_for_record(line_a, kA));
   std::free(a);
-  void* b = std::malloc(kB);
-  const int line_b = __LINE__;
+  void* b = std::malloc(kB); const int line_b = __LINE__;
   ASSERT_TRUE(wait_for_recorder());  // the record stays
 
   const Snapshot peak = liveheap::take_peak_snapshot();
@@ -82,16 +79,14 @@ TEST(Peak, KeepsWhatWasLiveAtTheHighWaterMark) {
 
 TEST(Peak, ClearAndRestartForgetTheRecord) {
   TracingSession tracing({Mode::exact, 16});
-  void* a = std::malloc(kA);
-  const int line_a = __LINE__;
+  void* a = std::malloc(kA); const int line_a = __LINE__;
   ASSERT_TRUE(wait_for_record(line_a, kA));
   std::free(a);
   EXPECT_EQ(at_line(liveheap::take_peak_snapshot(), line_a).size, kA);
   liveheap::clear();
   EXPECT_EQ(at_line(liveheap::take_peak_snapshot(), line_a).size, 0);
 
-  a = std::malloc(kA);
-  const int line_a2 = __LINE__;
+  a = std::malloc(kA); const int line_a2 = __LINE__;
   ASSERT_TRUE(wait_for_record(line_a2, kA));
   std::free(a);
   liveheap::stop();
@@ -102,15 +97,12 @@ TEST(Peak, ClearAndRestartForgetTheRecord) {
 // A rise smaller than the margin (1/32 of the record, at least 64 KiB) keeps the old record.
 TEST(Peak, ARiseWithinTheMarginIsNotRecorded) {
   TracingSession tracing({Mode::exact, 16});
-  void* a = std::malloc(kA);
-  const int line_a = __LINE__;
+  void* a = std::malloc(kA); const int line_a = __LINE__;
   ASSERT_TRUE(wait_for_record(line_a, kA));
-  void* small = std::malloc(16 * 1024);
-  const int line_small = __LINE__;
+  void* small = std::malloc(16 * 1024); const int line_small = __LINE__;
   ASSERT_TRUE(wait_for_recorder());
   EXPECT_EQ(at_line(liveheap::take_peak_snapshot(), line_small).size, 0);
-  void* big = std::malloc(kA / 16);
-  const int line_big = __LINE__;  // 1/16: past the margin
+  void* big = std::malloc(kA / 16); const int line_big = __LINE__;  // 1/16: past the margin
   EXPECT_TRUE(wait_for_record(line_big, kA / 16));
   const Snapshot peak = liveheap::take_peak_snapshot();
   EXPECT_EQ(at_line(peak, line_small).size, 16 * 1024);
@@ -129,10 +121,9 @@ void expect_burst_recorded(const std::function<int(void**)>& allocate) {
   const std::uint64_t looks = liveheap::peak::looks();
   void* burst = nullptr;
   const int line = allocate(&burst);
-  ASSERT_TRUE(test_support::wait_until(
-      test_support::kPatience, [&] { return liveheap::peak::looks() > looks && liveheap::peak::caught_up(); },
-      std::chrono::milliseconds(1)))
-      << ": the burst never woke the recorder";
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
+    return liveheap::peak::looks() > looks && liveheap::peak::caught_up();
+  }, std::chrono::milliseconds(1))) << ": the burst never woke the recorder";
   std::free(burst);
   ASSERT_TRUE(wait_for_recorder());
   const Snapshot peak = liveheap::take_peak_snapshot();
@@ -142,8 +133,7 @@ void expect_burst_recorded(const std::function<int(void**)>& allocate) {
 
 TEST(Peak, ABurstWakesTheRecorder) {
   expect_burst_recorded([](void** burst) {
-    *burst = std::malloc(kA);
-    return __LINE__;
+    *burst = std::malloc(kA); return __LINE__;
   });
 }
 
@@ -152,8 +142,7 @@ TEST(Peak, ABurstOfAnotherThreadWakesTheRecorder) {
   expect_burst_recorded([](void** burst) {
     int line = 0;
     std::thread thread([&] {
-      *burst = std::malloc(kA);
-      line = __LINE__;  // alone on its line: not the thread's own state
+      *burst = std::malloc(kA); line = __LINE__;  // alone on its line: not the thread's own state
     });
     thread.join();
     return line;
@@ -164,8 +153,7 @@ TEST(Peak, ABurstOfAnotherThreadWakesTheRecorder) {
 // margin, then time (what a 5 ms poll would have filled with looks).
 TEST(Peak, TheRecorderSleepsWhileTheHeapStaysUnderTheMark) {
   TracingSession tracing({Mode::exact, 16});
-  void* a = std::malloc(kA);
-  const int line_a = __LINE__;
+  void* a = std::malloc(kA); const int line_a = __LINE__;
   ASSERT_TRUE(wait_for_record(line_a, kA));
   ASSERT_TRUE(wait_for_recorder());
   const std::uint64_t looks = liveheap::peak::looks();

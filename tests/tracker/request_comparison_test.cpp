@@ -21,9 +21,9 @@
 
 namespace {
 
+using test_support::TracingSession;
 using liveheap::http::ComparisonConfig;
 using liveheap::http::RequestComparison;
-using test_support::TracingSession;
 using Clock = std::chrono::steady_clock;
 
 // The lines a comparison logs, and when each arrived.
@@ -57,14 +57,14 @@ TEST(RequestComparison, LogsTheReferenceThenTheExactGrowth) {
   TracingSession tracing({liveheap::Mode::exact, 16});
   Log log;
   {
-    RequestComparison comparison(
-        ComparisonConfig{.every_n = 3, .top_k = 1, .log = [&](std::string_view line) { log.add(line); }});
+    RequestComparison comparison(ComparisonConfig{
+        .every_n = 3, .top_k = 1, .log = [&](std::string_view line) { log.add(line); }});
     comparison.on_request();  // request 1: the reference, on the comparison's thread
     log.wait_for(1);
-    EXPECT_TRUE(log.lines()[0].starts_with("liveheap: request 1: reference snapshot taken, heap ")) << log.lines()[0];
+    EXPECT_TRUE(log.lines()[0].starts_with("liveheap: request 1: reference snapshot taken, heap "))
+        << log.lines()[0];
     void* blocks[3];
-    for (void*& p : blocks) p = std::malloc(100000);
-    const int line = __LINE__;
+    for (void*& p : blocks) p = std::malloc(100000); const int line = __LINE__;
     comparison.on_request();
     comparison.on_request();
     comparison.on_request();  // request 4 = 1 + N: a comparison
@@ -87,8 +87,8 @@ TEST(RequestComparison, NamesTheRoutesWhoseRequestsGrewTheHeap) {
   Log log;
   void* kept = nullptr;
   {
-    RequestComparison comparison(
-        ComparisonConfig{.every_n = 1, .top_k = 2, .log = [&](std::string_view line) { log.add(line); }});
+    RequestComparison comparison(ComparisonConfig{
+        .every_n = 1, .top_k = 2, .log = [&](std::string_view line) { log.add(line); }});
     comparison.on_request();  // request 1: the reference
     log.wait_for(1);
     {
@@ -119,13 +119,12 @@ TEST(RequestComparison, EachLineCarriesItsVerdictOnceTheHistoryCanTell) {
   kept.reserve(8);
   int line = 0;
   {
-    RequestComparison comparison(
-        ComparisonConfig{.every_n = 8, .top_k = 1, .log = [&](std::string_view text) { log.add(text); }});
+    RequestComparison comparison(ComparisonConfig{
+        .every_n = 8, .top_k = 1, .log = [&](std::string_view text) { log.add(text); }});
     comparison.on_request();
     log.wait_for(1);
     for (int i = 0; i < 7; ++i) {  // requests 2..8, each leaking 100,000 bytes, a point each
-      kept.push_back(std::malloc(100000));
-      line = __LINE__;
+      kept.push_back(std::malloc(100000)); line = __LINE__;
       liveheap::tracker::history_tick();
       std::this_thread::sleep_for(std::chrono::milliseconds(2));  // distinct point times
       comparison.on_request();
@@ -135,10 +134,8 @@ TEST(RequestComparison, EachLineCarriesItsVerdictOnceTheHistoryCanTell) {
   }
   const auto lines = log.lines();
   ASSERT_GE(lines.size(), 3u);
-  EXPECT_NE(
-      lines[2].find("request_comparison_test.cpp:" + std::to_string(line) + ": size=684 KiB (+684 KiB), count=7 (+7)"),
-      std::string::npos)
-      << lines[2];
+  EXPECT_NE(lines[2].find("request_comparison_test.cpp:" + std::to_string(line) + ": size=684 KiB (+684 KiB), count=7 (+7)"),
+            std::string::npos) << lines[2];
   EXPECT_TRUE(lines[2].ends_with(" [growing, retains 100%, idle 0 s]")) << lines[2];
   for (void* p : kept) std::free(p);
 }
@@ -170,8 +167,8 @@ TEST(RequestComparison, ConcurrentRequestsDoNotWaitForAComparison) {
   constexpr unsigned kEvery = 1'000'000;
   Log log;
   {
-    RequestComparison comparison(
-        ComparisonConfig{.every_n = kEvery, .top_k = 1, .log = [&](std::string_view line) { log.add(line); }});
+    RequestComparison comparison(ComparisonConfig{
+        .every_n = kEvery, .top_k = 1, .log = [&](std::string_view line) { log.add(line); }});
     comparison.on_request();  // the reference
     log.wait_for(1);
     for (unsigned i = 1; i < kEvery; ++i) comparison.on_request();
@@ -196,7 +193,8 @@ TEST(RequestComparison, ConcurrentRequestsDoNotWaitForAComparison) {
     ASSERT_NE(ended, Clock::time_point::max());
     const auto comparison_time = ended - started;
     const auto worst = *std::max_element(slowest.begin(), slowest.end());
-    std::printf("comparison of %zu stacks: %lld us; slowest of %d concurrent requests: %lld us\n", blocks.size(),
+    std::printf("comparison of %zu stacks: %lld us; slowest of %d concurrent requests: %lld us\n",
+                blocks.size(),
                 static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(comparison_time).count()),
                 kThreads * kCalls,
                 static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(worst).count()));

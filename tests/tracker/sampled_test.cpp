@@ -22,8 +22,8 @@ extern "C" void __libc_free(void*);
 
 namespace {
 
-using liveheap::Mode;
 using test_support::TracingSession;
+using liveheap::Mode;
 constexpr std::uint64_t kInterval = 512 * 1024;
 
 struct Estimate {
@@ -36,8 +36,8 @@ int g_known_line = 0;
 // Allocates `n` blocks of `size` at one known line, on a fresh thread (a fresh countdown,
 // seeded from the session's seed), estimates them, frees them. `before` runs once tracing
 // has started.
-Estimate sample_known(std::uint64_t seed, std::size_t size, std::size_t n, const std::function<void()>& before = {},
-                      bool defer_recorders = false) {
+Estimate sample_known(std::uint64_t seed, std::size_t size, std::size_t n,
+                      const std::function<void()>& before = {}, bool defer_recorders = false) {
   liveheap::Options options{Mode::sampled, 16, kInterval, seed};
   options.defer_recorders = defer_recorders;
   TracingSession tracing(options);
@@ -46,8 +46,7 @@ Estimate sample_known(std::uint64_t seed, std::size_t size, std::size_t n, const
   blocks.reserve(n);
   std::thread([&] {
     for (std::size_t i = 0; i < n; ++i) {
-      blocks.push_back(std::malloc(size));
-      g_known_line = __LINE__;
+      blocks.push_back(std::malloc(size)); g_known_line = __LINE__;
     }
   }).join();
   Estimate e;
@@ -84,7 +83,8 @@ TEST(Sampled, TwoHundredMegabytesEstimatedWithinFivePercent) {
   EXPECT_NEAR(estimate / truth, 1.0, 0.05) << "estimated " << estimate << " of " << truth;
   // Counts are dominated by the 1 KiB blocks: 7.1% (1 sigma); allow 3 sigma.
   const double blocks = 102400 + 960 + 20;
-  EXPECT_NEAR((small.count + medium.count + large.count) / blocks, 1.0, 3 * expected_relative_error(1024, 102400));
+  EXPECT_NEAR((small.count + medium.count + large.count) / blocks, 1.0,
+              3 * expected_relative_error(1024, 102400));
 }
 
 // The bytes sample_known() estimates in a child forked from here (the same state each
@@ -155,13 +155,11 @@ Estimate shrink_known(std::uint64_t seed, std::size_t length, std::size_t slack,
   std::vector<void*> blocks(n);
   std::thread([&] {
     for (void*& b : blocks) {
-      b = std::malloc(length + slack);
-      g_made_line = __LINE__;
+      b = std::malloc(length + slack); g_made_line = __LINE__;
       const std::size_t usable = malloc_usable_size(b);
       std::memset(b, 'x', usable);
       if (usable > length) {
-        b = std::realloc(b, length);
-        g_shrunk_line = __LINE__;
+        b = std::realloc(b, length); g_shrunk_line = __LINE__;
       }
     }
   }).join();
@@ -251,7 +249,8 @@ TEST(Sampled, BlocksFreedOnOtherThreadsAreUncounted) {
   int sampled = 0;
   for (void* b : blocks) sampled += liveheap::engine::is_sampled_block(b);
   EXPECT_EQ(sampled, 200);
-  EXPECT_NEAR(static_cast<double>(liveheap::traced_memory().current), 200.0 * (1 << 20), 200.0 * (1 << 20) * 0.01);
+  EXPECT_NEAR(static_cast<double>(liveheap::traced_memory().current), 200.0 * (1 << 20),
+              200.0 * (1 << 20) * 0.01);
   EXPECT_EQ(liveheap::engine_stats().live_blocks, 200u);
   std::thread([&] {
     for (void* b : blocks) std::free(b);
@@ -301,7 +300,8 @@ TEST(Sampled, AGrowingSampledBlockLeavesNoRunResidentBehindIt) {
     for (int i = 0; i < 64; ++i) ASSERT_EQ(p[i], i) << size;
     std::memset(p + size / 2, 0x6d, size / 2);
     EXPECT_EQ(liveheap::engine_stats().live_blocks, 1u);
-    EXPECT_NEAR(static_cast<double>(liveheap::traced_memory().current), static_cast<double>(size), size * 0.01);
+    EXPECT_NEAR(static_cast<double>(liveheap::traced_memory().current), static_cast<double>(size),
+                size * 0.01);
     EXPECT_LE(liveheap::engine_stats().region_kept_bytes, kept) << size;
   }
   const liveheap::EngineStats stats = liveheap::engine_stats();

@@ -37,16 +37,11 @@ struct KnownBlocks {
   [[gnu::noinline]] KnownBlocks() {
     blocks.reserve(5);  // the vectors grow before, not at the known lines
     lines.reserve(5);
-    blocks.push_back(std::malloc(1000));
-    lines.push_back(__LINE__);
-    blocks.push_back(std::malloc(1100));
-    lines.push_back(__LINE__);
-    blocks.push_back(std::malloc(1200));
-    lines.push_back(__LINE__);
-    blocks.push_back(std::malloc(1300));
-    lines.push_back(__LINE__);
-    blocks.push_back(std::malloc(1400));
-    lines.push_back(__LINE__);
+    blocks.push_back(std::malloc(1000)); lines.push_back(__LINE__);
+    blocks.push_back(std::malloc(1100)); lines.push_back(__LINE__);
+    blocks.push_back(std::malloc(1200)); lines.push_back(__LINE__);
+    blocks.push_back(std::malloc(1300)); lines.push_back(__LINE__);
+    blocks.push_back(std::malloc(1400)); lines.push_back(__LINE__);
   }
   ~KnownBlocks() {
     for (void* p : blocks) std::free(p);
@@ -105,7 +100,8 @@ TEST(StackSnapshot, TakingOneSymbolizesNothingShowingItAsksEachAddressOnce) {
   EXPECT_EQ(stacks.stacks.size(), reference.traces().size());
   EXPECT_EQ(stacks.info.max_frames, 16u);
   EXPECT_EQ(stacks.info.mode, liveheap::Mode::exact);
-  for (std::size_t i = 1; i < stacks.stacks.size(); ++i) EXPECT_LT(stacks.stacks[i - 1].id, stacks.stacks[i].id);
+  for (std::size_t i = 1; i < stacks.stacks.size(); ++i)
+    EXPECT_LT(stacks.stacks[i - 1].id, stacks.stacks[i].id);
 
   const std::uint64_t before_shown = asked();
   const Snapshot shown = liveheap::symbolized(stacks);
@@ -129,7 +125,7 @@ TEST(StackSnapshot, DiffIsTheOldDiffAndAsksTheUnionOnce) {
     old_stacks = liveheap::take_stack_snapshot();
     old_reference = liveheap::take_snapshot();
   }
-  KnownBlocks known;    // grown
+  KnownBlocks known;  // grown
   std::free(first[0]);  // shrunk
   StackSnapshot now_stacks;
   Snapshot now_reference;

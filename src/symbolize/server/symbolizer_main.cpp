@@ -144,9 +144,10 @@ int listening_socket(const Settings& s) {
 // --stay-with: the same process, afresh, with the same socket.
 [[noreturn]] void reexecute(const Settings& s, int listener) {
   ::fcntl(listener, F_SETFD, 0);
-  std::string fd = std::to_string(listener), parent = std::to_string(s.stay_with), idle = std::to_string(s.idle_exit_s);
-  std::string a[] = {"liveheap-symbolizer", "--socket", s.socket,      "--stay-with", parent,
-                     "--listen-fd",         fd,         "--idle-exit", idle};
+  std::string fd = std::to_string(listener), parent = std::to_string(s.stay_with),
+              idle = std::to_string(s.idle_exit_s);
+  std::string a[] = {"liveheap-symbolizer", "--socket", s.socket, "--stay-with", parent,
+                     "--listen-fd", fd, "--idle-exit", idle};
   char* argv[std::size(a) + 1] = {};
   for (std::size_t i = 0; i < std::size(a); ++i) argv[i] = a[i].data();
   ::execv("/proc/self/exe", argv);

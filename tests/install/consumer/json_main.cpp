@@ -12,8 +12,8 @@ int main() {
   const liveheap::Statistic stat{liveheap::Traceback{frame}, 3000, 3};
   const nlohmann::json j = liveheap::to_json(stat, liveheap::KeyType::line);
   std::printf("%s\n", j.dump().c_str());
-  return j.at("key") == "app.cpp:12" && j.at("file") == "app.cpp" && j.at("line") == 12 && j.at("size") == 3000 &&
-                 j.at("count") == 3 && j.at("average") == 1000.0
+  return j.at("key") == "app.cpp:12" && j.at("file") == "app.cpp" && j.at("line") == 12 &&
+                 j.at("size") == 3000 && j.at("count") == 3 && j.at("average") == 1000.0
              ? 0
              : 1;
 }
