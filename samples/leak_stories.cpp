@@ -1,7 +1,7 @@
-// The memory stories of samples/leaky_server: "// route: <name>" and "// site: <name>" mark
-// where liveheap must find each story (the e2e test reads the marks). Builders are noinline
-// so that their allocations stay on their own lines, as they would in a library's code.
-// clang-format off: the docs quote this file's lines from real reports; it keeps its layout.
+// The memory stories of samples/leaky_server. The lines marked "// route: <name>" and
+// "// site: <name>" are where liveheap must find each story; the e2e test reads the marks.
+// Constructors and builders are [[gnu::noinline]] so that, whatever the optimizer does,
+// their allocations stay on their own lines, as they would in a library's code.
 #include "leak_stories.hpp"
 
 #include <charconv>
@@ -39,9 +39,10 @@ class ApiClient {
 
   // Its own size is the caller's to count (it may live anywhere).
   HeapUse heap_use() const {
-    HeapUse use = leaky::heap_use(base_url_) + leaky::heap_use(default_headers_) + leaky::heap_use(send_buffer_) +
-                  leaky::heap_use(receive_buffer_);
-    for (const auto& [name, value] : default_headers_) use += leaky::heap_use(name) + leaky::heap_use(value);
+    HeapUse use = leaky::heap_use(base_url_) + leaky::heap_use(default_headers_) +
+                  leaky::heap_use(send_buffer_) + leaky::heap_use(receive_buffer_);
+    for (const auto& [name, value] : default_headers_)
+      use += leaky::heap_use(name) + leaky::heap_use(value);
     return use;
   }
   static HeapUse receive_buffer() { return block(kReceiveBufferSize); }
@@ -99,7 +100,8 @@ constexpr std::uint32_t kColumns = 4;
 }
 
 HeapUse heap_use(const Table& table) {
-  return block(sizeof(Table)) + leaky::heap_use(table.cells) + block(sizeof(Cell)) * table.cells.size();
+  return block(sizeof(Table)) + leaky::heap_use(table.cells) +
+         block(sizeof(Cell)) * table.cells.size();
 }
 
 // An execution plan compiled for one input shape: expensive to build, worth caching.
@@ -119,7 +121,8 @@ using PlanCache = LruCache<std::string, Plan>;
 
 // One cache entry, wherever its bytes are: the weights, its list node, its index node.
 HeapUse plan_entry() {
-  return block(kPlanWeights * sizeof(float)) + list_node<PlanCache::Entry>() + hash_node<PlanCache::Index>();
+  return block(kPlanWeights * sizeof(float)) + list_node<PlanCache::Entry>() +
+         hash_node<PlanCache::Index>();
 }
 
 // "640x480": 1..5 digits, 'x', 1..5 digits (short enough to stay inside std::string).
@@ -133,12 +136,12 @@ bool is_shape(std::string_view shape) {
 
 // The stories' state. Each registry is what the real bug keeps: nothing ever erases.
 std::mutex g_mutex;
-std::list<std::unique_ptr<ApiClient>> g_clients;                  // guarded by g_mutex
+std::list<std::unique_ptr<ApiClient>> g_clients;                // guarded by g_mutex
 std::map<std::uint64_t, std::unique_ptr<Figure>> g_open_figures;  // guarded by g_mutex
-std::list<std::unique_ptr<Table>> g_tables;                       // guarded by g_mutex
-PlanCache g_plans(kPlanCacheCapacity);                            // guarded by g_mutex
-std::uint64_t g_requests = 0;                                     // guarded by g_mutex
-HeapUse g_clients_use, g_figures_use, g_tables_use;               // guarded by g_mutex
+std::list<std::unique_ptr<Table>> g_tables;                     // guarded by g_mutex
+PlanCache g_plans(kPlanCacheCapacity);                          // guarded by g_mutex
+std::uint64_t g_requests = 0;                                   // guarded by g_mutex
+HeapUse g_clients_use, g_figures_use, g_tables_use;             // guarded by g_mutex
 
 constexpr const char* kBaseUrl = "https://api.acme.example/v3/";
 
@@ -156,8 +159,8 @@ StoryResult create_api_client() {
   std::lock_guard lock(g_mutex);
   const std::string key = api_key(++g_requests);
   g_clients.push_back(std::make_unique<ApiClient>(kBaseUrl, key));  // route: client
-  const HeapUse kept =
-      block(sizeof(ApiClient)) + g_clients.back()->heap_use() + list_node<std::unique_ptr<ApiClient>>();
+  const HeapUse kept = block(sizeof(ApiClient)) + g_clients.back()->heap_use() +
+                       list_node<std::unique_ptr<ApiClient>>();
   g_clients_use += kept;
   return {.kept = kept, .site = ApiClient::receive_buffer(), .held = g_clients_use};
 }
@@ -166,13 +169,16 @@ StoryResult render_figure() {
   std::lock_guard lock(g_mutex);
   const std::uint64_t id = ++g_requests;
   const auto it = g_open_figures.emplace(id, std::make_unique<Figure>(id)).first;  // route: figure
-  const HeapUse kept = block(sizeof(Figure)) + it->second->heap_use() + map_node<decltype(g_open_figures)>();
+  const HeapUse kept = block(sizeof(Figure)) + it->second->heap_use() +
+                       map_node<decltype(g_open_figures)>();
   g_figures_use += kept;
-  return {.kept = kept, .site = Figure::canvas(), .held = g_figures_use, .checksum = it->second->checksum()};
+  return {.kept = kept, .site = Figure::canvas(), .held = g_figures_use,
+          .checksum = it->second->checksum()};
 }
 
 StoryResult convert_result(std::size_t rows) {
-  if (rows < 1 || rows > kMaxRows) throw std::invalid_argument("rows must be 1.." + std::to_string(kMaxRows));
+  if (rows < 1 || rows > kMaxRows)
+    throw std::invalid_argument("rows must be 1.." + std::to_string(kMaxRows));
   std::lock_guard lock(g_mutex);
   ++g_requests;
   g_tables.push_back(convert(rows));  // route: convert
@@ -182,7 +188,8 @@ StoryResult convert_result(std::size_t rows) {
 }
 
 StoryResult lookup_plan(std::string_view shape) {
-  if (!is_shape(shape)) throw std::invalid_argument("shape must be WIDTHxHEIGHT, e.g. 640x480 (1..5 digits each)");
+  if (!is_shape(shape))
+    throw std::invalid_argument("shape must be WIDTHxHEIGHT, e.g. 640x480 (1..5 digits each)");
   std::lock_guard lock(g_mutex);
   ++g_requests;
   StoryResult result;
@@ -193,7 +200,7 @@ StoryResult lookup_plan(std::string_view shape) {
   } else {
     const bool evicts = g_plans.size() == g_plans.capacity();
     g_plans.insert(key, compile_plan(shape));  // route: cache
-    if (!evicts) {                             // an evicting insert frees as much as it allocates
+    if (!evicts) {  // an evicting insert frees as much as it allocates
       result.kept = plan_entry();
       result.site = block(kPlanWeights * sizeof(float));
     }
@@ -204,7 +211,8 @@ StoryResult lookup_plan(std::string_view shape) {
 }
 
 StoryResult well_behaved(std::size_t kib) {
-  if (kib < 1 || kib > kMaxScratchKiB) throw std::invalid_argument("kb must be 1.." + std::to_string(kMaxScratchKiB));
+  if (kib < 1 || kib > kMaxScratchKiB)
+    throw std::invalid_argument("kb must be 1.." + std::to_string(kMaxScratchKiB));
   std::vector<std::uint8_t> scratch(kib * 1024);
   std::map<std::uint32_t, std::string> words;
   for (std::uint32_t i = 0; i < 2000; ++i)
