@@ -284,18 +284,20 @@ void count_folded(std::int64_t bytes) noexcept {
   return routed_stack(stack, route);
 }
 
-// `stack` with its evaluator frames replaced by this thread's Python frames
-// (python_stacks.hpp), interned; `stack` itself when there are none or they cannot be
-// placed or interned.
-[[gnu::noinline]] StackId python_stack(StackId stack, const PythonRuntime& py) noexcept {
-  const StackRecord* r = g_stacks.record(stack);
-  if (r == nullptr || r->depth == 0 || r->depth > kMaxFramesCapture) return stack;
+// In a process running CPython: the stack of `native` (`depth` return addresses, as
+// captured, `hash` theirs) with its evaluator frames replaced by this thread's Python frames
+// (python_stacks.hpp), in the thread's route; the native stack alone when they cannot be
+// read, placed or interned; the over-the-cap stack (and *folded set) when neither can be.
+// The memo is never written here: one native stack runs many Python lines.
+[[gnu::noinline]] StackId python_stack(const std::uintptr_t* native, std::uint32_t depth, std::uint64_t hash,
+                                       const PythonRuntime& py, bool* folded) noexcept {
   std::uintptr_t frames[kMaxFramesCapture];
-  const bool truncated = r->depth >= g_settings.max_frames;
-  const std::uint32_t depth = merge_python_frames(py, r->frames, r->depth, truncated, frames, kMaxFramesCapture);
-  if (depth == 0) return stack;
-  const StackId merged = g_stacks.find_or_insert(frames, depth);
-  return merged == kNoStack ? stack : merged;
+  const bool truncated = depth >= g_settings.max_frames;
+  if (const std::uint32_t n = merge_python_frames(py, native, depth, truncated, frames, kMaxFramesCapture))
+    if (const StackId merged = g_stacks.find_or_insert(frames, n); merged != kNoStack) return in_route(merged);
+  if (const StackId stack = g_stacks.find_or_insert(native, depth, hash); stack != kNoStack) return in_route(stack);
+  *folded = true;
+  return g_fold_stack.load(std::memory_order_relaxed);
 }
 
 // The stack's id (in this thread's request's route, if any); when it cannot be interned,
@@ -310,12 +312,9 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
   if (known.id != kNoStack) return known.id;
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
+  if (const PythonRuntime* py = python_runtime()) [[unlikely]] return python_stack(frames, depth, hash, *py, folded);
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
-    // Where CPython runs, the memo is never written (one native stack runs many Python
-    // lines): every walk comes here, and its Python frames are read.
-    if (const PythonRuntime* py = python_runtime()) [[unlikely]]
-      return in_route(python_stack(stack, *py));
     const StackId routed = in_route(stack);
     remember_stack_id(frames, known, routed);
     return routed;

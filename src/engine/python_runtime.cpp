@@ -11,8 +11,7 @@
 namespace liveheap::engine {
 namespace {
 
-constinit PythonRuntime g_found;  // written once, before g_runtime publishes it
-std::atomic<const PythonRuntime*> g_runtime{nullptr};
+constinit PythonRuntime g_found;  // written once, before g_python_runtime publishes it
 std::atomic<PythonSupport> g_support{PythonSupport::absent};
 std::atomic<std::uint32_t> g_version{0};
 std::atomic<const char*> g_missing{nullptr};
@@ -83,7 +82,7 @@ void look() noexcept {
   if (g_published.exchange(true, std::memory_order_relaxed)) return set_status(PythonSupport::absent, 0, nullptr);
   g_found = r;
   set_status(PythonSupport::on, version, nullptr);
-  g_runtime.store(&g_found, std::memory_order_release);
+  g_python_runtime.store(&g_found, std::memory_order_release);
   // The walks' memo of stack ids (never written while CPython is known, engine.cpp) may hold
   // ids memoized before: forgetting the frame rules empties every thread's.
   forget_frame_rules();
@@ -107,13 +106,13 @@ PythonStatus python_status() noexcept {
   return {support, g_version.load(std::memory_order_relaxed), g_missing.load(std::memory_order_relaxed)};
 }
 
-const PythonRuntime* python_runtime() noexcept { return g_runtime.load(std::memory_order_acquire); }
+constinit std::atomic<const PythonRuntime*> g_python_runtime{nullptr};
 
 void forget_python_if_unloaded() noexcept {
   const PythonRuntime* r = python_runtime();
   Dl_info info;
   if (r == nullptr || dladdr(reinterpret_cast<void*>(r->eval_begin), &info) != 0) return;
-  g_runtime.store(nullptr, std::memory_order_release);
+  g_python_runtime.store(nullptr, std::memory_order_release);
   g_adds_seen.store(~0ull, std::memory_order_relaxed);
   set_status(PythonSupport::absent, 0, nullptr);
 }

@@ -6,6 +6,7 @@
 // return at once); python_runtime and python_status on any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "python_layout.hpp"
@@ -47,8 +48,10 @@ struct PythonStatus {
 LIVEHEAP_SHARED void find_python() noexcept;
 LIVEHEAP_SHARED PythonStatus python_status() noexcept;
 
-// The runtime whose frames are read, or nullptr: one load.
-const PythonRuntime* python_runtime() noexcept;
+// The runtime whose frames are read, or nullptr: one load (inline: the allocation path
+// asks on every walk its memo does not know).
+[[gnu::visibility("hidden")]] extern std::atomic<const PythonRuntime*> g_python_runtime;
+inline const PythonRuntime* python_runtime() noexcept { return g_python_runtime.load(std::memory_order_acquire); }
 
 // After a dlclose: the interpreter's code may be gone with it.
 void forget_python_if_unloaded() noexcept;
