@@ -183,44 +183,6 @@ bool bounded(const Worked& w, const Rise& r, double tolerance) {
 
 Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
               const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
-              std::uint64_t noise, double estimate_error, std::int64_t interval_ms, Axis axis);
-
-}  // namespace
-
-std::string_view to_string(Trend trend) noexcept {
-  switch (trend) {
-    case Trend::growing: return "growing";
-    case Trend::plateaued: return "plateaued";
-    case Trend::stable: return "stable";
-    case Trend::shrinking: return "shrinking";
-    case Trend::unknown: break;
-  }
-  return "unknown";
-}
-
-std::optional<Trend> parse_trend(std::string_view text) noexcept {
-  for (Trend t : {Trend::growing, Trend::plateaued, Trend::stable, Trend::shrinking, Trend::unknown})
-    if (to_string(t) == text) return t;
-  return std::nullopt;
-}
-
-Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
-                 const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
-                 std::uint64_t noise, double estimate_error, std::int64_t interval_ms) {
-  return judge(t_ms, sizes, allocated, work, noise, estimate_error, interval_ms, Axis::allocated_bytes);
-}
-
-Verdict classify_on_requests(const History& history, const KeySeries& series,
-                             const std::vector<std::int64_t>& requests) {
-  return judge(point_times(history), series.sizes, series.allocated, requests, history.noise,
-               estimate_error_of(series, history.noise), static_cast<std::int64_t>(history.interval_s * 1000),
-               Axis::requests);
-}
-
-namespace {
-
-Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
-              const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
               std::uint64_t noise, double estimate_error, std::int64_t interval_ms, Axis axis) {
   Verdict v;
   const std::size_t n = sizes.size();
@@ -272,6 +234,37 @@ Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int6
 }
 
 }  // namespace
+
+std::string_view to_string(Trend trend) noexcept {
+  switch (trend) {
+    case Trend::growing: return "growing";
+    case Trend::plateaued: return "plateaued";
+    case Trend::stable: return "stable";
+    case Trend::shrinking: return "shrinking";
+    case Trend::unknown: break;
+  }
+  return "unknown";
+}
+
+std::optional<Trend> parse_trend(std::string_view text) noexcept {
+  for (Trend t : {Trend::growing, Trend::plateaued, Trend::stable, Trend::shrinking, Trend::unknown})
+    if (to_string(t) == text) return t;
+  return std::nullopt;
+}
+
+Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
+                 const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
+                 std::uint64_t noise, double estimate_error, std::int64_t interval_ms) {
+  return judge(t_ms, sizes, allocated, work, noise, estimate_error, interval_ms, Axis::allocated_bytes);
+}
+
+Verdict classify_on_requests(const History& history, const KeySeries& series,
+                             const std::vector<std::int64_t>& requests) {
+  return judge(point_times(history), series.sizes, series.allocated, requests, history.noise,
+               estimate_error_of(series, history.noise), static_cast<std::int64_t>(history.interval_s * 1000),
+               Axis::requests);
+}
+
 
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  std::uint64_t noise) {
