@@ -183,10 +183,13 @@ TEST(BoundedWork, HandleRefusesAWindowInsteadOfSleepingOnTheHostsThread) {
 
 // A report is built in the host's memory; 10,000 stacks with tracebacks would be
 // ~0.5 GB. Past Config::max_report_bytes it stops, says so, and stays valid JSON.
+// The cap holds a few of this test's rows: a row of a deep stack is 4-8 KB, more where the
+// checkout's path is longer (each frame names its file).
+constexpr std::size_t kSmallCap = 16384;  // said "16.0 KiB"
 class SmallReportTest : public ServerTest {
   Config config() const override {
     Config config;
-    config.max_report_bytes = 4096;
+    config.max_report_bytes = kSmallCap;
     return config;
   }
 };
@@ -194,13 +197,13 @@ class SmallReportTest : public ServerTest {
 TEST_F(SmallReportTest, ABigReportIsCutAtTheCapAndSaysSo) {
   KnownAllocations known(3, 1000);
   std::vector<void*> deep;
-  for (int depth = 0; depth < 24; ++depth) deep.push_back(keep_at_depth(depth));
+  for (int depth = 0; depth < 64; ++depth) deep.push_back(keep_at_depth(depth));
   AdminServer whole({}, "127.0.0.1", 0);  // the default cap: the same report, uncut
   IgnoreScope quiet;  // this thread's requests and parsing leave the heap as it is
   const std::string target = "/debug/memory/top?format=json&key=traceback&limit=10000";
   const auto cut = get(port(), target);
   ASSERT_EQ(cut.status, 200);
-  EXPECT_LE(cut.body.size(), 4096u + 1024u) << "rows within the cap, plus the report's header";
+  EXPECT_LE(cut.body.size(), kSmallCap + 1024u) << "rows within the cap, plus the report's header";
   const auto report = cut.json();
   const auto full = get(whole.port(), target).json();
   EXPECT_EQ(report["truncated"], true);
@@ -214,8 +217,8 @@ TEST_F(SmallReportTest, ABigReportIsCutAtTheCapAndSaysSo) {
   EXPECT_EQ(get(port(), "/debug/memory/top?format=json&limit=1").json()["truncated"], false);
 
   const std::string text = get(port(), "/debug/memory/tracebacks?limit=10000").body;
-  EXPECT_LE(text.size(), 4096u + 256u);
-  const auto note = text.rfind("(truncated at 4096 B: ");
+  EXPECT_LE(text.size(), kSmallCap + 256u);
+  const auto note = text.rfind("(truncated at 16.0 KiB: ");
   ASSERT_NE(note, std::string::npos) << text;
   EXPECT_TRUE(text.ends_with(" rows shown; ask for a smaller limit= or narrow with include=)\n")) << text;
   for (void* block : deep) std::free(block);
@@ -225,23 +228,23 @@ TEST_F(SmallReportTest, ABigReportIsCutAtTheCapAndSaysSo) {
 // last comment line (flamegraph.pl skips it: a stack line ends with its count).
 TEST_F(SmallReportTest, FoldedStacksAreCutAtTheCapAndSaySo) {
   std::vector<void*> deep;
-  for (int depth = 0; depth < 40; ++depth) deep.push_back(keep_at_depth(depth));
+  for (int depth = 0; depth < 64; ++depth) deep.push_back(keep_at_depth(depth));
   {
     IgnoreScope quiet;
     ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);
   }
   std::vector<void*> more;  // the stacks that grew since, for /diff
-  for (int depth = 0; depth < 40; ++depth) more.push_back(keep_at_depth(depth));
+  for (int depth = 0; depth < 64; ++depth) more.push_back(keep_at_depth(depth));
   IgnoreScope quiet;
   for (const char* target : {"/debug/memory/top?format=folded", "/debug/memory/tracebacks?format=folded",
                              "/debug/memory/diff?format=folded", "/debug/memory/diff?format=folded2"}) {
     const Reply reply = get(port(), target);
     ASSERT_EQ(reply.status, 200) << target << ": " << reply.body;
-    EXPECT_LE(reply.body.size(), 4096u) << target;
+    EXPECT_LE(reply.body.size(), kSmallCap) << target;
     const auto last_line = reply.body.rfind('\n', reply.body.size() - 2);
     ASSERT_NE(last_line, std::string::npos) << target << ": " << reply.body;
     const std::string note = reply.body.substr(last_line + 1);
-    EXPECT_TRUE(note.starts_with("# truncated at 4096 B: ")) << target << ": " << note;
+    EXPECT_TRUE(note.starts_with("# truncated at 16.0 KiB: ")) << target << ": " << note;
     EXPECT_TRUE(note.ends_with(" stacks shown; narrow with include= or exclude=\n")) << target << ": " << note;
     // Every other line is a whole stack with its count(s).
     std::size_t at = 0;
