@@ -452,12 +452,20 @@ void after_fork() noexcept {
   g_stacks.unlock_after_fork();
 }
 
+// free() hands the engine every block in exact mode, else those of the sample region
+// (g_free_span, sample_region.hpp). Widened before exact mode begins (a block it tracks is
+// never freed past it), narrowed after it ends (a free in between finds the mode off).
+void set_free_filter(Mode mode) noexcept {
+  __atomic_store_n(&g_free_span, mode == Mode::exact ? UINTPTR_MAX : g_region_span, __ATOMIC_SEQ_CST);
+}
+
 // First of all constructors (101): a child's handlers run in registration order, and those
 // registered later (the admin server's, which allocate in the child) need these locks free.
 // The child has only the forking thread: no sample counting or clear is in flight there.
 void after_fork_in_child() noexcept {
   if (g_fork_interrupted) {
     g_mode.store(Mode::off, std::memory_order_seq_cst);
+    set_free_filter(Mode::off);
     g_fork_interrupted = false;
     return;
   }
@@ -473,6 +481,7 @@ void after_fork_in_child() noexcept {
 
 bool start(const Settings& settings) noexcept {
   g_mode.store(Mode::off, std::memory_order_seq_cst);
+  set_free_filter(Mode::off);
   if (settings.mode == Mode::sampled && !reserve_sample_region()) return false;
   find_python();  // before tracing: its dlsym calls allocate
   // The first session finds every table as the loader made it: nothing to empty (and
@@ -481,12 +490,14 @@ bool start(const Settings& settings) noexcept {
   g_started_before = true;
   g_settings = settings;
   g_max_memory.store(settings.max_memory, std::memory_order_relaxed);
+  set_free_filter(settings.mode);  // the region's, now that it is reserved; or every block
   g_mode.store(settings.mode, std::memory_order_seq_cst);
   return true;
 }
 
 void stop() noexcept {
   g_mode.store(Mode::off, std::memory_order_seq_cst);
+  set_free_filter(Mode::off);
   const Mode was = g_settings.mode;
   g_settings.mode = Mode::off;
   empty_tables(was);

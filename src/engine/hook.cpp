@@ -217,11 +217,16 @@ LIVEHEAP_OWN_CODE void* malloc(std::size_t size) {
 }
 
 LIVEHEAP_OWN_CODE void free(void* p) {
-  if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p))) return engine::sample_free(p);
-  if (LIVEHEAP_LIKELY(engine::mode() != Mode::exact) || p == nullptr) return g_next.free(p);
-  // Forgotten before the allocator has it: once freed its address may go to another thread.
-  engine::on_free(p);
-  g_next.free(p);
+  // Off and sampled, only a block of the sample region passes; exact, every block.
+  if (LIVEHEAP_LIKELY(!engine::free_needs_engine(p))) return g_next.free(p);
+  if (engine::mode() == Mode::exact && !engine::in_sample_region(p)) {
+    // Forgotten before the allocator has it: once freed its address may go to another
+    // thread. (free(nullptr) comes here too: on_free ignores it.)
+    engine::on_free(p);
+    return g_next.free(p);
+  }
+  if (engine::in_sample_region(p)) return engine::sample_free(p);
+  g_next.free(p);  // a mode change under way (set_free_filter)
 }
 
 LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {

@@ -17,6 +17,7 @@ namespace liveheap::engine {
 
 std::uintptr_t g_region_base = 0;
 std::uintptr_t g_region_span = 0;
+std::uintptr_t g_free_span = 0;
 
 namespace {
 

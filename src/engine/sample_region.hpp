@@ -47,6 +47,18 @@ inline constexpr int kKeptRunsWindow = 128;
 inline bool in_sample_region(const void* p) noexcept {
   return reinterpret_cast<std::uintptr_t>(p) - g_region_base < g_region_span;
 }
+
+// The blocks whose free() the engine must see: g_region_base + [0, g_free_span). Off and
+// sampled, the sample region (g_free_span is g_region_span); exact, every block
+// (UINTPTR_MAX: an address below the base wraps to a large offset, and only base - 1, no
+// block's address, is left out). One subtraction and one compare on free()'s fast path in
+// every mode, where a region check and a mode check were two. Written by the engine's
+// start and stop (set_free_filter, engine.cpp), one word, so a free never reads it torn.
+[[gnu::visibility("hidden")]] extern std::uintptr_t g_free_span;
+
+inline bool free_needs_engine(const void* p) noexcept {
+  return reinterpret_cast<std::uintptr_t>(p) - g_region_base < g_free_span;
+}
 // The same, callable from outside the library (tests).
 bool is_sampled_block(const void* p) noexcept;
 

@@ -347,8 +347,13 @@ TEST(Sampled, CallocOfAReusedSampledRunIsZero) {
 TEST(Sampled, SamplesOutliveTheirSession) {
   liveheap::start({Mode::sampled, 16, 64 * 1024, 17});
   void* p = std::malloc(4 << 20);
+  void* q = std::malloc(4 << 20);
   ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
+  ASSERT_TRUE(liveheap::engine::is_sampled_block(q));
   liveheap::stop();
+  const std::int64_t live = liveheap::engine::region_live_bytes();
+  std::free(q);  // with no session: back to the region, not to the allocator underneath
+  EXPECT_LT(liveheap::engine::region_live_bytes(), live);
   liveheap::start({Mode::exact, 16});
   const std::int64_t before = liveheap::traced_memory().current;
   std::free(p);  // from an older session: freed, never uncounted from this one
