@@ -30,7 +30,7 @@ struct HistoryPoint {
   std::int64_t bytes_dropped = 0;
   // The allocator's own figures at this tick, in its names (as /stats "allocator"):
   // e.g. jemalloc's "allocated", "active", "resident", "retained", "mapped".
-  std::vector<std::pair<std::string, std::int64_t>> allocator;
+  std::vector<std::pair<std::string, std::int64_t>> allocator{};
   // The program's work: bytes and blocks the process allocated since it started (every
   // stack's cumulative totals, the figures behind /pprof/allocs; estimates in sampled mode).
   // The verdict's axis: an interval in which the process allocated no more than noise is idle.
@@ -38,7 +38,7 @@ struct HistoryPoint {
   std::int64_t allocations = 0;
   // Requests each route had handled by this tick, since the process started
   // (liveheap/request_scope.hpp): the axis of a route's verdict. Routes with none are absent.
-  std::vector<std::pair<std::string, std::uint64_t>> route_requests;
+  std::vector<std::pair<std::string, std::uint64_t>> route_requests{};
 
   friend bool operator==(const HistoryPoint&, const HistoryPoint&) = default;
 };

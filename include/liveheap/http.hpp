@@ -71,12 +71,12 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
 struct Config {
   std::string prefix = "/debug/memory";  // where the routes live; "" for the root
-  std::string token;                     // bearer token; empty = no authentication
+  std::string token{};                   // bearer token; empty = no authentication
   // Without a token, only requests whose Host is a loopback name (localhost, 127.0.0.0/8,
   // [::1]), the admin server's bound address or one of these names ("name" or
   // "name:port") are served: a page that rebinds its own name to 127.0.0.1 reads nothing.
   // With a token, any Host is. (LIVEHEAP_ALLOWED_HOSTS, comma-separated, in preload mode.)
-  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_hosts{};
   // The admin server refuses to listen on an address that is not loopback (0.0.0.0, a
   // LAN address) without a token, unless this says so (LIVEHEAP_ALLOW_OPEN=1): then
   // anyone who can reach the port may read the heap and stop tracing.
@@ -86,10 +86,10 @@ struct Config {
   // look; "" for only {prefix}/pprof/heap and /allocs.
   std::string pprof_prefix = "/debug/pprof";
   // Also answer GET metrics_path with {prefix}/metrics; "" for none (AdminServer: "/metrics").
-  std::string metrics_path;
+  std::string metrics_path{};
   // Callsites given a liveheap_callsite_inuse_bytes gauge, 0..1000; unset: the environment's
   // LIVEHEAP_METRICS_CALLSITES, else 20.
-  std::optional<unsigned> metrics_callsites;
+  std::optional<unsigned> metrics_callsites{};
   // A report (/top, /diff, /tracebacks) stops adding rows past this many bytes and says so
   // ("truncated": true, or a last text line): it is built in the host's memory.
   std::size_t max_report_bytes = std::size_t{8} << 20;
@@ -97,7 +97,7 @@ struct Config {
   // declines -- the host's own -- is counted, and every N of them the heap is compared
   // with a snapshot taken at the first and the top K growth lines are logged. The
   // comparison runs on a liveheap thread: the request that asks for one does not wait.
-  std::optional<ComparisonConfig> compare_requests;
+  std::optional<ComparisonConfig> compare_requests{};
 };
 
 // The request's allocations tagged with its route, "METHOD /path" (the query left out; at

@@ -28,7 +28,7 @@ struct Options {
   // The program's own allocators and pools, reported as plumbing so that key=line names
   // their callers: "GLOB" on a frame's file, "function:GLOB" on its function (see
   // set_plumbing). Empty: only the built-in list (malloc, operator new, std::, ...).
-  std::vector<std::string> plumbing;
+  std::vector<std::string> plumbing{};
   // Seconds between two points of the history (history()); 0: no history. 1..86400.
   unsigned history_interval_s = 10;
   // The most the tracker may hold (tracker_memory()), kMinTrackerMemory..kMaxTrackerMemory
@@ -163,7 +163,7 @@ struct StackSnapshot {
   struct Code;
   std::shared_ptr<const Code> code;
   // Each route's requests when it was taken (what /routes counts a baseline's requests from).
-  std::vector<RouteRequests> route_requests;
+  std::vector<RouteRequests> route_requests{};
 
   std::int64_t total_size() const noexcept;
   std::int64_t total_count() const noexcept;

@@ -64,7 +64,7 @@ TEST(RequestComparison, LogsTheReferenceThenTheExactGrowth) {
     EXPECT_TRUE(log.lines()[0].starts_with("liveheap: request 1: reference snapshot taken, heap "))
         << log.lines()[0];
     void* blocks[3];
-    for (void*& p : blocks) p = std::malloc(100000); const int line = __LINE__;
+    for (void*& p : blocks) { p = std::malloc(100000); } const int line = __LINE__;
     comparison.on_request();
     comparison.on_request();
     comparison.on_request();  // request 4 = 1 + N: a comparison
