@@ -28,6 +28,7 @@ bool read_text(const PythonRuntime& py, std::uintptr_t object, PythonText* out) 
   out->data = reinterpret_cast<const unsigned char*>(object + (ascii ? l.str_ascii_data : l.str_compact_data));
   out->length = static_cast<std::uint32_t>(length);
   out->kind = kind;
+  out->hash = read_at<std::int64_t>(object + l.str_hash);
   return true;
 }
 
@@ -47,13 +48,28 @@ bool read_varint(const unsigned char*& p, const unsigned char* end, std::uint32_
 
 struct Fnv {
   std::uint64_t h = 0xcbf29ce484222325ull;
+  // 8 bytes a step: the table and the names are read on every cached frame's check. The
+  // last 1-7 bytes are read as the word that ends with them, its first bytes shifted out:
+  // `p` is a str's or a bytes' characters, with the object's header in the 8 bytes before.
   void bytes(const unsigned char* p, std::size_t n) noexcept {
-    // 8 bytes a step: the table and the names are read on every cached frame's check.
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) word(read_at<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p + i)));
-    std::uint64_t tail = 0;
-    __builtin_memcpy(&tail, p + i, n - i);
-    word(tail ^ (std::uint64_t{n - i} << 56));
+    const std::size_t rest = n - i;
+    const std::uint64_t tail =
+        rest == 0 ? 0 : read_at<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p + n - 8)) >> (8 * (8 - rest));
+    word(tail ^ (std::uint64_t{rest} << 56));
+  }
+  // A str: its characters, or its own hash of them once computed. The two forms differ in
+  // their last word, so a fingerprint taken before the hash was computed is not mistaken
+  // for one taken after (it only misses once).
+  void text(const PythonText& t) noexcept {
+    if (t.hash != -1) {
+      word(static_cast<std::uint64_t>(t.hash));
+      word(t.length ^ std::uint64_t{t.kind} << 40 ^ std::uint64_t{1} << 48);
+      return;
+    }
+    bytes(t.data, std::size_t{t.length} * t.kind);
+    word(t.length ^ std::uint64_t{t.kind} << 40);
   }
   void word(std::uint64_t w) noexcept {
     h = (h ^ w) * 0x100000001b3ull;
@@ -118,10 +134,8 @@ std::int32_t line_of_instruction(const PythonCode& code, std::uint32_t index, st
 
 std::uint64_t code_fingerprint(const PythonCode& code, std::uint32_t prefix) noexcept {
   Fnv h;
-  h.bytes(code.file.data, std::size_t{code.file.length} * code.file.kind);
-  h.word(code.file.length ^ std::uint64_t{code.file.kind} << 40);
-  h.bytes(code.qualname.data, std::size_t{code.qualname.length} * code.qualname.kind);
-  h.word(code.qualname.length ^ std::uint64_t{code.qualname.kind} << 40);
+  h.text(code.file);
+  h.text(code.qualname);
   h.word(static_cast<std::uint32_t>(code.first_line));
   h.bytes(code.linetable, prefix < code.linetable_size ? prefix : code.linetable_size);
   return h.h;

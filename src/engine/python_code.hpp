@@ -26,6 +26,9 @@ struct PythonText {
   const unsigned char* data = nullptr;
   std::uint32_t length = 0;
   std::uint8_t kind = 1;
+  // The str's own hash of its characters, -1 until the interpreter computed it (a name or
+  // a file name almost always has it: interning computes it).
+  std::int64_t hash = -1;
 };
 
 struct PythonCode {
@@ -49,9 +52,10 @@ bool read_code(const PythonRuntime& py, std::uintptr_t address, PythonCode* out)
 std::int32_t line_of_instruction(const PythonCode& code, std::uint32_t index, std::uint32_t* prefix) noexcept;
 
 // A hash of everything a frame's (file, name, line) is computed from: the file and name's
-// characters, the first line and the first `prefix` bytes of the location table. A code
-// object freed and another made at its address gives another fingerprint unless its
-// frame's text is the same.
+// characters (their str's own hash of them where it is computed: the same assurance, with
+// no pass over the characters), the first line and the first `prefix` bytes of the location
+// table. A code object freed and another made at its address gives another fingerprint
+// unless its frame's text is the same.
 std::uint64_t code_fingerprint(const PythonCode& code, std::uint32_t prefix) noexcept;
 
 // `text` as UTF-8 into `out` (at most `capacity` - 1 bytes, cut at a character, then NUL);

@@ -37,6 +37,7 @@ struct PythonLayout {
   std::uint32_t code_units = 0;  // co_code_adaptive: the instructions, 2 bytes each
   // str (PyASCIIObject, PyCompactUnicodeObject)
   std::uint32_t str_length = 0;
+  std::uint32_t str_hash = 0;  // the str's hash once computed, else -1
   std::uint32_t str_state = 0;
   std::uint32_t str_ascii_data = 0;    // sizeof(PyASCIIObject)
   std::uint32_t str_compact_data = 0;  // sizeof(PyCompactUnicodeObject)
@@ -64,6 +65,7 @@ inline constexpr PythonLayout kPython311{
     .code_first_traceable = 168,
     .code_units = 184,
     .str_length = 16,
+    .str_hash = 24,
     .str_state = 32,
     .str_ascii_data = 48,
     .str_compact_data = 72,

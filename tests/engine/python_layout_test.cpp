@@ -35,6 +35,7 @@ TEST(PythonLayout, EveryOffsetOf311IsWhereItsHeadersPutIt) {
   EXPECT_EQ(l.code_first_traceable, offsetof(PyCodeObject, _co_firsttraceable));
   EXPECT_EQ(l.code_units, offsetof(PyCodeObject, co_code_adaptive));
   EXPECT_EQ(l.str_length, offsetof(PyASCIIObject, length));
+  EXPECT_EQ(l.str_hash, offsetof(PyASCIIObject, hash));
   EXPECT_EQ(l.str_state, offsetof(PyASCIIObject, state));
   EXPECT_EQ(l.str_ascii_data, sizeof(PyASCIIObject));
   EXPECT_EQ(l.str_compact_data, sizeof(PyCompactUnicodeObject));
