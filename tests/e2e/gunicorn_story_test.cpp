@@ -117,7 +117,8 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
 
   const auto baseline = http_test::post(port_, "/debug/memory/baseline?pid=all&format=json");
   ASSERT_EQ(baseline.status, 200) << baseline.body;
-  for (const json& p : baseline.json()["processes"]) ASSERT_EQ(p["status"], 200) << p.dump();
+  const json baseline_answer = baseline.json();  // a range-for over a temporary's member dangles
+  for (const json& p : baseline_answer["processes"]) ASSERT_EQ(p["status"], 200) << p.dump();
 
   answers = plot(kRequests / 2);
   std::map<long, int> served;  // worker pid -> requests
@@ -156,7 +157,8 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
 }
 
 // The renderer's buffer with its Python frames: its traceback runs through the app's
-// fig.savefig line, and the app's own lines, cumulative, hold the buffers at that line.
+// fig.savefig line, and the app's own lines, cumulative, hold the buffers at that line; in
+// exact mode, then in sampled mode.
 TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
   json list;
   ASSERT_TRUE(http_test::wait_until(
@@ -208,6 +210,31 @@ TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
     savefig_holds_the_buffers = savefig_holds_the_buffers ||
                                 (stat["line"] == savefig && stat["size_diff"].get<std::int64_t>() >= kRequests * buffer);
   EXPECT_TRUE(savefig_holds_the_buffers) << mine.body;
+
+  // Sampled mode in the same processes (a session each, by pid): the same lines on top. A
+  // 6.5 MB buffer is sampled with p = 1 - e^(-6.5 MB / 512 KiB), i.e. always, at a weight
+  // of its size: the savefig line holds at least the requests' buffers again.
+  for (const json& p : processes()) {
+    const std::string pid = std::to_string(p["pid"].get<long>());
+    ASSERT_EQ(http_test::post(port_, "/debug/memory/stop?pid=" + pid).status, 200) << pid;
+    const auto started = http_test::post(port_, "/debug/memory/start?mode=sampled&pid=" + pid);
+    ASSERT_EQ(started.status, 200) << pid << ": " << started.body;
+  }
+  ASSERT_EQ(http_test::post(port_, "/debug/memory/baseline?pid=all").status, 200);
+  plot(kRequests / 2);
+  const auto sampled = http_test::get(
+      port_, "/debug/memory/diff?pid=all&format=json&limit=5&key=line&cumulative=1&include=*/figure_app.py");
+  ASSERT_EQ(sampled.status, 200) << sampled.body;
+  const json sampled_answer = sampled.json();
+  const json& lines = sampled_answer.at("stats");
+  ASSERT_FALSE(lines.empty()) << sampled.body;
+  EXPECT_EQ(lines.at(0)["file"], app) << sampled.body;
+  EXPECT_EQ(lines.at(0)["line"], draw) << sampled.body;
+  bool sampled_savefig = false;
+  for (const json& stat : lines)
+    sampled_savefig = sampled_savefig ||
+                      (stat["line"] == savefig && stat["size_diff"].get<std::int64_t>() >= kRequests * buffer);
+  EXPECT_TRUE(sampled_savefig) << sampled.body;
 }
 
 // The same story tagged by route (samples/python/liveheap_wsgi.py over the C API): through

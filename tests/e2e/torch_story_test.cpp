@@ -3,7 +3,8 @@
 // ideep's LRU cache of oneDNN convolution primitives (1024 entries by default), so the heap
 // under mkldnn_convolution grows by the same blocks per length until the cache is full,
 // then stays: a diff after 15, 1015, 1115 and 1315 new lengths holds the blocks of 15,
-// 1015, 1024 and 1024 entries, exactly.
+// 1015, 1024 and 1024 entries, exactly. Then sampled mode in the same process: the entries
+// that replace evicted ones are estimated, and their tracebacks reach the same Python line.
 #include <signal.h>
 #include <stdlib.h>
 
@@ -136,6 +137,28 @@ TEST_F(TorchStory, OneDnnPrimitiveCacheGrowsToItsCapacityAndStops) {
   std::printf("cache entries: %lld blocks each; at capacity %lld bytes (%lld per entry)\n",
               static_cast<long long>(per_entry), static_cast<long long>(full.size),
               static_cast<long long>(full.size / 1024));
+
+  // Sampled mode on the same process: the entries that replace evicted ones are estimated,
+  // and every sampled one's traceback reaches the same Python line. (A 64 KiB interval: a
+  // few hundred entries of a few KiB each are then dozens of samples, not a handful.)
+  ASSERT_EQ(http_test::post(port_, "/debug/memory/stop").status, 200);
+  const auto sampled = http_test::post(port_, "/debug/memory/start?mode=sampled&sample_interval=65536&format=json");
+  ASSERT_EQ(sampled.status, 200) << sampled.body;
+  ASSERT_EQ(http_test::post(port_, "/debug/memory/baseline").status, 200);
+  const Held replaced = cache_entries(step(300));
+  EXPECT_GT(replaced.count, 0) << "no sampled cache entry under mkldnn_convolution";
+  EXPECT_EQ(replaced.from_the_model, replaced.count) << "the sampled entries' tracebacks reach the model's line";
+  const auto lines =
+      http_test::get(port_, "/debug/memory/diff?key=line&cumulative=1&include=*/conv_lengths.py&format=json&limit=5");
+  ASSERT_EQ(lines.status, 200) << lines.body;
+  const json lines_answer = lines.json();  // a range-for over a temporary's member dangles
+  // The script's lines that hold the growth, cumulative: the loop's call of run() (line 38)
+  // and run's convolution line, each with at least the cache's sampled entries.
+  bool conv_line_holds_them = false;
+  for (const json& stat : lines_answer.at("stats"))
+    conv_line_holds_them = conv_line_holds_them ||
+                           (stat["line"] == kConvLine && stat["size_diff"].get<std::int64_t>() >= replaced.size);
+  EXPECT_TRUE(conv_line_holds_them) << replaced.size << " B of sampled cache entries; " << lines.body;
 }
 
 }  // namespace

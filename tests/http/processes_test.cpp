@@ -183,7 +183,8 @@ TEST_F(Prefork, EachWorkerExactlyAndAllMerged) {
   const Reply baseline = post(port_, "/debug/memory/baseline?pid=all&format=json");
   ASSERT_EQ(baseline.status, 200) << baseline.body;
   ASSERT_EQ(baseline.json()["processes"].size(), 3u) << baseline.body;
-  for (const auto& p : baseline.json()["processes"]) EXPECT_EQ(p["status"], 200) << p.dump();
+  const auto baseline_answer = baseline.json();  // a range-for over a temporary's member dangles
+  for (const auto& p : baseline_answer["processes"]) EXPECT_EQ(p["status"], 200) << p.dump();
   const auto kept = keep();
   ASSERT_EQ(kept.size(), 2u);
   std::string where;
@@ -458,7 +459,8 @@ TEST_F(Prefork, AStoppedProcessIsNamedUnreachableWithinABoundedTime) {
   const auto listed = Clock::now();
   const Reply processes = get(port_, "/debug/memory/processes?format=json");
   EXPECT_LT(Clock::now() - listed, 3s);
-  for (const auto& p : processes.json()["processes"])
+  const auto processes_answer = processes.json();  // a range-for over a temporary's member dangles
+  for (const auto& p : processes_answer["processes"])
     EXPECT_EQ(p["mode"] == "unreachable", p["pid"] == workers_[0]) << p.dump();
 }
 
