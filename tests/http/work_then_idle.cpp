@@ -61,7 +61,7 @@ void* touched(void* block, std::size_t size) {
 }
 
 [[gnu::noinline]] void cache_lookup(std::size_t key) {
-  if (g_cache[key] == nullptr) g_cache[key] = touched(std::malloc(32 * 1024), 32 * 1024); g_lines.cache = __LINE__;
+  if (g_cache[key] == nullptr) { g_cache[key] = touched(std::malloc(32 * 1024), 32 * 1024); } g_lines.cache = __LINE__;
 }
 
 [[gnu::noinline]] void make_startup_state() {
