@@ -293,12 +293,28 @@ void count_folded(std::int64_t bytes) noexcept {
 // (python_stacks.hpp), in the thread's route; the native stack alone when they cannot be
 // read, placed or interned; the over-the-cap stack (and *folded set) when neither can be.
 // The memo is never written here: one native stack runs many Python lines.
-[[gnu::noinline]] StackId python_stack(const std::uintptr_t* native, std::uint32_t depth, std::uint64_t hash,
-                                       const PythonRuntime& py, bool* folded) noexcept {
+// A stack the walk cut at its frame limit is walked again, up to kMaxFramesCapture, so that
+// every evaluator frame is counted against the runs: an evaluator frame not recognised
+// (one in a `.cold` part) then makes the counts disagree (native frames only), where
+// placing the runs on the frames seen would have put each one an evaluator frame off. One
+// still cut there, or one with no hook's registers to walk from again, stays native.
+LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId python_stack(const std::uintptr_t* native, std::uint32_t depth, std::uint64_t hash,
+                                       const PythonRuntime& py, bool* folded, const WalkStart& start) noexcept {
   std::uintptr_t frames[kMaxFramesCapture];
-  const bool truncated = depth >= g_settings.max_frames;
-  if (const std::uint32_t n = merge_python_frames(py, native, depth, truncated, frames, kMaxFramesCapture))
-    if (const StackId merged = g_stacks.find_or_insert(frames, n); merged != kNoStack) return in_route(merged);
+  std::uintptr_t whole[kMaxFramesCapture + kOwnFramesSlack];
+  const std::uintptr_t* walked = native;
+  std::uint32_t walked_depth = depth;
+  bool complete = depth < g_settings.max_frames;
+  if (!complete && start.pc != 0) {
+    std::uint64_t unused = 0;
+    walked_depth = capture_stack(whole, kMaxFramesCapture, &unused, nullptr, start);
+    walked = whole;
+    complete = walked_depth < kMaxFramesCapture;
+  }
+  if (complete)
+    if (const std::uint32_t n =
+            merge_python_frames(py, walked, walked_depth, g_settings.max_frames, frames, kMaxFramesCapture))
+      if (const StackId merged = g_stacks.find_or_insert(frames, n); merged != kNoStack) return in_route(merged);
   if (const StackId stack = g_stacks.find_or_insert(native, depth, hash); stack != kNoStack) return in_route(stack);
   *folded = true;
   return g_fold_stack.load(std::memory_order_relaxed);
@@ -316,7 +332,8 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
   if (known.id != kNoStack) return known.id;
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
-  if (const PythonRuntime* py = python_runtime()) [[unlikely]] return python_stack(frames, depth, hash, *py, folded);
+  if (const PythonRuntime* py = python_runtime()) [[unlikely]]
+    return python_stack(frames, depth, hash, *py, folded, start);
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     const StackId routed = in_route(stack);

@@ -62,7 +62,7 @@ bool read_chain(const PythonRuntime& py, Chain* chain) noexcept {
 }  // namespace
 
 std::uint32_t merge_python_frames(const PythonRuntime& py, const std::uintptr_t* native, std::uint32_t depth,
-                                  bool truncated, std::uintptr_t* out, std::uint32_t max) noexcept {
+                                  std::uint32_t keep_native, std::uintptr_t* out, std::uint32_t max) noexcept {
   Chain chain;
   if (!read_chain(py, &chain)) return 0;
   std::uint32_t n = 0, run = 0;
@@ -74,14 +74,16 @@ std::uint32_t merge_python_frames(const PythonRuntime& py, const std::uintptr_t*
   };
   for (std::uint32_t i = 0; i < depth; ++i) {
     if (native[i] - py.eval_begin >= py.eval_end - py.eval_begin) {
-      put(native[i]);
+      if (i < keep_native) put(native[i]);
       continue;
     }
     if (run < chain.runs) put_run(run++);
     else if (!chain.cut) return 0;  // an evaluator frame without a run
   }
-  if (!truncated && !chain.cut && run != chain.runs) return 0;  // a run without its evaluator frame
-  while (run < chain.runs) put_run(run++);
+  // A run without its evaluator frame: an evaluator frame not recognised (one in a `.cold`
+  // part of the evaluator), or one entered or left between the walk and the chain's read.
+  if (!chain.cut && run != chain.runs) return 0;
+  while (run < chain.runs) put_run(run++);  // the chain was cut: its outer runs, in order
   return n;
 }
 

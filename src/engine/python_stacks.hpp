@@ -18,13 +18,14 @@
 
 namespace liveheap::engine {
 
-// `native` (innermost first, `depth` frames; `truncated`: the walk stopped at its frame
-// limit, so outer frames are missing) with its evaluator frames replaced by this thread's
+// `native` (innermost first, `depth` frames: the whole stack, so that its evaluator frames
+// can be counted against the runs) with its evaluator frames replaced by this thread's
 // Python frames, into `out` (at most `max` frames; outer frames past it are cut); its
 // depth, or 0 when this thread runs no Python frames here or they cannot be read or
-// placed (then the native stack is kept as it is). With `truncated`, the runs of the
-// evaluator frames the walk did not reach follow the native frames, outermost last.
+// placed (then the native stack is kept as it is). Native frames from `keep_native` on are
+// left out (the frame limit), but their evaluator frames still take their runs, which then
+// follow the native frames kept, outermost last.
 std::uint32_t merge_python_frames(const PythonRuntime& py, const std::uintptr_t* native, std::uint32_t depth,
-                                  bool truncated, std::uintptr_t* out, std::uint32_t max) noexcept;
+                                  std::uint32_t keep_native, std::uintptr_t* out, std::uint32_t max) noexcept;
 
 }  // namespace liveheap::engine

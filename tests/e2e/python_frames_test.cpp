@@ -41,11 +41,13 @@ json stat_at_line(const json& diff, const std::string& file, int line) {
 // A program under the preload library with an endpoint, driven over stdin and stdout.
 class TracedProgram {
  public:
-  TracedProgram(std::vector<std::string> argv, const std::string& mode) : port_(http_test::free_port()) {
-    process_ = std::make_unique<http_test::ChildProcess>(
-        argv, std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                       "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=" + mode,
-                                       "XDG_RUNTIME_DIR=" + dir_.path(), "PYTHONDONTWRITEBYTECODE=1"});
+  TracedProgram(std::vector<std::string> argv, const std::string& mode, const std::vector<std::string>& more_env = {})
+      : port_(http_test::free_port()) {
+    std::vector<std::string> env{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=" + mode,
+                                 "XDG_RUNTIME_DIR=" + dir_.path(), "PYTHONDONTWRITEBYTECODE=1"};
+    env.insert(env.end(), more_env.begin(), more_env.end());
+    process_ = std::make_unique<http_test::ChildProcess>(argv, env);
     const auto ready = process_->read_line(30000);
     if (ready != "ready") throw std::runtime_error("the program never said ready");
     if (!http_test::wait_until(std::chrono::seconds(30),
@@ -94,8 +96,9 @@ class PythonFrames : public ::testing::Test {
       GTEST_SKIP() << "needs Debian 12's python3 (3.11)";
   }
   // Leaks with `command` in `mode` and checks each line leaked at against tracemalloc.
-  void expect_lines_as_tracemalloc(const std::string& command, const std::vector<std::string>& sites) {
-    TracedProgram python({kDebianPython, kScript}, "exact");
+  void expect_lines_as_tracemalloc(const std::string& command, const std::vector<std::string>& sites,
+                                   const std::vector<std::string>& more_env = {}) {
+    TracedProgram python({kDebianPython, kScript}, "exact", more_env);
     python.run(command, 2);  // first calls: whatever is set up once is not in the diff
     python.baseline();
     const std::map<int, std::int64_t> oracle = tracemalloc_sizes(python.run(command, 24));
@@ -116,6 +119,13 @@ class PythonFrames : public ::testing::Test {
 
 TEST_F(PythonFrames, ABytearrayLeakIsKeyedAtItsPythonLineWithTracemallocsBytes) {
   expect_lines_as_tracemalloc("function", {"function"});
+}
+
+// A native stack cut at the frame limit (4 return addresses: the bytearray's allocation is
+// deeper) is walked again whole, its evaluator frames counted against the Python runs, and
+// keeps its Python lines.
+TEST_F(PythonFrames, AStackCutAtTheFrameLimitKeepsItsPythonLine) {
+  expect_lines_as_tracemalloc("function", {"function"}, {"LIVEHEAP_FRAMES=4"});
 }
 
 TEST_F(PythonFrames, TwoThreadsLeakingAreEachAtTheirOwnLine) {
