@@ -293,27 +293,28 @@ void count_folded(std::int64_t bytes) noexcept {
 // (python_stacks.hpp), in the thread's route; the native stack alone when they cannot be
 // read, placed or interned; the over-the-cap stack (and *folded set) when neither can be.
 // The memo is never written here: one native stack runs many Python lines.
-// A stack the walk cut at its frame limit is walked again, up to kMaxFramesCapture, so that
-// every evaluator frame is counted against the runs: an evaluator frame not recognised
-// (one in a `.cold` part) then makes the counts disagree (native frames only), where
-// placing the runs on the frames seen would have put each one an evaluator frame off. One
-// still cut there, or one with no hook's registers to walk from again, stays native.
-LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId python_stack(const std::uintptr_t* native, std::uint32_t depth, std::uint64_t hash,
-                                       const PythonRuntime& py, bool* folded, const WalkStart& start) noexcept {
+// Every evaluator frame must be counted against the runs: one not recognised (in a `.cold`
+// part) then makes the counts disagree and the stack stays native, where runs placed on the
+// evaluator frames of a stack cut at the frame limit would each be one off. So a stack the
+// walk cut is walked again whole, up to kMaxFramesCapture, from this function's own frame
+// (the engine's frames above the hook's caller are own code, dropped): the hook's registers
+// are not kept for it, which would cost every traced allocation a saved register. Native
+// frames past the limit are still left out of what is kept; a stack still cut stays native.
+LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId python_stack(const std::uintptr_t* native, std::uint32_t depth,
+                                                          std::uint64_t hash, const PythonRuntime& py,
+                                                          bool* folded) noexcept {
+  const std::uint32_t limit = g_settings.max_frames;
   std::uintptr_t frames[kMaxFramesCapture];
   std::uintptr_t whole[kMaxFramesCapture + kOwnFramesSlack];
   const std::uintptr_t* walked = native;
   std::uint32_t walked_depth = depth;
-  bool complete = depth < g_settings.max_frames;
-  if (!complete && start.pc != 0) {
+  if (depth >= limit) {
     std::uint64_t unused = 0;
-    walked_depth = capture_stack(whole, kMaxFramesCapture, &unused, nullptr, start);
+    walked_depth = capture_stack(whole, kMaxFramesCapture, &unused, nullptr);
     walked = whole;
-    complete = walked_depth < kMaxFramesCapture;
   }
-  if (complete)
-    if (const std::uint32_t n =
-            merge_python_frames(py, walked, walked_depth, g_settings.max_frames, frames, kMaxFramesCapture))
+  if (walked_depth < kMaxFramesCapture)  // whole
+    if (const std::uint32_t n = merge_python_frames(py, walked, walked_depth, limit, frames, kMaxFramesCapture))
       if (const StackId merged = g_stacks.find_or_insert(frames, n); merged != kNoStack) return in_route(merged);
   if (const StackId stack = g_stacks.find_or_insert(native, depth, hash); stack != kNoStack) return in_route(stack);
   *folded = true;
@@ -332,8 +333,7 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
   if (known.id != kNoStack) return known.id;
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
-  if (const PythonRuntime* py = python_runtime()) [[unlikely]]
-    return python_stack(frames, depth, hash, *py, folded, start);
+  if (const PythonRuntime* py = python_runtime()) [[unlikely]] return python_stack(frames, depth, hash, *py, folded);
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     const StackId routed = in_route(stack);
