@@ -12,9 +12,8 @@ set_tests_properties(WalkthroughTest.LeaksGrowingAndTheFullCachePlateauedAfterTh
 set_tests_properties(RealPrograms.BashPipelinesSubshellsAndSubstitutionsRunAsBare PROPERTIES COST 11)
 set_tests_properties(Postgres.APreloadedPostmasterServesPgbenchAndNamesItsExecutable
   PROPERTIES COST 9)
-foreach(test GunicornStory.TheMergedDiffNamesTheAggRendererBufferOncePerRequest
-             GunicornStory.TheBuffersTracebackReachesTheAppsSavefigLine)
-  set_tests_properties(${test} PROPERTIES COST 35)
-endforeach()
+set_tests_properties(GunicornStory.TheMergedDiffNamesTheAggRendererBufferOncePerRequest PROPERTIES COST 35)
+set_tests_properties(GunicornStory.TheBuffersTracebackReachesTheAppsSavefigLine PROPERTIES COST 40)
+set_tests_properties(TorchStory.OneDnnPrimitiveCacheGrowsToItsCapacityAndStops PROPERTIES COST 25)
 set_tests_properties(GunicornRoutes.ARouteThatKeepsItsFigureRetainsItAndOneThatClosesItNothing
   PROPERTIES COST 15)
