@@ -1,5 +1,6 @@
 // Prints how many threads this process has, for the recorders test: `task_count MS` after
-// MS milliseconds; `task_count until N MS` once it has at least N (or MS have passed);
+// MS milliseconds; `task_count until N MS` once it has at least N and the count has held
+// for 100 ms (or MS have passed);
 // `task_count fork-until N MS` the same in a child forked without exec.
 #include <dirent.h>
 #include <sys/wait.h>
@@ -22,12 +23,19 @@ int threads() {
   return n;
 }
 
+// Once there are `wanted` threads, the count once it has held for 100 ms: a thread that
+// only hands its work over (the preload library's early endpoint to the full one) may
+// still be there when the last one wanted starts.
 int until(int wanted, int timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   int n = threads();
   while (n < wanted && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     n = threads();
+  }
+  for (int same = 0; same < 5 && std::chrono::steady_clock::now() < deadline; ++same) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (const int now = threads(); now != n) n = now, same = -1;
   }
   return n;
 }
