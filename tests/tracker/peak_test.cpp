@@ -155,7 +155,11 @@ TEST(Peak, TheRecorderSleepsWhileTheHeapStaysUnderTheMark) {
   TracingSession tracing({Mode::exact, 16});
   void* a = std::malloc(kA); const int line_a = __LINE__;
   ASSERT_TRUE(wait_for_record(line_a, kA));
-  ASSERT_TRUE(wait_for_recorder());
+  // The thread's first look, then caught up: a thread not yet scheduled has been sent
+  // nothing and answered nothing, and its first look would count below.
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [] {
+    return liveheap::peak::looks() > 0 && liveheap::peak::caught_up();
+  }, std::chrono::milliseconds(1)));
   const std::uint64_t looks = liveheap::peak::looks();
   for (int i = 0; i < 1000; ++i) std::free(std::malloc(4096));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
