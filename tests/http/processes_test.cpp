@@ -2,6 +2,7 @@
 // LD_PRELOAD: a prefork master whose forked workers keep known bytes, a wrapper that forks
 // the program, the registry's permissions, stale sockets, a child outliving its parent.
 // Each test has its own registry (XDG_RUNTIME_DIR in a fresh private directory).
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -114,6 +116,27 @@ struct Resume {
   ~Resume() { ::kill(pid, SIGCONT); }
   pid_t pid;
 };
+
+// Whether every thread of `pid` is stopped: kill(SIGSTOP) returns before the stop has
+// reached the threads, and a thread still running may answer one more request.
+bool all_threads_stopped(pid_t pid) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(tasks.c_str());
+  if (dir == nullptr) return false;
+  bool stopped = true, any = false;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream stat(tasks + "/" + e->d_name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto after_name = line.rfind(')');  // the state follows the command's name
+    any = true;
+    stopped = stopped && after_name != std::string::npos && after_name + 2 < line.size() &&
+              line[after_name + 2] == 'T';
+  }
+  ::closedir(dir);
+  return any && stopped;
+}
 
 class Prefork : public ::testing::Test {
  protected:
@@ -438,6 +461,8 @@ TEST_F(Prefork, AStoppedProcessIsNamedUnreachableWithinABoundedTime) {
   ASSERT_EQ(get(port_, "/debug/memory/top?format=json&pid=all").status, 200);  // every one warm
   ASSERT_EQ(::kill(workers_[0], SIGSTOP), 0);
   const Resume resume{static_cast<pid_t>(workers_[0])};
+  ASSERT_TRUE(wait_until(kPatience, [&] { return all_threads_stopped(static_cast<pid_t>(workers_[0])); }))
+      << "the worker never stopped";
   const auto started = Clock::now();
   const auto pending = ask_and_wait(port_, "/debug/memory/top?format=json&pid=all");
   // Meanwhile the holder's own reports answer at once: nothing waits on its report worker.
