@@ -71,6 +71,29 @@ class GunicornStory : public ::testing::Test {
     return reply.status == 200 ? reply.json()["processes"] : json::array();
   }
 
+  // The arbiter and its two workers, each with its endpoint, once /processes lists them
+  // (refused until the port is bound); fewer when it never does.
+  json wait_for_the_three() const {
+    json list;
+    EXPECT_TRUE(http_test::wait_until(
+        std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
+        std::chrono::milliseconds(100)))
+        << "/processes never listed the arbiter and its two workers: " << list.dump();
+    return list;
+  }
+
+  // Draws until both workers have served (one may still be importing matplotlib), and on
+  // `also` too when given: each worker's first figure loads fonts and fills caches once.
+  // The pids that answered (0: a request that failed).
+  std::set<long> warm_up(const std::string& also = "") const {
+    std::set<long> workers;
+    for (int i = 0; i < 20 && workers.size() < 2; ++i) {
+      for (const json& a : plot(1)) workers.insert(a.value("pid", 0L));
+      if (!also.empty()) plot(1, also);
+    }
+    return workers;
+  }
+
   // `pairs` x 2 concurrent GET /plot: a worker holds each request 100 ms, so the two of a
   // pair are served by different workers. Their answers.
   std::vector<json> plot(int pairs, const std::string& target = "/plot") const {
@@ -99,18 +122,10 @@ class GunicornStory : public ::testing::Test {
 };
 
 TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
-  // The arbiter and its two workers, each with its endpoint, and the app answering.
-  json list;
-  ASSERT_TRUE(http_test::wait_until(  // refused until the port is bound
-      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
-      std::chrono::milliseconds(100)))
-      << "/processes never listed the arbiter and its two workers: " << list.dump();
+  const json list = wait_for_the_three();
+  ASSERT_EQ(list.size(), 3u);
   for (const json& p : list) EXPECT_EQ(p["mode"], "exact") << p.dump();
-  // Warm-up until both workers have served (one may still be importing matplotlib): each
-  // worker's first figure loads fonts and fills caches once.
-  std::set<long> workers;
-  for (int i = 0; i < 20 && workers.size() < 2; ++i)
-    for (const json& a : plot(1)) workers.insert(a.value("pid", 0L));
+  const std::set<long> workers = warm_up();
   ASSERT_EQ(workers.size(), 2u) << "one worker never served a request";
   ASSERT_EQ(workers.count(0), 0u) << "a request failed";
   std::vector<json> answers;
@@ -160,15 +175,8 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
 // fig.savefig line, and the app's own lines, cumulative, hold the buffers at that line; in
 // exact mode, then in sampled mode.
 TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
-  json list;
-  ASSERT_TRUE(http_test::wait_until(
-      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
-      std::chrono::milliseconds(100)))
-      << "/processes never listed the arbiter and its two workers: " << list.dump();
-  std::set<long> workers;
-  for (int i = 0; i < 20 && workers.size() < 2; ++i)
-    for (const json& a : plot(1)) workers.insert(a.value("pid", 0L));
-  ASSERT_EQ(workers.size(), 2u) << "one worker never served a request";
+  ASSERT_EQ(wait_for_the_three().size(), 3u);
+  ASSERT_EQ(warm_up().size(), 2u) << "one worker never served a request";
   ASSERT_EQ(http_test::post(port_, "/debug/memory/baseline?pid=all").status, 200);
   const std::vector<json> answers = plot(kRequests / 2);
   const std::int64_t buffer = answers[0]["width"].get<std::int64_t>() * answers[0]["height"].get<std::int64_t>() * 4;
@@ -237,18 +245,9 @@ class GunicornRoutes : public GunicornStory {
 };
 
 TEST_F(GunicornRoutes, ARouteThatKeepsItsFigureRetainsItAndOneThatClosesItNothing) {
-  json list;
-  ASSERT_TRUE(http_test::wait_until(
-      std::chrono::seconds(60), [&] { return (list = processes()).size() == 3; },
-      std::chrono::milliseconds(100)))
-      << "/processes never listed the arbiter and its two workers: " << list.dump();
-  // Warm-up: each worker draws with each route once (fonts, caches) before the baseline.
-  std::set<long> workers;
-  for (int i = 0; i < 20 && workers.size() < 2; ++i) {
-    for (const json& a : plot(1)) workers.insert(a.value("pid", 0L));
-    plot(1, "/plot/closed");
-  }
-  ASSERT_EQ(workers.size(), 2u) << "one worker never served a request";
+  ASSERT_EQ(wait_for_the_three().size(), 3u);
+  // Each worker draws with each route once (fonts, caches) before the baseline.
+  ASSERT_EQ(warm_up("/plot/closed").size(), 2u) << "one worker never served a request";
   plot(1, "/plot/closed");
   const auto baseline = http_test::post(port_, "/debug/memory/baseline?pid=all&format=json");
   ASSERT_EQ(baseline.status, 200) << baseline.body;
