@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "liveheap/export.hpp"
+#include "liveheap/report.hpp"
 #include "liveheap/settings.hpp"
 #include "liveheap/snapshot.hpp"
 
@@ -88,6 +89,10 @@ struct ReportQuery {
 // the parameters `allowed`. Strict: an unknown, repeated or malformed parameter, a bad
 // escape, a value out of its range throws query::QueryError naming it.
 ReportQuery parse_report_query(std::string_view query, query::ParamSet allowed);
+
+// The part of `query` a report echoes and is made by (key, limit, cumulative, include,
+// exclude, traceback, route): what make_report, make_diff_report and make_history_report take.
+ReportRequest report_request(const ReportQuery& query);
 
 // The query that parse_report_query reads back as `query`: each parameter that is not its
 // default, percent-encoded, in one order ("" when every one is).

@@ -25,11 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-// The report request a query asks for.
-ReportRequest request_of(const Query& query) {
-  return {query.key, query.limit, query.cumulative, query.include, query.exclude, query.traceback, query.routes};
-}
-
 // `snapshot` itself without filters, else the filtered copy, kept in `storage`.
 const Snapshot& apply_filters(const Snapshot& snapshot, const Query& query, Snapshot& storage) {
   if (query.filters.empty() && query.routes.empty()) return snapshot;
@@ -175,7 +170,7 @@ Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& 
     Snapshot storage;
     return folded_report(to, apply_filters(now, query, storage));
   }
-  return report_response(to, make_report(now, request_of(query), verdicts_for(to, query)), query,
+  return report_response(to, make_report(now, report_request(query), verdicts_for(to, query)), query,
                          group);
 }
 
@@ -246,12 +241,12 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
                               apply_filters(old, query, old_storage));
   }
   return report_response(
-      to, make_diff_report(now, old, against, request_of(query), verdicts_for(to, query)), query,
+      to, make_diff_report(now, old, against, report_request(query), verdicts_for(to, query)), query,
       group);
 }
 
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {
-  const HistoryReport report = make_history_report(history, request_of(query), allocator_name());
+  const HistoryReport report = make_history_report(history, report_request(query), allocator_name());
   if (to.format == Format::json)
     return make_response(to, Status::ok, to_json(report, to.max_report_bytes) + "\n", "application/json");
   return make_text(to, Status::ok, to_text(report, to.max_report_bytes));

@@ -268,6 +268,10 @@ ReportQuery parse_report_query(std::string_view text, ParamSet allowed) {
   return query;
 }
 
+ReportRequest report_request(const ReportQuery& q) {
+  return {q.key, q.limit, q.cumulative, q.include, q.exclude, q.traceback, q.routes};
+}
+
 std::string to_query(const ReportQuery& q) {
   using enum Name;
   std::string out;

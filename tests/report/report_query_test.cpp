@@ -61,6 +61,14 @@ TEST(ReportQueries, DefaultsAreNotWrittenAndAPidIsANumber) {
   EXPECT_EQ(parse_report_query(to_query(q), kEvery).include, q.include);
 }
 
+TEST(ReportQueries, TheReportRequestIsTheQuerysReportPart) {
+  const ReportQuery q = parse_report_query(
+      "key=file&limit=3&cumulative=1&include=a*&exclude=b*&traceback=1&route=GET%20%2Fx&seconds=5", kEvery);
+  const ReportRequest expected{KeyType::file, 3, true, {"a*"}, {"b*"}, true, {"GET /x"}};
+  EXPECT_EQ(report_request(q), expected);
+  EXPECT_EQ(report_request(ReportQuery{}), ReportRequest{});
+}
+
 TEST(ReportQueries, ARefusalNamesTheParameter) {
   const auto refusal = [](std::string_view text, query::ParamSet allowed) -> std::string {
     try {
