@@ -38,7 +38,7 @@ struct BaselineReport {
 // POST /baseline?pid=all: one entry a process, in pid order.
 struct ProcessBaseline {
   long pid = 0;
-  int status = 0;                         // its HTTP status (502: it did not answer)
+  int status = 0;                          // its HTTP status (502: it did not answer)
   std::optional<BaselineReport> baseline;  // with status 200
   std::string error;                       // otherwise, why
 

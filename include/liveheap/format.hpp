@@ -28,9 +28,8 @@ std::string format_statistic(const Statistic& stat, KeyType key_type);
 std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type);
 // The same from a key already named (format_key's text), as a report read back from JSON has.
 std::string format_statistic(std::string_view key, std::int64_t size, std::int64_t count);
-std::string format_statistic_diff(std::string_view key, std::int64_t size,
-                                  std::int64_t size_diff, std::int64_t count,
-                                  std::int64_t count_diff);
+std::string format_statistic_diff(std::string_view key, std::int64_t size, std::int64_t size_diff,
+                                  std::int64_t count, std::int64_t count_diff);
 // A C++ function's name for display, shortened as pprof does: template arguments become
 // "<…>"; parameters, return type, ABI tags and "[clone …]" go. "void ns::op<A, B>::f(int)
 // const" -> "ns::op<…>::f". Names that are not C++ ("main", "lib.so+0x10") stay as they are.
@@ -53,8 +52,7 @@ struct TracebackStyle {
 //   "    source line" (stripped, as linecache gives it) when the file can be read;
 // runs of two or more library frames (plumbing, Boost and std headers, system libraries)
 // become "  … N frames in boost::asio, std …".
-std::vector<std::string> format_traceback(const Traceback& traceback,
-                                          const TracebackStyle& style = {});
+std::vector<std::string> format_traceback(const Traceback& traceback, const TracebackStyle& style = {});
 // A stack as flamegraph.pl's folded line begins: frames root first, joined by ';' (a frame
 // without a function name is its module); ';' and newlines inside names become '_'. The
 // plumbing frames above the user's frame (those `key=line` skips) are left out, so that the

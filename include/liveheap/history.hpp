@@ -20,10 +20,10 @@ LIVEHEAP_API_BEGIN
 
 // One tick of the history.
 struct HistoryPoint {
-  std::int64_t t_ms = 0;     // unix time in milliseconds
-  std::int64_t traced = 0;   // traced bytes now
-  std::int64_t peak = 0;     // traced peak
-  std::int64_t rss = 0;      // resident bytes; -1 when unknown
+  std::int64_t t_ms = 0;    // unix time in milliseconds
+  std::int64_t traced = 0;  // traced bytes now
+  std::int64_t peak = 0;    // traced peak
+  std::int64_t rss = 0;     // resident bytes; -1 when unknown
   // Live stacks smaller than the biggest History::stacks_per_point at this tick: not
   // recorded (their series read 0 here), and the bytes they held.
   std::int64_t stacks_dropped = 0;
@@ -51,12 +51,12 @@ struct StackHistory {
   Traceback traceback;
   std::vector<std::int64_t> sizes;
   std::vector<std::int64_t> counts;
-  std::vector<std::int64_t> allocated;    // empty: not recorded (read as no allocation seen)
+  std::vector<std::int64_t> allocated;  // empty: not recorded (read as no allocation seen)
   std::vector<std::int64_t> allocations;
 };
 
 struct History {
-  double interval_s = 0;          // 0: history is off
+  double interval_s = 0;             // 0: history is off
   std::vector<HistoryPoint> points;  // oldest first
   std::vector<StackHistory> stacks;
   std::size_t stacks_per_point = 0;  // the biggest stacks recorded per tick
@@ -79,8 +79,7 @@ struct KeySeries {
 // Thread-safety: none; lives for one report.
 class HistoryIndex {
  public:
-  HistoryIndex(const History& history, KeyType key, bool cumulative,
-               const std::vector<Filter>& filters);
+  HistoryIndex(const History& history, KeyType key, bool cumulative, const std::vector<Filter>& filters);
   ~HistoryIndex();
   HistoryIndex(const HistoryIndex&) = delete;
   HistoryIndex& operator=(const HistoryIndex&) = delete;
@@ -106,11 +105,11 @@ std::optional<Trend> parse_trend(std::string_view text) noexcept;
 // The verdict on a series and the numbers behind it.
 struct Verdict {
   Trend trend = Trend::unknown;
-  double growth_per_min = 0;        // fitted over the recent window (or its rise, for a rise
-                                    // that stopped), bytes per minute of work
-  double since_last_growth_s = 0;   // from the last new high to the last point (wall time)
-  std::size_t window = 0;           // points in the recent window (points with work)
-  double tolerance = 0;             // bytes below which a change is noise
+  double growth_per_min = 0;       // fitted over the recent window (or its rise, for a rise
+                                   // that stopped), bytes per minute of work
+  double since_last_growth_s = 0;  // from the last new high to the last point (wall time)
+  std::size_t window = 0;          // points in the recent window (points with work)
+  double tolerance = 0;            // bytes below which a change is noise
   // Why: of the bytes the series allocated over the history window, the fraction still live
   // (~1 a leak's signature, ~0 a callsite that frees what it allocates); nullopt where it
   // allocated nothing in the window.
@@ -118,8 +117,8 @@ struct Verdict {
   // Seconds from the last point at which the series had allocated more to the last point;
   // nullopt when the history never saw it allocate.
   std::optional<double> idle_s;
-  double allocated = 0;             // bytes it allocated over the window (merges weigh retention)
-  std::size_t work_points = 0;      // points whose interval had work (the rule's axis)
+  double allocated = 0;         // bytes it allocated over the window (merges weigh retention)
+  std::size_t work_points = 0;  // points whose interval had work (the rule's axis)
 
   friend bool operator==(const Verdict&, const Verdict&) = default;
 };
@@ -147,8 +146,9 @@ inline constexpr double kVerdictHoldErrors = 2;
 inline bool idle_between(std::int64_t allocated_from, std::int64_t allocated_to, std::int64_t elapsed_ms,
                          std::int64_t interval_ms, std::uint64_t noise) noexcept {
   const double intervals =
-      interval_ms > 0 ? std::max(1.0, std::round(static_cast<double>(elapsed_ms) / static_cast<double>(interval_ms)))
-                      : 1.0;
+      interval_ms > 0
+          ? std::max(1.0, std::round(static_cast<double>(elapsed_ms) / static_cast<double>(interval_ms)))
+          : 1.0;
   return static_cast<double>(allocated_to - allocated_from) <=
          std::max(static_cast<double>(noise), kVerdictIdleBytes) * intervals;
 }

@@ -81,7 +81,7 @@ struct Config {
   // LAN address) without a token, unless this says so (LIVEHEAP_ALLOW_OPEN=1): then
   // anyone who can reach the port may read the heap and stop tracing.
   bool allow_open_without_token = false;
-  unsigned max_windows = 4;              // ?seconds=N requests waiting at once; more get 429
+  unsigned max_windows = 4;  // ?seconds=N requests waiting at once; more get 429
   // Also answer GET {pprof_prefix}/heap and {pprof_prefix}/allocs, where pprof scrapers
   // look; "" for only {prefix}/pprof/heap and /allocs.
   std::string pprof_prefix = "/debug/pprof";
@@ -161,16 +161,15 @@ class Handler {
   // False, leaving `req` untouched, when the request is not under the prefix. Otherwise
   // takes `req`, answers it on liveheap's worker thread and calls `done` exactly once,
   // through `executor` (as boost::asio::post does), unless the Handler is destroyed first.
-  bool handle_async(Request&& req, boost::asio::any_io_executor executor,
-                    std::function<void(Response)> done);
+  bool handle_async(Request&& req, boost::asio::any_io_executor executor, std::function<void(Response)> done);
 
   // The same, and a ?seconds=N window stops waiting when `cancel` is emitted (as Asio's
   // per-operation cancellation: emit from the thread that called handle_async, e.g. when the
   // client has gone away); other requests are answered as usual. `done` is still called
   // exactly once, for a stopped window with 503 "cancelled". The admin server does this for
   // its clients.
-  bool handle_async(Request&& req, boost::asio::any_io_executor executor,
-                    std::function<void(Response)> done, boost::asio::cancellation_slot cancel);
+  bool handle_async(Request&& req, boost::asio::any_io_executor executor, std::function<void(Response)> done,
+                    boost::asio::cancellation_slot cancel);
 
  private:
   struct Impl;

@@ -19,7 +19,7 @@ struct Mapping {
   std::uint64_t limit = 0;   // one past the last
   std::uint64_t offset = 0;  // file offset of `start`
   std::string file;
-  std::string build_id;      // hex, "" when the object has none
+  std::string build_id;  // hex, "" when the object has none
 };
 
 // Which of the four values a viewer shows first: /heap -> inuse_space, /allocs -> alloc_space.
@@ -32,8 +32,8 @@ enum class ProfileView { heap, allocs };
 // whose four values did not change are left out, duration = now - base. Location ids are the
 // return addresses and function ids hashes of name and file: the same between scrapes.
 // Uncompressed protobuf bytes.
-std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappings,
-                          ProfileView view, const Snapshot* base = nullptr);
+std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappings, ProfileView view,
+                          const Snapshot* base = nullptr);
 
 // gzip (RFC 1952) of `bytes`. Throws std::runtime_error if zlib fails.
 std::string gzip(std::string_view bytes);

@@ -17,11 +17,11 @@ LIVEHEAP_API_BEGIN
 struct ProcessEntry {
   long pid = 0;
   long ppid = 0;
-  std::string cmdline;               // its arguments joined by spaces
-  std::string mode;                  // "exact", "sampled", "off", or "unreachable"
+  std::string cmdline;                 // its arguments joined by spaces
+  std::string mode;                    // "exact", "sampled", "off", or "unreachable"
   std::optional<std::int64_t> traced;  // none while unreachable
   std::optional<std::int64_t> rss;
-  std::int64_t started_ms = 0;       // unix time
+  std::int64_t started_ms = 0;  // unix time
 
   friend bool operator==(const ProcessEntry&, const ProcessEntry&) = default;
 };

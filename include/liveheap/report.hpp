@@ -76,7 +76,7 @@ struct ReportFailure {
 
 // The diff part of a report: what the heap was compared with.
 struct ReportAgainst {
-  std::string against;             // "the baseline", "the heap 5 s ago"
+  std::string against;  // "the baseline", "the heap 5 s ago"
   std::int64_t old_taken_at_ms = 0;
 
   friend bool operator==(const ReportAgainst&, const ReportAgainst&) = default;
@@ -132,8 +132,7 @@ using VerdictOf = std::function<Verdict(const Traceback& key)>;
 // The statistics of `now` (filtered by request.include/exclude, grouped by request.key, the
 // top request.limit lines). Throws std::invalid_argument for a malformed filter or
 // cumulative with key=traceback.
-Report make_report(const Snapshot& now, const ReportRequest& request,
-                   const VerdictOf& verdict_of = {});
+Report make_report(const Snapshot& now, const ReportRequest& request, const VerdictOf& verdict_of = {});
 // `now` against `old` (both filtered), `against` naming `old`.
 Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string against,
                         const ReportRequest& request, const VerdictOf& verdict_of = {});
@@ -157,8 +156,7 @@ Report merge(std::vector<ProcessReport> reports, std::vector<ReportFailure> fail
 // The JSON document (one line, no trailing newline). Lines are written while the document
 // stays within `max_bytes` of them; "truncated" is true when some were left out (or
 // report.truncated was).
-std::string to_json(const Report& report,
-                    std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
+std::string to_json(const Report& report, std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
 
 // Reads a document written by to_json. Strict: a missing field, a field of the wrong type,
 // an unknown word or another schema throws std::invalid_argument naming the field, e.g.

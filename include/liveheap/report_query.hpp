@@ -36,12 +36,12 @@ enum Param : unsigned {
   kCumulative = 1u << 3,
   kFilters = 1u << 4,  // include= and exclude=
   kSeconds = 1u << 5,
-  kStartOptions = 1u << 6,  // mode=, frames=, sample_interval=, max_tracker_memory=
-  kTraceback = 1u << 7,     // traceback=0|1: each JSON stat with its whole stack
-  kFolded = 1u << 8,        // format=folded accepted (with kFormat)
-  kFolded2 = 1u << 9,       // format=folded2 accepted too (/diff)
-  kPid = 1u << 10,          // pid=N|all: which process of the registry answers
-  kVerdicts = 1u << 11,     // verdicts=0|1: each text line ends with its history's verdict
+  kStartOptions = 1u << 6,      // mode=, frames=, sample_interval=, max_tracker_memory=
+  kTraceback = 1u << 7,         // traceback=0|1: each JSON stat with its whole stack
+  kFolded = 1u << 8,            // format=folded accepted (with kFormat)
+  kFolded2 = 1u << 9,           // format=folded2 accepted too (/diff)
+  kPid = 1u << 10,              // pid=N|all: which process of the registry answers
+  kVerdicts = 1u << 11,         // verdicts=0|1: each text line ends with its history's verdict
   kMissingBaseline = 1u << 12,  // missing_baseline=error|empty: /diff without a baseline
   kRouteFilter = 1u << 13,      // route=GLOB (repeatable): the request's route
 };
@@ -52,7 +52,7 @@ using ParamSet = unsigned;
 inline constexpr std::size_t kMaxLimit = settings::kLimit.max;
 inline constexpr unsigned kMaxSeconds = settings::kSeconds.max;
 inline constexpr std::uint64_t kMinHttpSampleInterval = settings::kHttpSampleInterval.min;
-inline constexpr long kAllProcesses = 0;  // ReportQuery::pid for pid=all
+inline constexpr long kAllProcesses = 0;             // ReportQuery::pid for pid=all
 inline constexpr long kMaxPid = settings::kPid.max;  // Linux's PID_MAX_LIMIT
 
 // A query the parser refuses; what() names the parameter and why, in one line.
@@ -70,16 +70,16 @@ struct ReportQuery {
   bool cumulative = false;
   std::vector<std::string> include;  // the globs as given, to echo in reports
   std::vector<std::string> exclude;
-  std::vector<Filter> filters;       // the same, ready for Snapshot::filter_traces
-  std::vector<std::string> routes;   // route=GLOB, for Snapshot::filter_routes
-  unsigned seconds = 0;              // 0: no window
+  std::vector<Filter> filters;      // the same, ready for Snapshot::filter_traces
+  std::vector<std::string> routes;  // route=GLOB, for Snapshot::filter_routes
+  unsigned seconds = 0;             // 0: no window
   std::optional<Mode> mode;
   std::optional<unsigned> frames;
   std::optional<std::uint64_t> sample_interval;
   std::optional<std::uint64_t> max_tracker_memory;  // bytes
-  bool traceback = false;  // traceback=1; key=traceback implies it
-  bool verdicts = false;   // verdicts=1 (text; JSON stats always carry theirs)
-  std::optional<long> pid;  // query::kAllProcesses for pid=all
+  bool traceback = false;                           // traceback=1; key=traceback implies it
+  bool verdicts = false;                            // verdicts=1 (text; JSON stats always carry theirs)
+  std::optional<long> pid;                          // query::kAllProcesses for pid=all
   // missing_baseline=empty: without a baseline, /diff diffs against nothing (the whole heap is
   // growth: a process that joined its group after the baseline) instead of a 409.
   bool diff_nothing_without_baseline = false;

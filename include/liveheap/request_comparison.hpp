@@ -21,8 +21,8 @@ LIVEHEAP_API_BEGIN
 namespace http {
 
 struct ComparisonConfig {
-  unsigned every_n = 100;       // compare on requests 1 + N, 1 + 2N, ...
-  unsigned top_k = 10;          // lines of growth per comparison
+  unsigned every_n = 100;  // compare on requests 1 + N, 1 + 2N, ...
+  unsigned top_k = 10;     // lines of growth per comparison
   KeyType key = KeyType::line;
   // One call per line, no trailing '\n', on the comparison's thread (never concurrently).
   std::function<void(std::string_view line)> log;

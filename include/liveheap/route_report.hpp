@@ -15,9 +15,9 @@
 LIVEHEAP_API_BEGIN
 
 struct RouteLine {
-  std::string route;                 // the name (kNoRequest: blocks allocated outside any)
-  std::uint64_t requests = 0;        // seen since the process started
-  std::int64_t live_bytes = 0;       // held now by blocks the route's requests allocated
+  std::string route;            // the name (kNoRequest: blocks allocated outside any)
+  std::uint64_t requests = 0;   // seen since the process started
+  std::int64_t live_bytes = 0;  // held now by blocks the route's requests allocated
   std::int64_t live_blocks = 0;
   std::int64_t allocated_bytes = 0;  // allocated by them since start-up, freed or not
   double allocated_per_request = 0;  // allocated_bytes / requests
@@ -28,15 +28,15 @@ struct RouteLine {
   // moment: what merging processes adds.
   std::int64_t retained_bytes = 0;
   std::uint64_t retained_requests = 0;
-  std::string verdict = "unknown";   // the history's verdict on the route's live bytes
+  std::string verdict = "unknown";  // the history's verdict on the route's live bytes
 
   friend bool operator==(const RouteLine&, const RouteLine&) = default;
 };
 
 struct RouteReport {
-  bool since_baseline = false;     // retained_* count from the baseline, else from since_ms
-  std::int64_t since_ms = 0;       // the history window's first point (unix ms); 0: start-up
-  std::vector<RouteLine> routes;   // biggest retained_bytes first, then by name
+  bool since_baseline = false;    // retained_* count from the baseline, else from since_ms
+  std::int64_t since_ms = 0;      // the history window's first point (unix ms); 0: start-up
+  std::vector<RouteLine> routes;  // biggest retained_bytes first, then by name
 
   friend bool operator==(const RouteReport&, const RouteReport&) = default;
 };

@@ -28,7 +28,7 @@ struct Range {
   constexpr bool contains(std::uint64_t value) const noexcept { return value >= min && value <= max; }
 };
 
-inline constexpr Range kFrames{1, 128};                           // max_frames, LIVEHEAP_FRAMES, frames=
+inline constexpr Range kFrames{1, 128};                             // max_frames, LIVEHEAP_FRAMES, frames=
 inline constexpr Range kSampleInterval{1, std::uint64_t{1} << 40};  // bytes between samples
 // Below 4096, sampling costs a page per small block (20,000 malloc(16) grew RSS
 // by 79 MiB at 1 B): HTTP refuses it; LIVEHEAP_SAMPLE_INTERVAL and Options may go lower, for tests.
@@ -85,8 +85,8 @@ std::uint64_t whole(std::string_view name, std::string_view text, Range range);
 
 // The message for a value of Options (or Config) outside its range:
 // "<name> must be MIN..MAX<unit>, got VALUE"; `max_text` spells the top (e.g. "2^40").
-std::string out_of_range(std::string_view name, std::uint64_t value, Range range,
-                         std::string_view unit = "", std::string_view max_text = "");
+std::string out_of_range(std::string_view name, std::uint64_t value, Range range, std::string_view unit = "",
+                         std::string_view max_text = "");
 
 // A 0 or 1 flag (cumulative=, traceback=, verdicts=); nullopt for anything else.
 std::optional<bool> parse_flag(std::string_view text) noexcept;

@@ -28,10 +28,10 @@ Mode parse_mode(std::string_view text);
 // One symbolized stack frame. Frames without debug info keep file empty, line 0, and the
 // function falls back to "module+0xoffset".
 struct Frame {
-  std::string function;    // demangled, may be empty
-  std::string file;        // source file, may be empty
-  unsigned line = 0;       // 0 when unknown
-  std::string module;      // shared object or executable path
+  std::string function;        // demangled, may be empty
+  std::string file;            // source file, may be empty
+  unsigned line = 0;           // 0 when unknown
+  std::string module;          // shared object or executable path
   std::uintptr_t address = 0;  // return address as captured
 
   friend bool operator==(const Frame&, const Frame&) = default;
@@ -107,12 +107,32 @@ class Traceback::const_iterator {
   reference operator*() const noexcept { return frames_[*index_]; }
   pointer operator->() const noexcept { return &frames_[*index_]; }
   reference operator[](difference_type n) const noexcept { return frames_[index_[n]]; }
-  const_iterator& operator++() noexcept { ++index_; return *this; }
-  const_iterator operator++(int) noexcept { const_iterator old = *this; ++index_; return old; }
-  const_iterator& operator--() noexcept { --index_; return *this; }
-  const_iterator operator--(int) noexcept { const_iterator old = *this; --index_; return old; }
-  const_iterator& operator+=(difference_type n) noexcept { index_ += n; return *this; }
-  const_iterator& operator-=(difference_type n) noexcept { index_ -= n; return *this; }
+  const_iterator& operator++() noexcept {
+    ++index_;
+    return *this;
+  }
+  const_iterator operator++(int) noexcept {
+    const_iterator old = *this;
+    ++index_;
+    return old;
+  }
+  const_iterator& operator--() noexcept {
+    --index_;
+    return *this;
+  }
+  const_iterator operator--(int) noexcept {
+    const_iterator old = *this;
+    --index_;
+    return old;
+  }
+  const_iterator& operator+=(difference_type n) noexcept {
+    index_ += n;
+    return *this;
+  }
+  const_iterator& operator-=(difference_type n) noexcept {
+    index_ -= n;
+    return *this;
+  }
   friend const_iterator operator+(const_iterator it, difference_type n) noexcept { return it += n; }
   friend const_iterator operator+(difference_type n, const_iterator it) noexcept { return it += n; }
   friend const_iterator operator-(const_iterator it, difference_type n) noexcept { return it -= n; }
@@ -124,8 +144,7 @@ class Traceback::const_iterator {
 
  private:
   friend class Traceback;
-  const_iterator(const Frame* frames, const std::uint32_t* index) noexcept
-      : frames_(frames), index_(index) {}
+  const_iterator(const Frame* frames, const std::uint32_t* index) noexcept : frames_(frames), index_(index) {}
   const Frame* frames_ = nullptr;
   const std::uint32_t* index_ = nullptr;
 };
@@ -263,8 +282,8 @@ struct SnapshotInfo {
   std::int64_t taken_at_ms = 0;       // unix time in milliseconds
   std::int64_t traced_current = 0;    // traced bytes when taken
   std::int64_t traced_peak = 0;
-  std::int64_t tracker_memory = 0;    // the tracker's own bytes, never part of the traces
-  TrackerMemoryCap cap;               // the cap when taken, and what it had folded or dropped
+  std::int64_t tracker_memory = 0;  // the tracker's own bytes, never part of the traces
+  TrackerMemoryCap cap;             // the cap when taken, and what it had folded or dropped
 };
 
 // The heap at one moment, one Trace per distinct stack.
@@ -290,8 +309,7 @@ class Snapshot {
 
   // This snapshot against an older one, new and vanished keys included; sorted as
   // tracemalloc does: |size_diff|, size, |count_diff|, count, key, all descending.
-  std::vector<StatisticDiff> compare_to(const Snapshot& old, KeyType key,
-                                        bool cumulative = false) const;
+  std::vector<StatisticDiff> compare_to(const Snapshot& old, KeyType key, bool cumulative = false) const;
 
  private:
   std::vector<Trace> traces_;

@@ -58,7 +58,7 @@ struct StatsReport {
   // Whether stacks carry Python frames: "on (CPython 3.11.2)", "off: <why>: native frames
   // only", or "" in a process without CPython.
   std::string python_frames;
-  std::int64_t rss = 0;       // -1 when unknown
+  std::int64_t rss = 0;  // -1 when unknown
   std::int64_t peak_rss = 0;
   // glibc's mallinfo2(); with glibc serving malloc, read under its rate limit: how old the
   // figures are and what reading them cost.

@@ -22,9 +22,9 @@ LIVEHEAP_API_BEGIN
 
 struct Options {
   Mode mode = Mode::exact;
-  unsigned max_frames = 32;                 // 1..kMaxFrames return addresses kept per stack
-  std::uint64_t sample_interval = 524288;   // mean bytes between samples (sampled mode)
-  std::uint64_t sample_seed = 0;            // sampled mode: 0 = unpredictable; else repeatable
+  unsigned max_frames = 32;                // 1..kMaxFrames return addresses kept per stack
+  std::uint64_t sample_interval = 524288;  // mean bytes between samples (sampled mode)
+  std::uint64_t sample_seed = 0;           // sampled mode: 0 = unpredictable; else repeatable
   // The program's own allocators and pools, reported as plumbing so that key=line names
   // their callers: "GLOB" on a frame's file, "function:GLOB" on its function (see
   // set_plumbing). Empty: only the built-in list (malloc, operator new, std::, ...).
@@ -45,7 +45,8 @@ struct Options {
 };
 // The limits, as liveheap/settings.hpp defines them for every way of setting them.
 inline constexpr unsigned kMaxFrames = static_cast<unsigned>(settings::kFrames.max);
-inline constexpr unsigned kMaxHistoryInterval = static_cast<unsigned>(settings::kHistoryInterval.max);  // a day
+inline constexpr unsigned kMaxHistoryInterval =
+    static_cast<unsigned>(settings::kHistoryInterval.max);                        // a day
 inline constexpr std::uint64_t kMinTrackerMemory = settings::kTrackerMemory.min;  // 1 MiB
 inline constexpr std::uint64_t kMaxTrackerMemory = settings::kTrackerMemory.max;  // 1 TiB
 
@@ -153,7 +154,7 @@ struct StackSnapshot {
     std::uint32_t id = 0;  // the interned stack
     std::int64_t size = 0;
     std::int64_t count = 0;
-    std::int64_t alloc_size = 0;   // as Trace: since the process started
+    std::int64_t alloc_size = 0;  // as Trace: since the process started
     std::int64_t alloc_count = 0;
   };
   std::vector<Stack> stacks;  // ascending ids

@@ -12,9 +12,9 @@
 LIVEHEAP_API_BEGIN
 
 struct TrimReport {
-  bool released = false;      // glibc says so; for the other allocators, RSS went down
-  std::string allocator;      // its name: "glibc", "jemalloc", ...
-  std::string action;         // what was asked: "malloc_trim(0) released memory"
+  bool released = false;              // glibc says so; for the other allocators, RSS went down
+  std::string allocator;              // its name: "glibc", "jemalloc", ...
+  std::string action;                 // what was asked: "malloc_trim(0) released memory"
   std::int64_t tracker_released = 0;  // bytes of freed sampled blocks liveheap gave back
   std::int64_t rss_before = 0;
   std::int64_t rss_after = 0;

@@ -47,9 +47,9 @@ struct State {
   pthread_cond_t changed = PTHREAD_COND_INITIALIZER;  // phase left taking_over
   Phase phase = Phase::early;
   bool exiting = false;
-  pid_t state_pid = 0;             // the process this state is set up for (not a vfork child)
-  bool holding = false;            // listens on the port
-  std::int64_t register_at_ns = 0; // a forked child's thread registers then
+  pid_t state_pid = 0;              // the process this state is set up for (not a vfork child)
+  bool holding = false;             // listens on the port
+  std::int64_t register_at_ns = 0;  // a forked child's thread registers then
   EarlyEndpoint e;
 };
 
@@ -108,8 +108,7 @@ int listen_on_port(const EarlyAddress& a, std::uint16_t* bound) noexcept {
   if (fd < 0) return -errno;
   const int on = 1;
   if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-      ::bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 ||
-      ::listen(fd, SOMAXCONN) != 0) {
+      ::bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     const int error = errno;
     ::close(fd);
     return -error;
@@ -153,9 +152,10 @@ void try_port(State& s) noexcept {
     s.holding = true;
     if (e.announce) {  // news, not a mistake: only where LIVEHEAP_LOG says
       char line[768];
-      std::snprintf(line, sizeof line,
-                    is_v6(e.listen) ? "serving http://[%s]:%u/debug/memory/" : "serving http://%s:%u/debug/memory/",
-                    e.listen.host, static_cast<unsigned>(bound));
+      std::snprintf(
+          line, sizeof line,
+          is_v6(e.listen) ? "serving http://[%s]:%u/debug/memory/" : "serving http://%s:%u/debug/memory/",
+          e.listen.host, static_cast<unsigned>(bound));
       log_line(line);
     }
   } else if (fd == -EADDRINUSE) {
@@ -190,7 +190,8 @@ void register_socket(State& s) noexcept {
         if (in_inherited) continue;
         if (e.announce)
           say("this process is not reachable through the registry: the registry path %s/%d.sock "
-              "is too long for a Unix socket", dir.text, static_cast<int>(pid));
+              "is too long for a Unix socket",
+              dir.text, static_cast<int>(pid));
         return;
       }
       const int fd = listen_local(path.text);
@@ -213,9 +214,7 @@ void register_socket(State& s) noexcept {
 // Whether the recorders are due at all: with tracing on, or to retry a taken port (the
 // full library's every second); a process that cannot be reached, or traces nothing,
 // loads the full library only when a connection comes.
-bool recorders_due(const State& s) noexcept {
-  return engine::active() || s.e.port_taken;
-}
+bool recorders_due(const State& s) noexcept { return engine::active() || s.e.port_taken; }
 
 // Until a connection waits on either socket, or the recorders are due; false when neither
 // can ever happen (no socket, nothing to record).
@@ -263,7 +262,8 @@ void take_over(State& s) noexcept {
   if (fn != nullptr) fn(s.e);  // takes the descriptors (and leaves -1 in their place)
   Guard guard(s);
   // What it did not take (it said why) is closed: no client may hang on a socket no one serves.
-  for (auto [fd, tracked] : {std::pair{&s.e.tcp_fd, &s.e.tcp_tracked}, std::pair{&s.e.local_fd, &s.e.local_tracked}})
+  for (auto [fd, tracked] :
+       {std::pair{&s.e.tcp_fd, &s.e.tcp_tracked}, std::pair{&s.e.local_fd, &s.e.local_tracked}})
     if (*fd >= 0) {
       tracked->reset();
       ::close(std::exchange(*fd, -1));
@@ -335,7 +335,8 @@ void before_fork() noexcept {
   pthread_mutex_lock(&s.lock);
   if (s.phase != Phase::taking_over || s.state_pid != ::getpid()) return;
   const std::int64_t until = now_ns() + kForkWaitNs;
-  const timespec deadline{static_cast<time_t>(until / 1'000'000'000), static_cast<long>(until % 1'000'000'000)};
+  const timespec deadline{static_cast<time_t>(until / 1'000'000'000),
+                          static_cast<long>(until % 1'000'000'000)};
   while (s.phase == Phase::taking_over &&
          pthread_cond_clockwait(&s.changed, &s.lock, CLOCK_MONOTONIC, &deadline) == 0) {
   }
@@ -359,7 +360,7 @@ void after_fork_in_child() {
   e.announce = false;  // the parent said whatever was to be said
   e.port_taken = false;
   e.registry_tried = false;
-  e.tcp_fd = e.local_fd = -1;  // the parent's, closed by fork_fds
+  e.tcp_fd = e.local_fd = -1;   // the parent's, closed by fork_fds
   new (&e.tcp_tracked) ForkFd;  // their entries are free here already: abandoned, not reset
   new (&e.local_tracked) ForkFd;
   e.socket = SocketPath{};
@@ -403,8 +404,7 @@ void before_uid_change() noexcept {
   }
   if (load) (void)full_library_function(kTakeOverFunction);
   // Taken over meanwhile (or before): the full library's endpoint binds for itself.
-  else if (void (*now)() = before_uid_change_function(); now != nullptr && now != before_uid_change)
-    now();
+  else if (void (*now)() = before_uid_change_function(); now != nullptr && now != before_uid_change) now();
   errno = saved;
 }
 

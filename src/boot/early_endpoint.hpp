@@ -44,19 +44,19 @@ void start_early_endpoint(const EarlyAddress& address) noexcept;
 // about to change its user ids). The descriptors come with their fork_fds entries.
 struct EarlyEndpoint {
   EarlyAddress listen;
-  char address[80] = {};      // the group's name, "host:port" (an IPv6 host in brackets)
-  int tcp_fd = -1;            // listening on the port (this process holds it), or -1
+  char address[80] = {};  // the group's name, "host:port" (an IPv6 host in brackets)
+  int tcp_fd = -1;        // listening on the port (this process holds it), or -1
   ForkFd tcp_tracked;
-  bool port_taken = false;    // its try found the port taken: the full library retries
-  int local_fd = -1;          // listening in the registry, or -1
+  bool port_taken = false;  // its try found the port taken: the full library retries
+  int local_fd = -1;        // listening in the registry, or -1
   ForkFd local_tracked;
-  DirPath dir;                // the group's directory: where this process registered, or
-                              // (a forked child not registered yet) its parent's; or ""
-  SocketPath socket;          // its socket there, once registered
-  pid_t registered_pid = 0;   // the process that bound `socket`
-  bool registry_tried = false;  // registration was tried (and said why when it failed)
-  bool forked = false;        // a child forked without exec
-  bool announce = true;       // the process the user started: may say a line
+  DirPath dir;                        // the group's directory: where this process registered, or
+                                      // (a forked child not registered yet) its parent's; or ""
+  SocketPath socket;                  // its socket there, once registered
+  pid_t registered_pid = 0;           // the process that bound `socket`
+  bool registry_tried = false;        // registration was tried (and said why when it failed)
+  bool forked = false;                // a child forked without exec
+  bool announce = true;               // the process the user started: may say a line
   std::int64_t recorders_due_ns = 0;  // CLOCK_MONOTONIC time at which the recorders start
 };
 

@@ -63,8 +63,7 @@ int track(int fd) noexcept {
   for (std::size_t i = 0; i < kMaxFds; ++i) {
     Slot& slot = g_fds[i];
     int expected = kFree;
-    if (!slot.state.compare_exchange_strong(expected, kWriting, std::memory_order_acquire))
-      continue;
+    if (!slot.state.compare_exchange_strong(expected, kWriting, std::memory_order_acquire)) continue;
     slot.fd.store(fd, std::memory_order_relaxed);
     slot.dev.store(static_cast<std::uint64_t>(st.st_dev), std::memory_order_relaxed);
     slot.ino.store(static_cast<std::uint64_t>(st.st_ino), std::memory_order_relaxed);
@@ -101,8 +100,7 @@ bool ForkFd::still_tracks(int fd) const noexcept {
   if (slot_ < 0) return false;
   const Slot& slot = g_fds[static_cast<std::size_t>(slot_)];
   struct stat st {};
-  return slot.fd.load(std::memory_order_relaxed) == fd && ::fstat(fd, &st) == 0 &&
-         S_ISSOCK(st.st_mode) &&
+  return slot.fd.load(std::memory_order_relaxed) == fd && ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
          static_cast<std::uint64_t>(st.st_dev) == slot.dev.load(std::memory_order_relaxed) &&
          static_cast<std::uint64_t>(st.st_ino) == slot.ino.load(std::memory_order_relaxed);
 }

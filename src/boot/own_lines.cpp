@@ -21,7 +21,8 @@ void write_line(int fd, const char* line) noexcept {
   char text[1024];
   const int n = std::snprintf(text, sizeof text, "liveheap: %s\n", line);
   if (n <= 0) return;
-  std::size_t length = static_cast<std::size_t>(n) < sizeof text ? static_cast<std::size_t>(n) : sizeof text - 1;
+  std::size_t length =
+      static_cast<std::size_t>(n) < sizeof text ? static_cast<std::size_t>(n) : sizeof text - 1;
   if (length == sizeof text - 1) text[length - 1] = '\n';  // cut: still one line
   [[maybe_unused]] const ssize_t written = write(fd, text, length);
 }
@@ -41,8 +42,10 @@ void log_line(const char* line) noexcept {
   if (to[0] != '/') {
     if (!g_bad_log_said.exchange(true)) {
       char why[512];
-      std::snprintf(why, sizeof why, "LIVEHEAP_LOG='%.400s' is neither stderr nor an absolute path: "
-                    "liveheap's lines are not written", to);
+      std::snprintf(why, sizeof why,
+                    "LIVEHEAP_LOG='%.400s' is neither stderr nor an absolute path: "
+                    "liveheap's lines are not written",
+                    to);
       say_configuration_error(why);
     }
     return;

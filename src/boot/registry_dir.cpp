@@ -36,17 +36,16 @@ bool make_private_dir(const char* dir, Reason& why) noexcept {
   if (::mkdir(dir, 0700) != 0 && errno != EEXIST)
     return fail(why, "cannot create the registry directory %s: %s", dir, std::strerror(errno));
   struct stat st {};
-  if (::lstat(dir, &st) != 0)
-    return fail(why, "cannot inspect %s: %s", dir, std::strerror(errno));
+  if (::lstat(dir, &st) != 0) return fail(why, "cannot inspect %s: %s", dir, std::strerror(errno));
   if (!S_ISDIR(st.st_mode)) return fail(why, "the registry %s is not a directory", dir);
   if (st.st_uid != ::geteuid())
     return fail(why, "the registry directory %s belongs to uid %u, not to this user", dir,
-                   static_cast<unsigned>(st.st_uid));
+                static_cast<unsigned>(st.st_uid));
   if ((st.st_mode & 077) != 0)
     return fail(why,
-                   "the registry directory %s has mode %04o: others could reach this process's "
-                   "heap; chmod 700 it",
-                   dir, static_cast<unsigned>(st.st_mode & 07777));
+                "the registry directory %s has mode %04o: others could reach this process's "
+                "heap; chmod 700 it",
+                dir, static_cast<unsigned>(st.st_mode & 07777));
   return true;
 }
 
@@ -71,8 +70,7 @@ bool registry_root(DirPath& root, Reason& why) noexcept {
   if (!registry_base(base)) return fail(why, "the registry path is too long");
   Reason first;
   for (int k = 0; k <= kFallbacks; ++k) {
-    const bool fits = k == 0 ? format(root.text, "%s", base.text)
-                             : format(root.text, "%s.%d", base.text, k);
+    const bool fits = k == 0 ? format(root.text, "%s", base.text) : format(root.text, "%s.%d", base.text, k);
     Reason reason;
     if (fits && make_private_dir(root.text, reason)) return true;
     if (k == 0) first = reason;
@@ -86,8 +84,8 @@ bool group_name(const char* address, char (&name)[128]) noexcept {
   if (address[0] == '\0' || address[0] == '.') name[n++] = '_';
   for (const char* c = address; *c != '\0'; ++c) {
     if (n + 1 >= sizeof name) return false;
-    const bool plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                       (*c >= '0' && *c <= '9') || *c == '.' || *c == '-';
+    const bool plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                       *c == '.' || *c == '-';
     name[n++] = *c == ':' ? '-' : plain ? *c : '_';
   }
   name[n] = '\0';
@@ -114,8 +112,8 @@ bool socket_path(const char* dir, pid_t pid, SocketPath& path) noexcept {
 bool record_port_holder(const char* dir, pid_t pid) noexcept {
   // A link beside it first, renamed over the record: readers never see a half-made one.
   char target[24], temporary[sizeof(DirPath::text) + 32], holder[sizeof(DirPath::text) + 8];
-  if (!format(target, "%d", static_cast<int>(pid)) ||
-      !format(temporary, "%s/holder.%s", dir, target) || !format(holder, "%s/holder", dir))
+  if (!format(target, "%d", static_cast<int>(pid)) || !format(temporary, "%s/holder.%s", dir, target) ||
+      !format(holder, "%s/holder", dir))
     return false;
   ::unlink(temporary);
   if (::symlink(target, temporary) != 0) return false;

@@ -64,8 +64,8 @@ StartPlan plan_start() noexcept {
   const bool early_endpoint = addr != nullptr && parse_early_address(addr, plan.address) &&
                               !any_set({"LIVEHEAP_TOKEN", "LIVEHEAP_ALLOWED_HOSTS", "LIVEHEAP_PREFIX",
                                         "LIVEHEAP_ALLOW_OPEN", "LIVEHEAP_METRICS_CALLSITES"});
-  plan.full_library = !readable || start_env("LIVEHEAP_PLUMBING") != nullptr ||
-                      (addr != nullptr && !early_endpoint);
+  plan.full_library =
+      !readable || start_env("LIVEHEAP_PLUMBING") != nullptr || (addr != nullptr && !early_endpoint);
   return plan;
 }
 

@@ -29,8 +29,7 @@ struct HttpReply {
 
 // Sends `method` to endpoint.prefix + `path_and_query`, with the bearer token when not
 // empty. Throws ConnectionError; any HTTP status is a reply, not an error.
-HttpReply send_request(const Endpoint& endpoint, std::string_view method,
-                       std::string_view path_and_query, const std::string& token,
-                       std::chrono::milliseconds timeout);
+HttpReply send_request(const Endpoint& endpoint, std::string_view method, std::string_view path_and_query,
+                       const std::string& token, std::chrono::milliseconds timeout);
 
 }  // namespace liveheap::cli

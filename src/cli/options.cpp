@@ -45,7 +45,6 @@ constexpr std::string_view kUsage =
     "Exit status: 0 done, 1 growth over --fail-over or --fail-on-growing, 2 bad usage or an\n"
     "unreachable or misbehaving server.\n";
 
-
 std::string lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -53,10 +52,8 @@ std::string lower(std::string_view text) {
 }
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
   return text;
 }
 
@@ -66,8 +63,8 @@ std::uint64_t parse_unsigned(std::string_view text, std::string_view what, std::
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
-    throw UsageError(std::string(what) + " must be a whole number in " + std::to_string(min) +
-                     ".." + std::to_string(max) + ", not '" + std::string(text) + "'");
+    throw UsageError(std::string(what) + " must be a whole number in " + std::to_string(min) + ".." +
+                     std::to_string(max) + ", not '" + std::string(text) + "'");
   return value;
 }
 
@@ -75,10 +72,8 @@ std::uint64_t parse_unsigned(std::string_view text, std::string_view what, std::
 std::chrono::milliseconds parse_seconds(std::string_view text, std::string_view what) {
   double seconds = -1;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (ec != std::errc() || end != text.data() + text.size() || !(seconds >= 0) ||
-      seconds > 86400)
-    throw UsageError(std::string(what) + " must be seconds in 0..86400, not '" +
-                     std::string(text) + "'");
+  if (ec != std::errc() || end != text.data() + text.size() || !(seconds >= 0) || seconds > 86400)
+    throw UsageError(std::string(what) + " must be seconds in 0..86400, not '" + std::string(text) + "'");
   return std::chrono::milliseconds(std::llround(seconds * 1000));
 }
 
@@ -96,8 +91,8 @@ std::string parse_key(std::string_view value) {
 // or "port".
 std::string parse_pid(std::string_view value) {
   if (value == "all" || value == "port") return std::string(value);
-  return std::to_string(parse_unsigned(value, "--pid (a process id, all or port)", settings::kPid.min,
-                                       settings::kPid.max));
+  return std::to_string(
+      parse_unsigned(value, "--pid (a process id, all or port)", settings::kPid.min, settings::kPid.max));
 }
 
 }  // namespace
@@ -111,8 +106,7 @@ std::string_view usage() { return kUsage; }
 std::int64_t parse_size(std::string_view text) {
   const std::string_view trimmed = trim(text);
   double number = -1;
-  const auto [end, ec] =
-      std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), number);
+  const auto [end, ec] = std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), number);
   const std::string unit = lower(trim({end, trimmed.data() + trimmed.size()}));
   double scale = 0;
   if (unit.empty() || unit == "b") scale = 1;
@@ -121,16 +115,18 @@ std::int64_t parse_size(std::string_view text) {
   else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
   const double bytes = number * scale;
   if (ec != std::errc() || scale == 0 || !(number >= 0) || bytes > 1e18)
-    throw UsageError("a size is bytes with an optional unit B, KiB, MiB or GiB "
-                     "(e.g. 1048576, 512KiB, 1.5MiB), not '" + std::string(text) + "'");
+    throw UsageError(
+        "a size is bytes with an optional unit B, KiB, MiB or GiB "
+        "(e.g. 1048576, 512KiB, 1.5MiB), not '" +
+        std::string(text) + "'");
   return static_cast<std::int64_t>(std::llround(bytes));
 }
 
 Endpoint parse_url(std::string_view url) {
   constexpr std::string_view kScheme = "http://";
   if (!url.starts_with(kScheme))
-    throw UsageError("--url must start with http:// (https is not supported), not '" +
-                     std::string(url) + "'");
+    throw UsageError("--url must start with http:// (https is not supported), not '" + std::string(url) +
+                     "'");
   std::string_view rest = url.substr(kScheme.size());
   if (rest.find_first_of("?#") != std::string_view::npos)
     throw UsageError("--url takes no query or fragment: '" + std::string(url) + "'");
@@ -142,15 +138,14 @@ Endpoint parse_url(std::string_view url) {
   // An IPv6 literal is bracketed: [::1]:8080.
   const auto bracket = authority.rfind(']');
   const auto colon = authority.rfind(':');
-  const bool has_port = colon != std::string_view::npos &&
-                        (bracket == std::string_view::npos || colon > bracket);
+  const bool has_port =
+      colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket);
   std::string_view host = has_port ? authority.substr(0, colon) : authority;
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   if (host.empty()) throw UsageError("--url has no host: '" + std::string(url) + "'");
   endpoint.host = std::string(host);
-  endpoint.port = has_port ? static_cast<std::uint16_t>(parse_unsigned(
-                                 authority.substr(colon + 1), "the port of --url", 1, 65535))
+  endpoint.port = has_port ? static_cast<std::uint16_t>(
+                                 parse_unsigned(authority.substr(colon + 1), "the port of --url", 1, 65535))
                            : 80;
   return endpoint;
 }
@@ -164,10 +159,15 @@ std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[
   for (int i = 1; i < argc; ++i) {
     std::string_view flag = argv[i];
     if (flag == "--help" || flag == "-h") return std::nullopt;
-    if (flag == "--json") { options.json = true; continue; }
-    if (flag == "--baseline") { options.baseline = true; continue; }
-    if (!flag.starts_with("--"))
-      throw UsageError("unexpected argument '" + std::string(flag) + "'");
+    if (flag == "--json") {
+      options.json = true;
+      continue;
+    }
+    if (flag == "--baseline") {
+      options.baseline = true;
+      continue;
+    }
+    if (!flag.starts_with("--")) throw UsageError("unexpected argument '" + std::string(flag) + "'");
     // "--flag=value", as many tools take it: the value is the rest, even when empty.
     std::optional<std::string_view> inline_value;
     if (const auto eq = flag.find('='); eq != std::string_view::npos) {
@@ -193,8 +193,8 @@ std::optional<WatchOptions> parse_command_line(int argc, const char* const argv[
     } else if (flag == "--rounds") {
       options.rounds = parse_unsigned(value, flag, 1, UINT32_MAX);
     } else if (flag == "--limit") {
-      options.limit = static_cast<unsigned>(
-          parse_unsigned(value, flag, settings::kLimit.min, settings::kLimit.max));
+      options.limit =
+          static_cast<unsigned>(parse_unsigned(value, flag, settings::kLimit.min, settings::kLimit.max));
     } else if (flag == "--include") {
       options.include.emplace_back(value);
     } else if (flag == "--exclude") {

@@ -38,9 +38,9 @@ struct WatchOptions {
   unsigned limit = 10;
   std::vector<std::string> include;  // globs passed through to /diff
   std::vector<std::string> exclude;
-  std::string token;                 // bearer token; empty: none
-  bool json = false;                 // JSON lines instead of text
-  bool baseline = false;             // POST /baseline before the first round
+  std::string token;                      // bearer token; empty: none
+  bool json = false;                      // JSON lines instead of text
+  bool baseline = false;                  // POST /baseline before the first round
   std::optional<std::int64_t> fail_over;  // bytes of total growth that fail the run
   // Bytes of growth since the baseline (size_diff) above which a callsite the server calls
   // "growing" fails the run.

@@ -31,9 +31,10 @@ using nlohmann::json;
 WatchOptions resolved(WatchOptions options) {
   if (!options.pid.empty()) return options;
   try {
-    const HttpReply reply = send_request(options.endpoint, "GET", "/processes?format=json", options.token,
-                                         options.timeout);
-    if (reply.status == 200 && processes_report_from_json(reply.body).processes.size() > 1) options.pid = "all";
+    const HttpReply reply =
+        send_request(options.endpoint, "GET", "/processes?format=json", options.token, options.timeout);
+    if (reply.status == 200 && processes_report_from_json(reply.body).processes.size() > 1)
+      options.pid = "all";
   } catch (...) {  // unreachable: the first round's request says so, in its own words
   }
   return options;
@@ -77,8 +78,7 @@ std::string excerpt(std::string_view text) {
 std::string_view hint(unsigned status, const WatchOptions& options) {
   switch (status) {
     case 401: return " (pass --token or set LIVEHEAP_TOKEN)";
-    case 404:
-      return options.pid.empty() ? " (is liveheap mounted at this URL? see --url/--prefix)" : "";
+    case 404: return options.pid.empty() ? " (is liveheap mounted at this URL? see --url/--prefix)" : "";
     case 409: return " (or run liveheap-watch with --baseline)";
     default: return "";
   }
@@ -87,19 +87,17 @@ std::string_view hint(unsigned status, const WatchOptions& options) {
 // Sends the request and returns its JSON body; a failed status or a body that is not JSON
 // is a ServerError quoting the server's one-line reason.
 json fetch_json(const WatchOptions& options, std::string_view method, const std::string& target) {
-  const HttpReply reply =
-      send_request(options.endpoint, method, target, options.token, options.timeout);
+  const HttpReply reply = send_request(options.endpoint, method, target, options.token, options.timeout);
   const std::string what = std::string(method) + " " + options.endpoint.url() + target;
   json body = json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
   if (reply.status != 200) {
     const bool has_reason = body.is_object() && body.contains("error") && body["error"].is_string();
     const std::string reason = has_reason ? body["error"].get<std::string>() : excerpt(reply.body);
-    throw ServerError(what + ": " + std::to_string(reply.status) + " " + reply.reason + ": " +
-                      reason + std::string(hint(reply.status, options)));
+    throw ServerError(what + ": " + std::to_string(reply.status) + " " + reply.reason + ": " + reason +
+                      std::string(hint(reply.status, options)));
   }
   if (!body.is_object())
-    throw ServerError(what + " answered with something that is not JSON: '" +
-                      excerpt(reply.body) + "'");
+    throw ServerError(what + " answered with something that is not JSON: '" + excerpt(reply.body) + "'");
   return body;
 }
 
@@ -114,26 +112,26 @@ std::string clock_time() {
   return text;
 }
 
-void print_text(std::ostream& out, std::uint64_t round, const WatchOptions& options,
-                const Report& diff) {
+void print_text(std::ostream& out, std::uint64_t round, const WatchOptions& options, const Report& diff) {
   const ReportTotal& total = diff.total;
   out << "round " << round << " at " << clock_time() << ", " << options.endpoint.url()
       << ": size=" << format_size(static_cast<double>(total.size), false) << " ("
-      << format_size(static_cast<double>(total.size_diff), true) << "), count=" << total.count
-      << " (" << signed_count(total.count_diff) << ") since the baseline";
+      << format_size(static_cast<double>(total.size_diff), true) << "), count=" << total.count << " ("
+      << signed_count(total.count_diff) << ") since the baseline";
   if (diff.pids)
-    out << " of pids " << nlohmann::json(*diff.pids).dump() << " (" << diff.pids->size() << " processes merged)";
-  else if (asked_pid(options))
-    out << " of pid " << options.pid;
+    out << " of pids " << nlohmann::json(*diff.pids).dump() << " (" << diff.pids->size()
+        << " processes merged)";
+  else if (asked_pid(options)) out << " of pid " << options.pid;
   out << " (mode=" << to_string(diff.mode) << ")\n";
   for (const ReportFailure& f : diff.failed)  // pid=all: who did not answer
     out << "pid " << f.pid << " did not answer: " << f.error << "\n";
   for (const Report::Process& p : diff.processes) out << to_text(p) << "\n";  // pid=all: which one grows
-  if (diff.group_processes)  // --pid chose one of several
+  if (diff.group_processes)                                                   // --pid chose one of several
     out << "(1 of the " << *diff.group_processes << " processes of this program: --pid all merges them)\n";
   for (const ReportLine& line : diff.lines) {
     out << to_text(line, true) << verdict_text(line.verdict.value_or(Verdict{})) << "\n";
-    if (diff.request.key == KeyType::traceback && line.traceback)  // the whole stack, as /tracebacks prints it
+    if (diff.request.key == KeyType::traceback &&
+        line.traceback)  // the whole stack, as /tracebacks prints it
       for (const std::string& frame : format_traceback(*line.traceback)) out << frame << "\n";
   }
   out << std::endl;
@@ -186,12 +184,12 @@ int watch(const WatchOptions& given, std::ostream& out, std::ostream& err) {
         // " [growing, retains 100%, idle 3 s]".
         const std::string text = verdict_text(*verdict);
         const std::size_t from = text.find(',');
-        const std::string reasons = from == std::string::npos ? "" : text.substr(from, text.size() - 1 - from);
-        err << "liveheap-watch: " << name << " is growing (+"
-            << format_size(verdict->growth_per_min, false) << "/min" << reasons << "): "
-            << format_size(static_cast<double>(site.size_diff), true) << " since the baseline, size="
-            << format_size(static_cast<double>(site.size), false) << ", at round " << round
-            << ", over --fail-on-growing "
+        const std::string reasons =
+            from == std::string::npos ? "" : text.substr(from, text.size() - 1 - from);
+        err << "liveheap-watch: " << name << " is growing (+" << format_size(verdict->growth_per_min, false)
+            << "/min" << reasons << "): " << format_size(static_cast<double>(site.size_diff), true)
+            << " since the baseline, size=" << format_size(static_cast<double>(site.size), false)
+            << ", at round " << round << ", over --fail-on-growing "
             << format_size(static_cast<double>(*options.fail_on_growing), false) << " ("
             << *options.fail_on_growing << " B)" << std::endl;
         return kExitOverThreshold;
@@ -200,10 +198,10 @@ int watch(const WatchOptions& given, std::ostream& out, std::ostream& err) {
 
     const std::int64_t growth = diff.total.size_diff;
     if (options.fail_over && growth > *options.fail_over) {
-      err << "liveheap-watch: total growth " << format_size(static_cast<double>(growth), true)
-          << " (" << growth << " B) at round " << round << " is over --fail-over "
-          << format_size(static_cast<double>(*options.fail_over), false) << " ("
-          << *options.fail_over << " B)" << std::endl;
+      err << "liveheap-watch: total growth " << format_size(static_cast<double>(growth), true) << " ("
+          << growth << " B) at round " << round << " is over --fail-over "
+          << format_size(static_cast<double>(*options.fail_over), false) << " (" << *options.fail_over
+          << " B)" << std::endl;
       return kExitOverThreshold;
     }
   }

@@ -8,9 +8,9 @@
 namespace liveheap::client {
 
 struct Address {
-  std::string host;          // TCP: a name or an address literal
+  std::string host;  // TCP: a name or an address literal
   std::uint16_t port = 0;
-  std::string socket_path;   // not empty: a Unix-domain socket, and host and port are unused
+  std::string socket_path;  // not empty: a Unix-domain socket, and host and port are unused
 
   static Address tcp(std::string host, std::uint16_t port);
   static Address unix_socket(std::string path);

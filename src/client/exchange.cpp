@@ -50,9 +50,10 @@ class StreamExchange final : public Exchange, public std::enable_shared_from_thi
       for (const auto& entry : found) endpoints.emplace_back(entry.endpoint());
     }
     stream_.expires_after(timeouts_.connect);
-    stream_.async_connect(endpoints, [self = shared_from_this()](beast::error_code ec, const Protocol::endpoint&) {
-      self->on_connect(ec);
-    });
+    stream_.async_connect(endpoints,
+                          [self = shared_from_this()](beast::error_code ec, const Protocol::endpoint&) {
+                            self->on_connect(ec);
+                          });
   }
 
   void cancel() override {
@@ -65,26 +66,25 @@ class StreamExchange final : public Exchange, public std::enable_shared_from_thi
  private:
   void on_connect(beast::error_code ec) {
     if (ec) return end(Step::connect, ec);
-    bh::async_write(stream_, request_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_sent(ec);
-    });
+    bh::async_write(stream_, request_,
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_sent(ec); });
   }
 
   void on_sent(beast::error_code ec) {
     if (ec) return end(Step::send, ec);
     stream_.expires_after(timeouts_.answer);
-    bh::async_read_header(stream_, buffer_, parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_read(ec, Step::answer);
-    });
+    bh::async_read_header(
+        stream_, buffer_, parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec, Step::answer); });
   }
 
   void on_read(beast::error_code ec, Step step) {
     if (ec) return end(step, ec);
     if (parser_.is_done()) return end(Step::body, {});
     stream_.expires_after(timeouts_.idle);
-    bh::async_read_some(stream_, buffer_, parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_read(ec, Step::body);
-    });
+    bh::async_read_some(
+        stream_, buffer_, parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec, Step::body); });
   }
 
   // A failure found before any operation started: `done` still runs on the io_context.

@@ -108,9 +108,9 @@ struct SampleCounting {
   SampleCounting(const SampleCounting&) = delete;
   SampleCounting& operator=(const SampleCounting&) = delete;
 };
-std::atomic<std::uint64_t> g_sampler_threads{0};  // arrival order of threads this session
+std::atomic<std::uint64_t> g_sampler_threads{0};                // arrival order of threads this session
 constexpr std::uint64_t kOwnThreadsStream = ~std::uint64_t{0};  // see pass_sample_point
-Settings g_settings;  // written by start/stop only, before g_mode publishes it
+Settings g_settings;            // written by start/stop only, before g_mode publishes it
 bool g_started_before = false;  // by start only (serialized)
 
 // This thread's slot, taken in the order threads first record something. It and the
@@ -179,8 +179,7 @@ void reset_high(std::int64_t now) noexcept {
   std::atomic<std::int64_t>& mine = g_current[slot].bytes;
   if (slot < kThreadSlots)  // ours alone: no read-modify-write needed
     mine.store(mine.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-  else
-    mine.fetch_add(bytes, std::memory_order_relaxed);
+  else mine.fetch_add(bytes, std::memory_order_relaxed);
   return g_current[slot];
 }
 
@@ -192,7 +191,8 @@ void reset_high(std::int64_t now) noexcept {
 }
 
 // Traced bytes allocated (or kept after all): the current figure, then the peak.
-[[gnu::always_inline]] inline void add_traced(std::int64_t bytes, std::uint32_t slot = thread_slot()) noexcept {
+[[gnu::always_inline]] inline void add_traced(std::int64_t bytes,
+                                              std::uint32_t slot = thread_slot()) noexcept {
   const CurrentSlot& mine = add_current(bytes, slot);
   if (g_slots_taken.load(std::memory_order_relaxed) == 1) {
     // The only thread that ever traced: its slot (slot 0, where a clear also takes off what
@@ -215,13 +215,12 @@ void reset_high(std::int64_t now) noexcept {
 // Bytes and blocks (in 1/kCountUnit; a sample's are weighted) allocated or freed, on their
 // stack's totals and the traced bytes.
 template <Side side>
-[[gnu::always_inline]] inline void add_to_totals(StackId stack, std::int64_t bytes, std::int64_t count) noexcept {
+[[gnu::always_inline]] inline void add_to_totals(StackId stack, std::int64_t bytes,
+                                                 std::int64_t count) noexcept {
   const std::uint32_t slot = thread_slot();  // looked up once: the compiler reloads it
   add_to_stack<side>(stack, bytes, count, slot);
-  if constexpr (side == Side::alloc)
-    add_traced(bytes, slot);
-  else
-    sub_traced(bytes, slot);
+  if constexpr (side == Side::alloc) add_traced(bytes, slot);
+  else sub_traced(bytes, slot);
 }
 
 // One block allocated or freed.
@@ -236,7 +235,8 @@ template <Side side>
   count_block<Side::freed>(old.stack, old.size);
 }
 inline void uncount_replaced(const LiveBlock& old) noexcept {
-  if (old.stack != kNoStack) [[unlikely]] uncount_stale(old);
+  if (old.stack != kNoStack) [[unlikely]]
+    uncount_stale(old);
 }
 
 void count_dropped(std::int64_t bytes) noexcept {
@@ -284,7 +284,8 @@ void count_folded(std::int64_t bytes) noexcept {
 // The stack in this thread's request, if it is in one.
 [[gnu::always_inline]] inline StackId in_route(StackId stack) noexcept {
   const RouteId route = thread_route();
-  if (route == kNoRoute) [[likely]] return stack;
+  if (route == kNoRoute) [[likely]]
+    return stack;
   return routed_stack(stack, route);
 }
 
@@ -301,8 +302,8 @@ void count_folded(std::int64_t bytes) noexcept {
 // are not kept for it, which would cost every traced allocation a saved register. Native
 // frames past the limit are still left out of what is kept; a stack still cut stays native.
 LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId python_stack(const std::uintptr_t* native, std::uint32_t depth,
-                                                          std::uint64_t hash, const PythonRuntime& py,
-                                                          bool* folded) noexcept {
+                                                         std::uint64_t hash, const PythonRuntime& py,
+                                                         bool* folded) noexcept {
   const std::uint32_t limit = g_settings.max_frames;
   std::uintptr_t frames[kMaxFramesCapture];
   std::uintptr_t whole[kMaxFramesCapture + kOwnFramesSlack];
@@ -314,9 +315,12 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId python_stack(const std::uintptr_t* n
     walked = whole;
   }
   if (walked_depth < kMaxFramesCapture)  // whole
-    if (const std::uint32_t n = merge_python_frames(py, walked, walked_depth, limit, frames, kMaxFramesCapture))
-      if (const StackId merged = g_stacks.find_or_insert(frames, n); merged != kNoStack) return in_route(merged);
-  if (const StackId stack = g_stacks.find_or_insert(native, depth, hash); stack != kNoStack) return in_route(stack);
+    if (const std::uint32_t n =
+            merge_python_frames(py, walked, walked_depth, limit, frames, kMaxFramesCapture))
+      if (const StackId merged = g_stacks.find_or_insert(frames, n); merged != kNoStack)
+        return in_route(merged);
+  if (const StackId stack = g_stacks.find_or_insert(native, depth, hash); stack != kNoStack)
+    return in_route(stack);
   *folded = true;
   return g_fold_stack.load(std::memory_order_relaxed);
 }
@@ -332,8 +336,10 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   KnownStack known;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
   if (known.id != kNoStack) return known.id;
-  if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]] intern_fold_stack();
-  if (const PythonRuntime* py = python_runtime()) [[unlikely]] return python_stack(frames, depth, hash, *py, folded);
+  if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]]
+    intern_fold_stack();
+  if (const PythonRuntime* py = python_runtime()) [[unlikely]]
+    return python_stack(frames, depth, hash, *py, folded);
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     const StackId routed = in_route(stack);
@@ -354,8 +360,7 @@ LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart&
   bool folded = false;
   const StackId stack = capture_and_intern(&folded, start);
   LiveBlock replaced;
-  if (stack == kNoStack ||
-      !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
+  if (stack == kNoStack || !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
     count_dropped(static_cast<std::int64_t>(size));
     return;
   }
@@ -371,8 +376,7 @@ void for_each_copy(Record* r, Fn&& fn) noexcept {
   fn(r->totals);
   if (SharedTotals* shared = r->shared.load(std::memory_order_acquire))
     for (unsigned i = 0; i < kSharedSlots; ++i) fn(shared[i].totals);
-  if (const StackTotals* side = g_stacks.side_totals_if_any(r->id))
-    fn(const_cast<StackTotals&>(*side));
+  if (const StackTotals* side = g_stacks.side_totals_if_any(r->id)) fn(const_cast<StackTotals&>(*side));
 }
 
 // Sampled mode's clear: live totals to zero, cumulative ones kept (scrapers take deltas of
@@ -598,9 +602,9 @@ bool pass_sample_point(std::size_t size, std::uint32_t session) noexcept {
     // Arrival order among the program's threads only: liveheap's own (the recorders, the
     // server; ignored) share one stream, so a repeatable seed stays repeatable whenever
     // they happen to allocate.
-    t.rng = thread_seed(g_settings.sample_seed,
-                        t.ignore_depth > 0 ? kOwnThreadsStream
-                                           : g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
+    t.rng = thread_seed(
+        g_settings.sample_seed,
+        t.ignore_depth > 0 ? kOwnThreadsStream : g_sampler_threads.fetch_add(1, std::memory_order_relaxed));
     t.bytes_until_sample =
         next_sample_countdown(&t.rng, g_settings.sample_interval) - static_cast<std::int64_t>(size);
     if (t.bytes_until_sample > 0) return false;
@@ -661,8 +665,7 @@ void uncount_sample(const SampleHeader* h) noexcept {
 }  // namespace
 
 LIVEHEAP_OWN_CODE
-void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
-                      const WalkStart& start) noexcept {
+void* sample_allocate(std::size_t size, std::size_t alignment, bool zero, const WalkStart& start) noexcept {
   ThreadState& t = t_thread;
   const std::uint32_t session = g_session.load(std::memory_order_acquire);
   if (!pass_sample_point(size, session)) return nullptr;
@@ -703,7 +706,7 @@ LIVEHEAP_OWN_CODE void* sample_regrow(void* p, std::size_t size, const WalkStart
   }
   void* q = region_allocate(size, 0, false, usable);
   if (q == nullptr) {  // the region is full: dropped, as sample_allocate drops it
-    h->session = 0;  // uncounted already: a free of it must not take it off again
+    h->session = 0;    // uncounted already: a free of it must not take it off again
     count_dropped_sample(size);
     return nullptr;
   }
@@ -829,9 +832,8 @@ void for_each_stack(bool include_freed, Fn&& fn) noexcept {
 }  // namespace
 
 void visit_stacks(StackVisitor fn, void* ctx, bool include_freed) noexcept {
-  for_each_stack(include_freed, [&](const StackRecord* r, const StackSums& sums) {
-    fn(ctx, r->frames, r->depth, sums);
-  });
+  for_each_stack(include_freed,
+                 [&](const StackRecord* r, const StackSums& sums) { fn(ctx, r->frames, r->depth, sums); });
 }
 
 void visit_stack_ids(StackIdVisitor fn, void* ctx, bool include_freed) noexcept {

@@ -16,7 +16,7 @@ inline double split_binary(double x, int* e) noexcept {
   std::uint64_t bits;
   std::memcpy(&bits, &x, sizeof bits);
   int exponent = static_cast<int>((bits >> 52) & 0x7ff);
-  if (exponent == 0) {  // subnormal: scale into the normal range first
+  if (exponent == 0) {         // subnormal: scale into the normal range first
     x *= 18014398509481984.0;  // 2^54
     std::memcpy(&bits, &x, sizeof bits);
     exponent = static_cast<int>((bits >> 52) & 0x7ff) - 54;
@@ -55,7 +55,7 @@ inline double natural_log(double x) noexcept {
 // exp(x) - 1, without losing precision for tiny x: x = k ln 2 + r with |r| <= ln 2 / 2,
 // expm1(r) by its series, then 2^k (expm1(r) + 1) - 1.
 inline double exp_minus_one(double x) noexcept {
-  if (x < -40.0) return -1.0;       // exp(x) is below half an ulp of 1
+  if (x < -40.0) return -1.0;                  // exp(x) is below half an ulp of 1
   if (x > 709.0) return __builtin_huge_val();  // overflows, as expm1 does
   const int k = static_cast<int>(x / kLn2 + (x < 0 ? -0.5 : 0.5));
   // ln 2 in two parts (Cody and Waite): k * kLn2High is exact, so r keeps its precision.

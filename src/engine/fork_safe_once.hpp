@@ -16,7 +16,7 @@ namespace liveheap::engine {
 template <typename T, T* (*Make)()>
 T& fork_safe_once() noexcept {
   static pthread_once_t once = PTHREAD_ONCE_INIT;  // constant-initialized: no guard
-  static T* value = nullptr;                        // zero-initialized: no guard
+  static T* value = nullptr;                       // zero-initialized: no guard
   pthread_once(&once, [] { value = Make(); });
   return *value;
 }

@@ -6,7 +6,7 @@
 namespace liveheap::engine {
 namespace {
 
-constexpr std::size_t kInitialCapacity = 4096;      // 64 KiB: a server's hot return addresses
+constexpr std::size_t kInitialCapacity = 4096;              // 64 KiB: a server's hot return addresses
 constexpr std::size_t kMaxCapacity = std::size_t{1} << 20;  // 16 MiB; beyond, rules go uncached
 
 }  // namespace

@@ -68,9 +68,9 @@ class FrameRuleCache {
     std::atomic<std::uint64_t> rule;  // FrameRule::pack(); 0 while being filled or cleared
   };
   struct Table {
-    std::size_t mask;  // capacity - 1 (a power of two)
+    std::size_t mask;               // capacity - 1 (a power of two)
     std::atomic<std::size_t> used;  // written under lock_
-    Table* retired;    // the smaller table this one replaced
+    Table* retired;                 // the smaller table this one replaced
     Slot slots[];
   };
   // Code addresses vary in their low bits; folding in the page number separates objects.

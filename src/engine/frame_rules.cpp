@@ -61,7 +61,7 @@ struct Reader {
   std::int64_t sleb() {
     std::int64_t v = 0;
     unsigned shift = 0;
-    for (; has(1); ) {
+    for (; has(1);) {
       const std::uint8_t b = *p++;
       if (shift < 64) v |= static_cast<std::int64_t>(static_cast<std::uint64_t>(b & 0x7f) << shift);
       shift += 7;
@@ -152,7 +152,8 @@ bool parse_cie(const std::uint8_t* at, Cie* cie) {
           break;
         }
         case 'S': cie->signal_frame = true; break;
-        case 'B': case 'G': break;  // no data; not produced on x86-64
+        case 'B':
+        case 'G': break;  // no data; not produced on x86-64
         default: return false;
       }
     }
@@ -171,8 +172,8 @@ const std::uint8_t* find_fde(const std::uint8_t* hdr, std::uintptr_t pc) {
   const std::uint8_t frame_ptr_encoding = r.u8();
   const std::uint8_t count_encoding = r.u8();
   const std::uint8_t table_encoding = r.u8();
-  if (!r.ok || version != 1 || table_encoding != kEncSdata4Datarel ||
-      frame_ptr_encoding == kEncOmit || count_encoding == kEncOmit)
+  if (!r.ok || version != 1 || table_encoding != kEncSdata4Datarel || frame_ptr_encoding == kEncOmit ||
+      count_encoding == kEncOmit)
     return nullptr;
   const auto base = reinterpret_cast<std::uintptr_t>(hdr);
   r.end = hdr + 4 + 16;  // two pointers at most 8 bytes each (no leb128 here in practice)
@@ -215,8 +216,8 @@ auto* tracked(R* row, std::uint64_t reg, const Cie& cie) {
 
 // Runs a call frame program until the row for `target` is complete. `initial` is the CIE's
 // row (for DW_CFA_restore); null while running the CIE's own instructions.
-bool run_program(Reader r, const Cie& cie, std::uintptr_t loc,
-                 std::uintptr_t target, const Row* initial, Row* row) {
+bool run_program(Reader r, const Cie& cie, std::uintptr_t loc, std::uintptr_t target, const Row* initial,
+                 Row* row) {
   constexpr int kMaxRemembered = 16;
   Row remembered[kMaxRemembered];
   int depth = 0;
@@ -228,7 +229,10 @@ bool run_program(Reader r, const Cie& cie, std::uintptr_t loc,
     if (RegisterRule* t = tracked(row, reg, cie)) *t = *tracked(initial, reg, cie);
     return true;
   };
-  auto advance = [&](std::uint64_t delta) { loc += delta * cie.code_align; return loc <= target; };
+  auto advance = [&](std::uint64_t delta) {
+    loc += delta * cie.code_align;
+    return loc <= target;
+  };
   const auto offset_rule = [](std::int64_t offset) {
     return RegisterRule{RegisterRule::How::at_cfa_offset, offset};
   };
@@ -256,15 +260,23 @@ bool run_program(Reader r, const Cie& cie, std::uintptr_t loc,
         loc = to;
         break;
       }
-      case 0x02: if (!advance(r.u8())) return true; break;
-      case 0x03: if (!advance(r.fixed<std::uint16_t>())) return true; break;
-      case 0x04: if (!advance(r.fixed<std::uint32_t>())) return true; break;
+      case 0x02:
+        if (!advance(r.u8())) return true;
+        break;
+      case 0x03:
+        if (!advance(r.fixed<std::uint16_t>())) return true;
+        break;
+      case 0x04:
+        if (!advance(r.fixed<std::uint32_t>())) return true;
+        break;
       case 0x05: {  // offset_extended
         const std::uint64_t reg = r.uleb();
         set(reg, offset_rule(static_cast<std::int64_t>(r.uleb()) * cie.data_align));
         break;
       }
-      case 0x06: if (!restore(r.uleb())) return false; break;  // restore_extended
+      case 0x06:
+        if (!restore(r.uleb())) return false;
+        break;  // restore_extended
       case 0x07: set(r.uleb(), {RegisterRule::How::undefined, 0}); break;
       case 0x08: set(r.uleb(), {RegisterRule::How::same, 0}); break;
       case 0x09: {  // register: reg1 saved in reg2
@@ -297,7 +309,8 @@ bool run_program(Reader r, const Cie& cie, std::uintptr_t loc,
         r.skip(r.uleb());
         row->cfa_is_expression = true;
         break;
-      case 0x10: case 0x16: {  // expression, val_expression
+      case 0x10:
+      case 0x16: {  // expression, val_expression
         const std::uint64_t reg = r.uleb();
         r.skip(r.uleb());
         set(reg, other);
@@ -314,9 +327,11 @@ bool run_program(Reader r, const Cie& cie, std::uintptr_t loc,
         row->cfa_is_expression = false;
         break;
       case 0x13: row->cfa_offset = r.sleb() * cie.data_align; break;  // def_cfa_offset_sf
-      case 0x14: case 0x15: {  // val_offset, val_offset_sf
+      case 0x14:
+      case 0x15: {  // val_offset, val_offset_sf
         const std::uint64_t reg = r.uleb();
-        if (op == 0x14) r.uleb(); else r.sleb();
+        if (op == 0x14) r.uleb();
+        else r.sleb();
         set(reg, other);
         break;
       }
@@ -346,8 +361,7 @@ FrameRule reduce(const Row& row, const Cie& cie) {
   switch (row.rbp.how) {
     case RegisterRule::How::same: rule.rbp_slot = 0; break;
     case RegisterRule::How::at_cfa_offset:
-      if (row.rbp.offset == 0 || row.rbp.offset < INT16_MIN || row.rbp.offset > INT16_MAX)
-        return rule;
+      if (row.rbp.offset == 0 || row.rbp.offset < INT16_MIN || row.rbp.offset > INT16_MAX) return rule;
       rule.rbp_slot = static_cast<std::int16_t>(row.rbp.offset);
       break;
     default: return rule;
@@ -383,8 +397,7 @@ FrameRule find_frame_rule(std::uintptr_t pc) noexcept {
   if (!fde.ok) return unsupported;
 
   Row initial;
-  if (!run_program(cie.program, cie, pc_begin, UINTPTR_MAX, nullptr, &initial))
-    return unsupported;
+  if (!run_program(cie.program, cie, pc_begin, UINTPTR_MAX, nullptr, &initial)) return unsupported;
   Row row = initial;
   if (!run_program(fde, cie, pc_begin, pc, &initial, &row)) return unsupported;
   return reduce(row, cie);

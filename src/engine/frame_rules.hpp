@@ -17,9 +17,9 @@ namespace liveheap::engine {
 // `unsupported`, and the stack is walked by libunwind instead.
 struct FrameRule {
   enum class Kind : std::uint8_t {
-    none = 0,         // no rule (an empty cache slot)
-    step = 1,         // the form above
-    outermost = 2,    // the return address is undefined: the stack ends here (_start, clone3)
+    none = 0,       // no rule (an empty cache slot)
+    step = 1,       // the form above
+    outermost = 2,  // the return address is undefined: the stack ends here (_start, clone3)
     unsupported = 3,
   };
   Kind kind = Kind::none;
@@ -32,8 +32,7 @@ struct FrameRule {
   std::uint64_t pack() const noexcept {
     return static_cast<std::uint64_t>(static_cast<std::uint32_t>(cfa_offset)) |
            static_cast<std::uint64_t>(static_cast<std::uint16_t>(rbp_slot)) << 32 |
-           static_cast<std::uint64_t>(cfa_from_rbp) << 48 |
-           static_cast<std::uint64_t>(kind) << 56;
+           static_cast<std::uint64_t>(cfa_from_rbp) << 48 | static_cast<std::uint64_t>(kind) << 56;
   }
   // The fields of a packed rule, read in place. The stack walk's hot loop uses these rather
   // than unpack(): a FrameRule's bool goes through a byte register, two more cycles per
@@ -43,9 +42,7 @@ struct FrameRule {
   static std::int16_t rbp_slot_of(std::uint64_t bits) noexcept {
     return static_cast<std::int16_t>(bits >> 32);
   }
-  static std::int32_t cfa_offset_of(std::uint64_t bits) noexcept {
-    return static_cast<std::int32_t>(bits);
-  }
+  static std::int32_t cfa_offset_of(std::uint64_t bits) noexcept { return static_cast<std::int32_t>(bits); }
   static FrameRule unpack(std::uint64_t bits) noexcept {
     return {kind_of(bits), cfa_from_rbp_of(bits), rbp_slot_of(bits), cfa_offset_of(bits)};
   }

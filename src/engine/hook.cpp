@@ -38,8 +38,8 @@ bool power_of_two(std::size_t alignment) noexcept {
 // of the mode's test). A hook jumps here: the walk from here() takes one step to the hook's
 // caller, as from the hook itself.
 template <typename Next>
-[[gnu::noinline]] LIVEHEAP_OWN_CODE void* allocate_sampled(std::size_t size, std::size_t alignment,
-                                                            bool zero, Next next) noexcept {
+[[gnu::noinline]] LIVEHEAP_OWN_CODE void* allocate_sampled(std::size_t size, std::size_t alignment, bool zero,
+                                                           Next next) noexcept {
   if (alignment == 0 || power_of_two(alignment))
     if (void* p = engine::sample_allocate(size, alignment, zero, engine::here())) return p;
   return next();
@@ -51,8 +51,8 @@ template <typename Next>
 // allocator would (not a power of two) is never sampled. Only calloc needs a sample's
 // reused pages `zero`ed.
 template <typename Next>
-[[gnu::always_inline]] LIVEHEAP_OWN_CODE
-inline void* allocate(std::size_t size, std::size_t alignment, Next next, bool zero = false) noexcept {
+[[gnu::always_inline]] LIVEHEAP_OWN_CODE inline void* allocate(std::size_t size, std::size_t alignment,
+                                                               Next next, bool zero = false) noexcept {
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return next();
   if (mode == Mode::sampled) {
@@ -136,13 +136,24 @@ LIVEHEAP_OWN_CODE void* realloc_exact(void* p, std::size_t size) noexcept {
 // returns null for a nothrow form. liveheap throws nothing itself: the engine has no
 // exceptions, and the preload library no C++ runtime of its own.
 enum NewForm : unsigned {
-  kPlain, kArray, kPlainNothrow, kArrayNothrow,
-  kAligned, kAlignedArray, kAlignedNothrow, kAlignedArrayNothrow, kNewForms
+  kPlain,
+  kArray,
+  kPlainNothrow,
+  kArrayNothrow,
+  kAligned,
+  kAlignedArray,
+  kAlignedNothrow,
+  kAlignedArrayNothrow,
+  kNewForms
 };
-constexpr const char* kNewNames[kNewForms] = {
-    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
-    "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
-    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"};
+constexpr const char* kNewNames[kNewForms] = {"_Znwm",
+                                              "_Znam",
+                                              "_ZnwmRKSt9nothrow_t",
+                                              "_ZnamRKSt9nothrow_t",
+                                              "_ZnwmSt11align_val_t",
+                                              "_ZnamSt11align_val_t",
+                                              "_ZnwmSt11align_val_tRKSt9nothrow_t",
+                                              "_ZnamSt11align_val_tRKSt9nothrow_t"};
 std::atomic<void*> g_runtime_new[kNewForms];
 
 // The runtime's operator new of `form`, looked up on the first failure; nullptr when no
@@ -174,7 +185,7 @@ std::atomic<void*> g_runtime_new[kNewForms];
 
 // The nothrow forms: the runtime's returns null when it has no block either.
 [[gnu::noinline, gnu::cold]] void* nothrow_new_failed(NewForm form, std::size_t size,
-                                                     std::size_t alignment) noexcept {
+                                                      std::size_t alignment) noexcept {
   void* f = runtime_new(form);
   if (f == nullptr) return nullptr;
   // A tag of our own: std::nothrow is an object of the C++ runtime's.
@@ -236,7 +247,8 @@ LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
     return nullptr;
   }
   // Sampled blocks come from pages the kernel zeroed (fresh, or dropped on release).
-  return allocate(bytes, 0, [n, size] { return g_next.calloc(n, size); }, true);
+  return allocate(
+      bytes, 0, [n, size] { return g_next.calloc(n, size); }, true);
 }
 
 LIVEHEAP_OWN_CODE void* realloc(void* p, std::size_t size) {

@@ -14,8 +14,8 @@ template <typename Entry>
 bool OpenShards<Entry>::grow(Shard& shard) noexcept {
   // Growing by 1/4 (to whole pages) keeps the load between 0.6 and 0.75 once past the
   // first page (doubling would swing down to 0.375).
-  std::size_t capacity = shard.capacity == 0 ? kInitialBytes / sizeof(Entry)
-                                             : shard.capacity + shard.capacity / 4;
+  std::size_t capacity =
+      shard.capacity == 0 ? kInitialBytes / sizeof(Entry) : shard.capacity + shard.capacity / 4;
   capacity = (capacity * sizeof(Entry) + 4095) / 4096 * 4096 / sizeof(Entry);
   // The old array is unmapped only after the new one is filled: both count.
   if (room_ != nullptr && !room_(capacity * sizeof(Entry))) return false;
@@ -88,8 +88,7 @@ template <typename Entry>
 std::int64_t OpenShards<Entry>::memory_bytes() const noexcept {
   std::int64_t n = 0;
   for (const Shard& shard : shards_)
-    n += static_cast<std::int64_t>(__atomic_load_n(&shard.capacity, __ATOMIC_RELAXED) *
-                                   sizeof(Entry));
+    n += static_cast<std::int64_t>(__atomic_load_n(&shard.capacity, __ATOMIC_RELAXED) * sizeof(Entry));
   return n;
 }
 

@@ -278,16 +278,14 @@ bool first_definition_is_ours() noexcept {
 
 }  // namespace
 
-NextAllocator g_next = {first_malloc,        first_free,          first_calloc,
-                        first_realloc,       first_memalign,      first_posix_memalign,
-                        first_aligned_alloc, first_valloc,        first_pvalloc,
-                        first_usable_size};
+NextAllocator g_next = {first_malloc,   first_free,           first_calloc,        first_realloc,
+                        first_memalign, first_posix_memalign, first_aligned_alloc, first_valloc,
+                        first_pvalloc,  first_usable_size};
 
 const char* next_allocator_file() noexcept {
   resolve();
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(g_real.malloc), &info) == 0 || info.dli_fname == nullptr)
-    return "";
+  if (dladdr(reinterpret_cast<void*>(g_real.malloc), &info) == 0 || info.dli_fname == nullptr) return "";
   return info.dli_fname;
 }
 

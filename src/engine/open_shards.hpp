@@ -44,8 +44,8 @@ class OpenShards {
   // One line: whoever takes the lock reads the rest.
   struct alignas(64) Shard {
     SpinLock lock;
-    Entry* slots = nullptr;   // capacity entries
-    std::size_t capacity = 0; // slots, 0 before the first insert
+    Entry* slots = nullptr;    // capacity entries
+    std::size_t capacity = 0;  // slots, 0 before the first insert
     std::size_t used = 0;
   };
   static_assert(sizeof(Shard) == 64);
@@ -103,7 +103,8 @@ template <typename Entry>
 }
 
 template <typename Entry>
-[[gnu::always_inline]] inline std::size_t OpenShards<Entry>::find(const Shard& shard, std::uintptr_t ptr, std::uint64_t h) noexcept {
+[[gnu::always_inline]] inline std::size_t OpenShards<Entry>::find(const Shard& shard, std::uintptr_t ptr,
+                                                                  std::uint64_t h) noexcept {
   if (shard.capacity == 0) return kNotFound;
   for (std::size_t i = home_slot(h, shard.capacity);; i = next_slot(i, shard.capacity)) {
     const std::uintptr_t key = shard.slots[i].key();
@@ -113,8 +114,8 @@ template <typename Entry>
 }
 
 template <typename Entry>
-[[gnu::always_inline]] inline bool OpenShards<Entry>::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced,
-                               bool* found) noexcept {
+[[gnu::always_inline]] inline bool OpenShards<Entry>::insert(std::uintptr_t ptr, LiveBlock block,
+                                                             LiveBlock* replaced, bool* found) noexcept {
   const std::uint64_t h = hash(ptr);
   Shard& shard = shard_for(ptr, h);
   SpinGuard guard(shard.lock);
@@ -145,7 +146,8 @@ template <typename Entry>
 }
 
 template <typename Entry>
-[[gnu::always_inline]] inline bool OpenShards<Entry>::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
+[[gnu::always_inline]] inline bool OpenShards<Entry>::remove(std::uintptr_t ptr,
+                                                             LiveBlock* removed) noexcept {
   const std::uint64_t h = hash(ptr);
   Shard& shard = shard_for(ptr, h);
   SpinGuard guard(shard.lock);

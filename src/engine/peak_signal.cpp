@@ -11,8 +11,8 @@
 namespace liveheap::engine::peak_signal {
 namespace {
 
-std::atomic<std::uint32_t> g_sent{0};     // the futex word the recorder sleeps on
-std::atomic<bool> g_pending{false};       // sent, not taken yet
+std::atomic<std::uint32_t> g_sent{0};  // the futex word the recorder sleeps on
+std::atomic<bool> g_pending{false};    // sent, not taken yet
 
 std::uint32_t* word() noexcept { return reinterpret_cast<std::uint32_t*>(&g_sent); }
 

@@ -25,7 +25,8 @@ bool read_text(const PythonRuntime& py, std::uintptr_t object, PythonText* out) 
   if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1) || length < 0 ||
       length > kMaxTextLength)
     return false;
-  out->data = reinterpret_cast<const unsigned char*>(object + (ascii ? l.str_ascii_data : l.str_compact_data));
+  out->data =
+      reinterpret_cast<const unsigned char*>(object + (ascii ? l.str_ascii_data : l.str_compact_data));
   out->length = static_cast<std::uint32_t>(length);
   out->kind = kind;
   out->hash = read_at<std::int64_t>(object + l.str_hash);
@@ -56,7 +57,8 @@ struct Fnv {
     for (; i + 8 <= n; i += 8) word(read_at<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p + i)));
     const std::size_t rest = n - i;
     const std::uint64_t tail =
-        rest == 0 ? 0 : read_at<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p + n - 8)) >> (8 * (8 - rest));
+        rest == 0 ? 0
+                  : read_at<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p + n - 8)) >> (8 * (8 - rest));
     word(tail ^ (std::uint64_t{rest} << 56));
   }
   // A str: its characters, or its own hash of them once computed. The two forms differ in
@@ -101,7 +103,8 @@ bool read_code(const PythonRuntime& py, std::uintptr_t address, PythonCode* out)
   return true;
 }
 
-std::int32_t line_of_instruction(const PythonCode& code, std::uint32_t index, std::uint32_t* prefix) noexcept {
+std::int32_t line_of_instruction(const PythonCode& code, std::uint32_t index,
+                                 std::uint32_t* prefix) noexcept {
   const unsigned char* p = code.linetable;
   const unsigned char* const end = p + code.linetable_size;
   std::int64_t line = code.first_line;
@@ -144,14 +147,16 @@ std::uint64_t code_fingerprint(const PythonCode& code, std::uint32_t prefix) noe
 std::size_t to_utf8(const PythonText& text, char* out, std::size_t capacity) noexcept {
   std::size_t o = 0;
   for (std::uint32_t i = 0; i < text.length; ++i) {
-    std::uint32_t c = text.kind == 1   ? text.data[i]
-                      : text.kind == 2 ? read_at<std::uint16_t>(reinterpret_cast<std::uintptr_t>(text.data) + 2 * i)
-                                       : read_at<std::uint32_t>(reinterpret_cast<std::uintptr_t>(text.data) + 4 * i);
+    std::uint32_t c = text.kind == 1 ? text.data[i]
+                      : text.kind == 2
+                          ? read_at<std::uint16_t>(reinterpret_cast<std::uintptr_t>(text.data) + 2 * i)
+                          : read_at<std::uint32_t>(reinterpret_cast<std::uintptr_t>(text.data) + 4 * i);
     if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || c < 0x20 || c == 0x7F) c = '?';
     char bytes[4];
     std::size_t n = 0;
     if (c < 0x80) bytes[n++] = static_cast<char>(c);
-    else if (c < 0x800) bytes[n++] = static_cast<char>(0xC0 | c >> 6), bytes[n++] = static_cast<char>(0x80 | (c & 63));
+    else if (c < 0x800)
+      bytes[n++] = static_cast<char>(0xC0 | c >> 6), bytes[n++] = static_cast<char>(0x80 | (c & 63));
     else if (c < 0x10000)
       bytes[n++] = static_cast<char>(0xE0 | c >> 12), bytes[n++] = static_cast<char>(0x80 | ((c >> 6) & 63)),
       bytes[n++] = static_cast<char>(0x80 | (c & 63));

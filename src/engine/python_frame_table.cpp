@@ -18,11 +18,11 @@ struct FrameEntry {
 static_assert(sizeof(FrameEntry) == 512);
 constexpr std::size_t kMaxFile = 367, kMaxName = 126;
 
-constexpr std::uint32_t kEntriesPerChunk = 256;        // 128 KiB mapped at a time
-constexpr std::uint32_t kChunks = 256;                 // 65536 frames at most
-constexpr std::uint32_t kIndexSlots = 1u << 17;        // open addressing, half full at most
+constexpr std::uint32_t kEntriesPerChunk = 256;  // 128 KiB mapped at a time
+constexpr std::uint32_t kChunks = 256;           // 65536 frames at most
+constexpr std::uint32_t kIndexSlots = 1u << 17;  // open addressing, half full at most
 std::atomic<FrameEntry*> g_chunks[kChunks];
-std::atomic<std::uint32_t> g_next_entry{1};             // 0: no frame
+std::atomic<std::uint32_t> g_next_entry{1};  // 0: no frame
 std::atomic<std::atomic<std::uint32_t>*> g_index{nullptr};
 
 // The code cache: (code address, instruction) -> frame id, with what the id was computed
@@ -58,9 +58,11 @@ FrameEntry* entry(std::uint32_t id) noexcept {
 std::uint64_t text_hash(const char* file, std::size_t file_length, const char* name, std::size_t name_length,
                         std::uint32_t line) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ull ^ line;
-  for (std::size_t i = 0; i < file_length; ++i) h = (h ^ static_cast<unsigned char>(file[i])) * 0x100000001b3ull;
+  for (std::size_t i = 0; i < file_length; ++i)
+    h = (h ^ static_cast<unsigned char>(file[i])) * 0x100000001b3ull;
   h = (h ^ 0xFF) * 0x100000001b3ull;
-  for (std::size_t i = 0; i < name_length; ++i) h = (h ^ static_cast<unsigned char>(name[i])) * 0x100000001b3ull;
+  for (std::size_t i = 0; i < name_length; ++i)
+    h = (h ^ static_cast<unsigned char>(name[i])) * 0x100000001b3ull;
   return h | 1;  // never 0
 }
 
@@ -72,8 +74,8 @@ bool same_text(const FrameEntry& e, std::uint64_t hash, const char* file, std::s
 }
 
 // The id of (file, name, line), a new entry on first sight; 0 when the table is full.
-std::uint32_t intern_text(const char* file, std::size_t file_length, const char* name, std::size_t name_length,
-                          std::uint32_t line) noexcept {
+std::uint32_t intern_text(const char* file, std::size_t file_length, const char* name,
+                          std::size_t name_length, std::uint32_t line) noexcept {
   std::atomic<std::uint32_t>* index = mapped_once(g_index, kIndexSlots * sizeof(std::atomic<std::uint32_t>));
   if (index == nullptr) return 0;
   const std::uint64_t hash = text_hash(file, file_length, name, name_length, line);
@@ -85,7 +87,8 @@ std::uint32_t intern_text(const char* file, std::size_t file_length, const char*
       if (fresh == 0) {
         fresh = g_next_entry.fetch_add(1, std::memory_order_relaxed);
         if (fresh >= kChunks * kEntriesPerChunk) return 0;
-        FrameEntry* chunk = mapped_once(g_chunks[fresh / kEntriesPerChunk], kEntriesPerChunk * sizeof(FrameEntry));
+        FrameEntry* chunk =
+            mapped_once(g_chunks[fresh / kEntriesPerChunk], kEntriesPerChunk * sizeof(FrameEntry));
         if (chunk == nullptr) return 0;
         FrameEntry& e = chunk[fresh % kEntriesPerChunk];
         e.hash = hash;
@@ -117,7 +120,8 @@ std::uint32_t frame_of(const PythonCode& code, std::uint32_t index, std::uint32_
 }
 
 std::uint32_t cache_slot(std::uintptr_t code, std::uint32_t index) noexcept {
-  return static_cast<std::uint32_t>(((code >> 4) ^ (std::uint64_t{index} * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull >>
+  return static_cast<std::uint32_t>(((code >> 4) ^ (std::uint64_t{index} * 0x9E3779B97F4A7C15ull)) *
+                                        0xff51afd7ed558ccdull >>
                                     52);  // the top 12 bits
 }
 static_assert(kCacheSlots == 1u << 12);
@@ -130,13 +134,14 @@ std::uintptr_t intern_python_frame(const PythonCode& code, std::uint32_t index) 
   CacheEntry* c = cache == nullptr ? nullptr : &cache[cache_slot(code.address, index)];
   if (c != nullptr) {
     const std::uint32_t before = c->sequence.load(std::memory_order_acquire);
-    if ((before & 1) == 0 && c->code == code.address && c->index == index && c->file_object == code.file_object &&
-        c->qualname_object == code.qualname_object && c->linetable_object == code.linetable_object &&
-        c->prefix <= code.linetable_size) {
+    if ((before & 1) == 0 && c->code == code.address && c->index == index &&
+        c->file_object == code.file_object && c->qualname_object == code.qualname_object &&
+        c->linetable_object == code.linetable_object && c->prefix <= code.linetable_size) {
       const std::uint32_t frame = c->frame, prefix = c->prefix;
       const std::uint64_t fingerprint = c->fingerprint;
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (c->sequence.load(std::memory_order_relaxed) == before && code_fingerprint(code, prefix) == fingerprint)
+      if (c->sequence.load(std::memory_order_relaxed) == before &&
+          code_fingerprint(code, prefix) == fingerprint)
         return kPythonFrameBit | frame;
     }
   }
@@ -145,7 +150,8 @@ std::uintptr_t intern_python_frame(const PythonCode& code, std::uint32_t index) 
   if (frame == 0) return 0;
   if (c != nullptr) {
     std::uint32_t sequence = c->sequence.load(std::memory_order_relaxed);
-    if ((sequence & 1) == 0 && c->sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire)) {
+    if ((sequence & 1) == 0 &&
+        c->sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire)) {
       std::atomic_thread_fence(std::memory_order_release);
       c->frame = frame;
       c->code = code.address;

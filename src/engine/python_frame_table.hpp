@@ -14,7 +14,9 @@
 namespace liveheap::engine {
 
 inline constexpr std::uintptr_t kPythonFrameBit = std::uintptr_t{1} << 63;
-inline constexpr bool is_python_frame(std::uintptr_t frame) noexcept { return (frame & kPythonFrameBit) != 0; }
+inline constexpr bool is_python_frame(std::uintptr_t frame) noexcept {
+  return (frame & kPythonFrameBit) != 0;
+}
 
 // The frame of `code` running instruction `index`, interned (a cache of recent (code,
 // instruction) pairs answers most calls after checking the code's fingerprint); 0 when it

@@ -49,8 +49,8 @@ void look() noexcept {
   void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
   Dl_info info;
   ElfW(Sym)* sym = nullptr;
-  if (eval == nullptr ||
-      dladdr1(eval, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) == 0 || sym == nullptr)
+  if (eval == nullptr || dladdr1(eval, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) == 0 ||
+      sym == nullptr)
     return set_status(PythonSupport::absent, 0, nullptr);
   const void* base = info.dli_fbase;
   const std::uintptr_t version_at = symbol_in("Py_Version", base);
@@ -63,8 +63,11 @@ void look() noexcept {
   r.version = version;
   r.eval_begin = reinterpret_cast<std::uintptr_t>(eval);
   r.eval_end = r.eval_begin + sym->st_size;
-  static constexpr const char* kNames[] = {"PyGILState_GetThisThreadState", "_PyThreadState_UncheckedGet",
-                                           "_Py_IsFinalizing", "PyCode_Type", "PyUnicode_Type",
+  static constexpr const char* kNames[] = {"PyGILState_GetThisThreadState",
+                                           "_PyThreadState_UncheckedGet",
+                                           "_Py_IsFinalizing",
+                                           "PyCode_Type",
+                                           "PyUnicode_Type",
                                            "PyBytes_Type"};
   std::uintptr_t at[6];
   for (int i = 0; i < 6; ++i)
@@ -79,7 +82,8 @@ void look() noexcept {
   r.bytes_type = at[5];
   // A runtime once published stays where it is (a hook may be reading it): an interpreter
   // unloaded and another loaded is not read.
-  if (g_published.exchange(true, std::memory_order_relaxed)) return set_status(PythonSupport::absent, 0, nullptr);
+  if (g_published.exchange(true, std::memory_order_relaxed))
+    return set_status(PythonSupport::absent, 0, nullptr);
   g_found = r;
   set_status(PythonSupport::on, version, nullptr);
   g_python_runtime.store(&g_found, std::memory_order_release);

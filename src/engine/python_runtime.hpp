@@ -39,8 +39,8 @@ enum class PythonSupport : std::uint8_t {
 
 struct PythonStatus {
   PythonSupport support = PythonSupport::absent;
-  std::uint32_t version = 0;       // Py_Version, 0 when it has none (before 3.11)
-  const char* missing = nullptr;   // incomplete: the symbol
+  std::uint32_t version = 0;      // Py_Version, 0 when it has none (before 3.11)
+  const char* missing = nullptr;  // incomplete: the symbol
 };
 
 // Looks for the interpreter if it is not known yet (at engine start, and before a report:
@@ -51,7 +51,9 @@ LIVEHEAP_SHARED PythonStatus python_status() noexcept;
 // The runtime whose frames are read, or nullptr: one load (inline: the allocation path
 // asks on every walk its memo does not know).
 [[gnu::visibility("hidden")]] extern std::atomic<const PythonRuntime*> g_python_runtime;
-inline const PythonRuntime* python_runtime() noexcept { return g_python_runtime.load(std::memory_order_acquire); }
+inline const PythonRuntime* python_runtime() noexcept {
+  return g_python_runtime.load(std::memory_order_acquire);
+}
 
 // After a dlclose: the interpreter's code may be gone with it.
 void forget_python_if_unloaded() noexcept;

@@ -44,7 +44,8 @@ bool read_chain(const PythonRuntime& py, Chain* chain) noexcept {
     if (!read_code(py, read_at<std::uintptr_t>(frame + l.frame_code), &code)) return false;
     const auto instruction = read_at<std::uintptr_t>(frame + l.frame_prev_instr);
     const bool generator = read_at<std::uint8_t>(frame + l.frame_owner) == l.owned_by_generator;
-    const std::intptr_t index = (static_cast<std::intptr_t>(instruction) - static_cast<std::intptr_t>(code.instructions)) / 2;
+    const std::intptr_t index =
+        (static_cast<std::intptr_t>(instruction) - static_cast<std::intptr_t>(code.instructions)) / 2;
     // Incomplete (being set up): not shown, but its entry mark still ends a run.
     const bool incomplete = !generator && index < code.first_traceable;
     if (!incomplete) {
@@ -62,7 +63,8 @@ bool read_chain(const PythonRuntime& py, Chain* chain) noexcept {
 }  // namespace
 
 std::uint32_t merge_python_frames(const PythonRuntime& py, const std::uintptr_t* native, std::uint32_t depth,
-                                  std::uint32_t keep_native, std::uintptr_t* out, std::uint32_t max) noexcept {
+                                  std::uint32_t keep_native, std::uintptr_t* out,
+                                  std::uint32_t max) noexcept {
   Chain chain;
   if (!read_chain(py, &chain)) return 0;
   std::uint32_t n = 0, run = 0;

@@ -27,7 +27,7 @@ constexpr std::uint32_t kLive = 0x4556494c;              // "LIVE"
 constexpr std::uint32_t kFreed = 0x45455246;             // "FREE"
 constexpr std::size_t kHeaderBytes = 64;
 static_assert(sizeof(SampleHeader) == kHeaderBytes);
-constexpr int kExactBins = 64;  // runs up to this many pages: one bin per size
+constexpr int kExactBins = 64;              // runs up to this many pages: one bin per size
 constexpr int kBins = kExactBins + 1 + 40;  // larger: one bin per power of two
 // Freed runs kept resident: what the region may need again soon, and no more. Its live
 // runs were at most `peak` bytes over its last kKeptRunsWindow to 2 x kKeptRunsWindow
@@ -46,7 +46,7 @@ constexpr int kBatch = 16;
 // at all (it stays non-resident and reads zero), and a kept one keeps the freed block's
 // header readable, so that freeing it again is reported as a double free.
 struct FreeRun {
-  FreeRun* next;   // in its bin
+  FreeRun* next;  // in its bin
   FreeRun* prev;
   FreeRun* newer;  // kept runs, oldest first: past the budget the oldest goes back
   FreeRun* older;
@@ -62,9 +62,9 @@ struct Taken {
 
 // Guarded by g_lock (the atomics are read without it).
 alignas(64) SpinLock g_lock;
-std::uintptr_t g_bump = 0;          // next never-used page (atomic loads: free() checks it)
-std::uintptr_t g_bump_high = 0;     // the highest g_bump yet: side-table pages up to it stay
-FreeRun* g_nodes = nullptr;         // one per page of the region
+std::uintptr_t g_bump = 0;            // next never-used page (atomic loads: free() checks it)
+std::uintptr_t g_bump_high = 0;       // the highest g_bump yet: side-table pages up to it stay
+FreeRun* g_nodes = nullptr;           // one per page of the region
 std::uint32_t* g_end_tags = nullptr;  // per page: pages of the free run ending there, or 0
 FreeRun* g_kept_bins[kBins] = {};
 FreeRun* g_given_bins[kBins] = {};
@@ -306,8 +306,7 @@ void give_back_over(const Victim* victims, int n, std::int64_t limit) noexcept {
 }
 
 void* map_noreserve(std::size_t bytes) noexcept {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 
@@ -347,13 +346,12 @@ bool reserve_sample_region() noexcept {
 void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::size_t usable) noexcept {
   if (alignment < 16) alignment = 16;
   if (usable < size) usable = size;
-  if (g_region_span == 0 || usable > (g_region_span >> 1) || alignment > (g_region_span >> 4))
-    return nullptr;
+  if (g_region_span == 0 || usable > (g_region_span >> 1) || alignment > (g_region_span >> 4)) return nullptr;
   // The block starts past a 64-byte header, aligned; the header sits at the start of the
   // page just before the block's first byte, so it is found from the block alone.
   const std::size_t lead = alignment <= kHeaderBytes ? kHeaderBytes
-                          : alignment <= kPage     ? alignment
-                                                   : alignment + kPage;
+                           : alignment <= kPage      ? alignment
+                                                     : alignment + kPage;
   const std::uint64_t pages = (lead + usable + kPage - 1) / kPage;
   Taken taken;
   Victim victims[kBatch];

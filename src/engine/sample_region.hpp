@@ -16,19 +16,19 @@
 namespace liveheap::engine {
 
 struct SampleHeader {
-  std::uint64_t magic;      // kMagic mixed with the header's own address: a copy is no header
-  std::uintptr_t run;       // first byte of the page run holding the block
+  std::uint64_t magic;  // kMagic mixed with the header's own address: a copy is no header
+  std::uintptr_t run;   // first byte of the page run holding the block
   std::uint32_t run_pages;
-  std::uint32_t state;      // live or freed: a second free of the block is caught
-  std::uint64_t size;       // requested bytes
+  std::uint32_t state;  // live or freed: a second free of the block is caught
+  std::uint64_t size;   // requested bytes
   // What malloc_usable_size reports: the usable size the allocator underneath would have
   // given `size` (next_usable.hpp), so that the program sees the same room sampled or not.
   // The run holds that many bytes from the block; the program may write all of them.
   std::uint64_t usable;
-  std::uint64_t dirty;      // bytes from `run` that may be non-zero apart from the block's own
-  double inverse;           // 1/p of the size the sample was drawn at (sampler.hpp)
+  std::uint64_t dirty;  // bytes from `run` that may be non-zero apart from the block's own
+  double inverse;       // 1/p of the size the sample was drawn at (sampler.hpp)
   std::uint32_t stack;
-  std::uint32_t session;    // the tracing session that counted it (0: not counted)
+  std::uint32_t session;  // the tracing session that counted it (0: not counted)
 };
 
 // Freed runs are kept up to the recent high of live runs: the highest over the last

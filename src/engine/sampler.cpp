@@ -25,7 +25,7 @@ std::int64_t next_sample_countdown(std::uint64_t* rng, std::uint64_t mean) noexc
   x ^= x << 25;
   x ^= x >> 27;
   *rng = x;
-  const std::uint64_t bits = (x * 0x2545f4914f6cdd1dull) >> 11;  // 53 random bits
+  const std::uint64_t bits = (x * 0x2545f4914f6cdd1dull) >> 11;                     // 53 random bits
   const double u = (static_cast<double>(bits) + 1.0) * (1.0 / 9007199254740992.0);  // (0, 1]
   const double draw = -natural_log(u) * static_cast<double>(mean);
   return draw < 1.0 ? 1 : static_cast<std::int64_t>(draw);

@@ -22,8 +22,7 @@ class SpinLock {
     }
   }
   bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) &&
-           !locked_.exchange(true, std::memory_order_acquire);
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
   }
   void unlock() noexcept { locked_.store(false, std::memory_order_release); }
   // A fork from a signal handler asks, in a single-threaded process, whether the one thread

@@ -86,9 +86,8 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // meets a step of the previous walk (the same code address and rsp), it checks the cached
 // steps instead (walk_cache.hpp), as far as they hold.
 LIVEHEAP_OWN_CODE
-std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
-                                    std::uint64_t* hash, KnownStack* known,
-                                    const WalkStart& start = {}) noexcept {
+std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, std::uint64_t* hash,
+                                    KnownStack* known, const WalkStart& start = {}) noexcept {
   // The hook's registers when it gave them (one rule step to its caller), else this
   // function's own (then liveheap's frames below the hook are walked first).
   const WalkStart begin = start.pc != 0 ? start : here();
@@ -121,8 +120,8 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     if (steps.sp[next] == sp && steps.key[next] == key &&
         !(in_own_frames && in_own_section(steps.frame[next]))) {
       const std::uint32_t begin = next;
-      const std::uint32_t end = begin + (want - n) < WalkCache::kSteps ? begin + (want - n)
-                                                                       : WalkCache::kSteps;
+      const std::uint32_t end =
+          begin + (want - n) < WalkCache::kSteps ? begin + (want - n) : WalkCache::kSteps;
       std::uint32_t s = begin;
       // The steps' stack words (walk_cache.hpp); the rbp held now only where a rule would
       // read it.
@@ -131,8 +130,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
         std::uint32_t c = steps.checks_from[begin];
 #pragma GCC unroll 4
         for (; c < checks_end; ++c)
-          if (*reinterpret_cast<const std::uintptr_t*>(steps.check_address[c]) != steps.check_value[c])
-            break;
+          if (*reinterpret_cast<const std::uintptr_t*>(steps.check_address[c]) != steps.check_value[c]) break;
         s = c < checks_end ? steps.check_step[c] : end;
       }
       if (s > begin) {
@@ -147,16 +145,14 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
           } else {
             std::uint32_t last = s - 1;
             while (FrameRule::rbp_slot_of(steps.rule[last]) == 0) --last;
-            bp = *reinterpret_cast<const std::uintptr_t*>(
-                steps.cfa[last] + FrameRule::rbp_slot_of(steps.rule[last]));
+            bp = *reinterpret_cast<const std::uintptr_t*>(steps.cfa[last] +
+                                                          FrameRule::rbp_slot_of(steps.rule[last]));
           }
         }
         // The frames of a run are copied out after the walk (copy_reused), and not at all
         // when the memo knows the stack; past kMaxReused runs, at once.
-        if (reused_count < WalkCache::kMaxReused)
-          reused[reused_count] = {n, n + (s - begin), begin, run_bp};
-        else
-          __builtin_memcpy(frames + n, steps.frame + begin, (s - begin) * sizeof(std::uintptr_t));
+        if (reused_count < WalkCache::kMaxReused) reused[reused_count] = {n, n + (s - begin), begin, run_bp};
+        else __builtin_memcpy(frames + n, steps.frame + begin, (s - begin) * sizeof(std::uintptr_t));
         ++reused_count;
         n += s - begin;
         in_own_frames = false;
@@ -222,8 +218,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want,
     }
   }
   copy_reused();
-  *hash = rules_alone ? hash_frames(frames, n)
-                      : cache.remember(frames, n, reused, reused_count, fresh_limit);
+  *hash = rules_alone ? hash_frames(frames, n) : cache.remember(frames, n, reused, reused_count, fresh_limit);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
   return n;
@@ -285,9 +280,8 @@ namespace {
 
 // When the rules cannot walk a frame. The other unwinders start with our own frames: walk
 // further, then drop them. Apart, so that capture_stack() saves no registers for it.
-LIVEHEAP_OWN_CODE [[gnu::noinline, gnu::cold]]
-std::uint32_t capture_with_other_unwinders(std::uintptr_t* frames, std::uint32_t max,
-                                           std::uint64_t* hash) noexcept {
+LIVEHEAP_OWN_CODE [[gnu::noinline, gnu::cold]] std::uint32_t capture_with_other_unwinders(
+    std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash) noexcept {
   g_fallback_walks.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t want = max + kOwnFramesSlack;
   std::uint32_t m = walk_with_libunwind(frames, want);
@@ -300,8 +294,8 @@ std::uint32_t capture_with_other_unwinders(std::uintptr_t* frames, std::uint32_t
 }  // namespace
 
 LIVEHEAP_OWN_CODE
-std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
-                            KnownStack* known, const WalkStart& start) noexcept {
+std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash, KnownStack* known,
+                            const WalkStart& start) noexcept {
   const std::uint32_t n = walk_with_frame_rules(frames, max, hash, known, start);
   if (n != kNeedsOtherUnwinder) [[likely]]
     return n;

@@ -44,8 +44,8 @@ struct KnownStack {
   StackId id = kNoStack;
   WalkCache::MemoTicket ticket;
 };
-std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
-                            KnownStack* known, const WalkStart& start = {}) noexcept;
+std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash, KnownStack* known,
+                            const WalkStart& start = {}) noexcept;
 // `frames`: what capture_stack() filled; `id`: the id the caller records for them (the
 // stack table's, in the thread's request's route when it is in one).
 void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept;

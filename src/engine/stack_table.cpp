@@ -29,8 +29,8 @@ std::uint64_t hash_frames(const std::uintptr_t* frames, std::uint32_t depth) noe
   return hash.finish(depth);
 }
 
-StackRecord* StackTable::find(const Index* index, std::uint64_t hash,
-                              const std::uintptr_t* frames, std::uint32_t depth) const noexcept {
+StackRecord* StackTable::find(const Index* index, std::uint64_t hash, const std::uintptr_t* frames,
+                              std::uint32_t depth) const noexcept {
   if (index == nullptr) return nullptr;
   const std::size_t mask = index->capacity - 1;
   for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
@@ -42,16 +42,14 @@ StackRecord* StackTable::find(const Index* index, std::uint64_t hash,
   }
 }
 
-StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
-                                   std::uint64_t hash, bool capped) noexcept {
-  if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth))
-    return r->id;
+StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t depth, std::uint64_t hash,
+                                   bool capped) noexcept {
+  if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth)) return r->id;
 
   if (depth > UINT16_MAX) return kNoStack;  // deeper than any capture
   SpinGuard guard(insert_lock_);
   // Another thread may have inserted it, or grown the index, since the lock-free look.
-  if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth))
-    return r->id;
+  if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth)) return r->id;
   if (capped && room_ != nullptr) {
     // Asked before anything is mapped, so a refused stack costs nothing.
     const std::size_t bytes = bytes_to_map(depth);
@@ -72,8 +70,9 @@ std::size_t StackTable::index_bytes(std::size_t capacity) noexcept {
 
 void* StackTable::map(std::size_t bytes) noexcept {
   void* p = map_pages(bytes);
-  if (p != nullptr) mapped_.fetch_add(static_cast<std::int64_t>((bytes + 4095) & ~std::size_t{4095}),
-                                      std::memory_order_relaxed);
+  if (p != nullptr)
+    mapped_.fetch_add(static_cast<std::int64_t>((bytes + 4095) & ~std::size_t{4095}),
+                      std::memory_order_relaxed);
   return p;
 }
 
@@ -85,17 +84,15 @@ std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
   if (id <= kMaxStacks && by_id_[id >> kChunkBits].load(std::memory_order_relaxed) == nullptr)
     bytes += sizeof(StackRecord*) << kChunkBits;
   const Index* index = index_.load(std::memory_order_relaxed);
-  if (index == nullptr)
-    bytes += index_bytes(kInitialIndexCapacity);
-  else if ((n + 1) * 2 > index->capacity)
-    bytes += index_bytes(index->capacity * 2);
+  if (index == nullptr) bytes += index_bytes(kInitialIndexCapacity);
+  else if ((n + 1) * 2 > index->capacity) bytes += index_bytes(index->capacity * 2);
   return bytes;
 }
 
 std::size_t StackTable::arena_pad(std::size_t align, std::size_t bytes) const noexcept {
   // The arena is page-aligned and every piece a multiple of 16: padding only for align > 16.
-  const std::size_t pad = align_up(reinterpret_cast<std::uintptr_t>(arena_), align) -
-                          reinterpret_cast<std::uintptr_t>(arena_);
+  const std::size_t pad =
+      align_up(reinterpret_cast<std::uintptr_t>(arena_), align) - reinterpret_cast<std::uintptr_t>(arena_);
   return arena_ == nullptr || pad + bytes > arena_left_ ? kNoRoom : pad;
 }
 
@@ -156,8 +153,7 @@ StackTotals& StackTable::side_totals(StackId id, StackRecord* r) noexcept {
 SharedTotals* StackTable::share(StackRecord* r) noexcept {
   SpinGuard guard(insert_lock_);
   if (SharedTotals* shared = r->shared.load(std::memory_order_relaxed)) return shared;  // a racer's
-  if (room_ != nullptr && arena_pad(alignof(SharedTotals), kSharedBytes) == kNoRoom &&
-      !room_(kArenaChunk))
+  if (room_ != nullptr && arena_pad(alignof(SharedTotals), kSharedBytes) == kNoRoom && !room_(kArenaChunk))
     return nullptr;
   void* p = allocate(kSharedBytes, alignof(SharedTotals));
   if (p == nullptr) return nullptr;

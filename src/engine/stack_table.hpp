@@ -114,10 +114,9 @@ class StackTable {
   // The id of this stack, interning it on first sight; kNoStack when out of memory or ids,
   // or (`capped`) when interning it would need memory the room check refuses.
   // `hash` must be hash_frames(frames, depth).
-  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
-                         std::uint64_t hash, bool capped = true) noexcept;
-  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth,
-                         bool capped = true) noexcept {
+  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth, std::uint64_t hash,
+                         bool capped = true) noexcept;
+  StackId find_or_insert(const std::uintptr_t* frames, std::uint32_t depth, bool capped = true) noexcept {
     return find_or_insert(frames, depth, hash_frames(frames, depth), capped);
   }
   // nullptr for kNoStack or an id not yet published. Inline: two calls per traced pair.
@@ -227,7 +226,7 @@ class StackTable {
   std::atomic<Index*> index_{nullptr};
   std::atomic<std::uint32_t> count_{0};
   std::atomic<StackRecord**> by_id_[kChunks] = {};  // guarded by insert_lock_ for writes
-  std::atomic<StackTotals*> side_[kChunks] = {};     // side_totals(): compare-exchange
+  std::atomic<StackTotals*> side_[kChunks] = {};    // side_totals(): compare-exchange
   alignas(64) SpinLock insert_lock_;
   // Bump arena for records and shared slots, guarded by insert_lock_.
   char* arena_ = nullptr;

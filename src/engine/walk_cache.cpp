@@ -34,17 +34,16 @@ constexpr std::uint32_t kSteps = WalkCache::kSteps;
   steps.check_value[c] = frame;
   steps.check_step[c] = static_cast<std::uint8_t>(to);
   steps.checks_from[to] = static_cast<std::uint8_t>(c);
-  steps.needs_bp[to] = FrameRule::cfa_from_rbp_of(fresh.rule[from]) ||
-                       (rbp_slot == 0 && steps.needs_bp[to + 1]);
+  steps.needs_bp[to] =
+      FrameRule::cfa_from_rbp_of(fresh.rule[from]) || (rbp_slot == 0 && steps.needs_bp[to + 1]);
   if (to == kSteps - 1) steps.bp_at_end = fresh.bp_after[from];
   steps.restores[to] = static_cast<std::uint8_t>(steps.restores[to + 1] + (rbp_slot != 0));
 }
 
 }  // namespace
 
-std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
-                                  const Reused* reused, std::uint32_t reused_count,
-                                  std::uint32_t recorded) noexcept {
+std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n, const Reused* reused,
+                                  std::uint32_t reused_count, std::uint32_t recorded) noexcept {
   std::uint32_t taken = 0;
   for (std::uint32_t k = 0; k < reused_count && k < kMaxReused; ++k)
     taken += reused[k].out_end - reused[k].out_begin;

@@ -135,8 +135,8 @@ struct WalkCache {
   bool rules_alone() noexcept { return poor >= kPoorWalks && ++since_probe % kProbeEvery != 0; }
 
   bool busy;
-  std::uint32_t skipped;              // walks not kept since the last long one kept
-  std::uint32_t poor;                 // walks in a row that took less than half from the cache
+  std::uint32_t skipped;  // walks not kept since the last long one kept
+  std::uint32_t poor;     // walks in a row that took less than half from the cache
   std::uint32_t since_probe;
   std::uint64_t generation_plus_one;  // the rule cache's generation + 1; 0: never filled
   std::uint32_t first;                // the innermost cached step; kSteps: none

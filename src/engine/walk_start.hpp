@@ -18,8 +18,7 @@ struct WalkStart {
 // address, its rsp, its rbp at that point.
 [[gnu::always_inline]] inline WalkStart here() noexcept {
   WalkStart s;
-  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-               : "=r"(s.pc), "=r"(s.sp), "=r"(s.bp));
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(s.pc), "=r"(s.sp), "=r"(s.bp));
   return s;
 }
 

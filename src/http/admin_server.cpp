@@ -73,8 +73,7 @@ Response malformed_request(beast::error_code ec) {
   Status status = Status::bad_request;
   if (ec == bh::error::header_limit || ec == bh::error::buffer_overflow)
     status = Status::request_header_fields_too_large;
-  else if (ec == bh::error::body_limit)
-    status = Status::payload_too_large;
+  else if (ec == bh::error::body_limit) status = Status::payload_too_large;
   return make_error(ReplyTo{}, status, "malformed request: " + ec.message());
 }
 
@@ -104,7 +103,8 @@ class SessionBook {
       ++live;
       if (const auto since = session->waiting_since(); since && (!idle || *since < *idle->waiting_since()))
         idle = session;
-      if (const auto since = session->writing_since(); since && (!writer || *since < *writer->writing_since()))
+      if (const auto since = session->writing_since();
+          since && (!writer || *since < *writer->writing_since()))
         writer = session;
     }
     if (live < kMaxSessions) return true;
@@ -140,10 +140,12 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Session(typename Protocol::socket&& socket, Handler& handler,
-          std::shared_ptr<SessionBook<Protocol>> book)
-      : stream_(std::move(socket)), tracked_(stream_.socket().native_handle()),
-        buffer_(kMaxBufferBytes), handler_(handler), book_(std::move(book)) {}
+  Session(typename Protocol::socket&& socket, Handler& handler, std::shared_ptr<SessionBook<Protocol>> book)
+      : stream_(std::move(socket)),
+        tracked_(stream_.socket().native_handle()),
+        buffer_(kMaxBufferBytes),
+        handler_(handler),
+        book_(std::move(book)) {}
 
   // Since when it waits for a request, or nullopt while it works on one (or was evicted).
   std::optional<Clock::time_point> waiting_since() const { return time_of(waiting_since_.load()); }
@@ -175,12 +177,10 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
         const auto client = stream_.socket().remote_endpoint(ec_remote);
         if (ec_local || ec_remote)
           refusal_ = "the connection's addresses could not be read; without a token it is refused";
-        else
-          refusal_ = check_peer_owner(client, server);
+        else refusal_ = check_peer_owner(client, server);
       }
     }
-    net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&Session::do_read, shared_from_this()));
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::do_read, shared_from_this()));
   }
 
  private:
@@ -211,14 +211,11 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
       refused.keep_alive(false);
       return send_response(std::move(refused));
     }
-    const auto send = [self = shared_from_this()](Response res) {
-      self->send_response(std::move(res));
-    };
+    const auto send = [self = shared_from_this()](Response res) { self->send_response(std::move(res)); };
     if (handler_.handle_async(std::move(req), stream_.get_executor(), send, hangup_.slot()))
       return watch_for_hangup();
     send_response(make_error(reply_to(req), Status::not_found,
-                             "not found: this server answers only under " +
-                                 handler_.config().prefix + "/"));
+                             "not found: this server answers only under " + handler_.config().prefix + "/"));
   }
 
   // While the answer is being made, a client that hangs up cancels a ?seconds= window: its
@@ -257,8 +254,7 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
       if (writing_large_) book_->trim_large_writes();
     }
     beast::async_write(stream_, bh::message_generator(std::move(res)),
-                       beast::bind_front_handler(&Session::on_write, shared_from_this(),
-                                                 keep_alive));
+                       beast::bind_front_handler(&Session::on_write, shared_from_this(), keep_alive));
   }
 
   void on_write(bool keep_alive, beast::error_code ec, std::size_t) {
@@ -309,23 +305,21 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
   // port retry calls it every second, and a fork at the wrong moment would leave glibc's
   // locale lock held in the child. Plain system calls until the socket listens, so that a
   // taken port costs socket, setsockopt, bind and close, and nothing is tracked for it.
-  static std::shared_ptr<Listener> open(net::io_context& ioc,
-                                        const typename Protocol::endpoint& endpoint,
+  static std::shared_ptr<Listener> open(net::io_context& ioc, const typename Protocol::endpoint& endpoint,
                                         Handler& handler, boost::system::error_code& ec) {
     ec.clear();
     // Close-on-exec, which Asio does not set: a program that execs (a wrapper script's
     // shell, pyenv's shims) would hand the listening socket to the new image, where no
     // thread serves it: clients would hang, and the new image's own server could not bind.
-    const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC,
-                            endpoint.protocol().protocol());
+    const int fd =
+        ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, endpoint.protocol().protocol());
     if (fd < 0) {
       ec.assign(errno, boost::system::system_category());
       return nullptr;
     }
     const int on = 1;
     const bool ok =
-        (!std::is_same_v<Protocol, tcp> ||
-         ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0) &&
+        (!std::is_same_v<Protocol, tcp> || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0) &&
         ::bind(fd, endpoint.data(), static_cast<socklen_t>(endpoint.size())) == 0 &&
         ::listen(fd, net::socket_base::max_listen_connections) == 0;
     if (!ok) {
@@ -339,10 +333,9 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
   // Accepts on `fd`, a socket of `protocol` already bound and listening, whose fork_fds
   // entry `tracked` holds; or nullptr with `ec` set, and the socket untracked and closed.
   // The socket is closed exactly once on every path, and always after its entry is freed.
-  static std::shared_ptr<Listener> adopt(net::io_context& ioc, int fd, boot::ForkFd&& tracked,
-                                         Handler& handler, boost::system::error_code& ec,
-                                         typename Protocol::endpoint::protocol_type protocol =
-                                             typename Protocol::endpoint().protocol()) {
+  static std::shared_ptr<Listener> adopt(
+      net::io_context& ioc, int fd, boot::ForkFd&& tracked, Handler& handler, boost::system::error_code& ec,
+      typename Protocol::endpoint::protocol_type protocol = typename Protocol::endpoint().protocol()) {
     ec.clear();
     std::optional<typename Protocol::acceptor> acceptor;
     try {
@@ -357,18 +350,18 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
       return nullptr;
     }
     boot::ForkFd owned = std::move(tracked);  // after acceptor: freed before it closes the socket
-    return std::make_shared<Listener>(Opened{}, ioc, std::move(*acceptor), std::move(owned),
-                                      handler);
+    return std::make_shared<Listener>(Opened{}, ioc, std::move(*acceptor), std::move(owned), handler);
   }
 
-  Listener(Opened, net::io_context& ioc, typename Protocol::acceptor&& acceptor,
-           boot::ForkFd&& tracked, Handler& handler)
-      : ioc_(ioc), acceptor_(std::move(acceptor)), tracked_(std::move(tracked)),
-        backoff_(ioc), handler_(handler) {}
+  Listener(Opened, net::io_context& ioc, typename Protocol::acceptor&& acceptor, boot::ForkFd&& tracked,
+           Handler& handler)
+      : ioc_(ioc),
+        acceptor_(std::move(acceptor)),
+        tracked_(std::move(tracked)),
+        backoff_(ioc),
+        handler_(handler) {}
 
-  std::uint16_t port() const
-    requires std::is_same_v<Protocol, tcp>
-  {
+  std::uint16_t port() const requires std::is_same_v<Protocol, tcp> {
     boost::system::error_code ec;  // cannot fail on a bound socket; 0 if it did
     return acceptor_.local_endpoint(ec).port();
   }
@@ -419,8 +412,7 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
 tcp::endpoint resolve_tcp(const std::string& host, std::uint16_t port) {
   net::io_context ioc;
   tcp::resolver resolver(ioc);
-  const auto results = resolver.resolve(host, std::to_string(port),
-                                        tcp::resolver::numeric_service);
+  const auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::numeric_service);
   return results.begin()->endpoint();
 }
 
@@ -474,8 +466,7 @@ std::uint16_t Server::listen_tcp(const tcp::endpoint& endpoint) {
   return port;
 }
 
-std::uint16_t Server::listen_tcp(const tcp::endpoint& endpoint,
-                                 boost::system::error_code& ec) noexcept {
+std::uint16_t Server::listen_tcp(const tcp::endpoint& endpoint, boost::system::error_code& ec) noexcept {
   try {
     auto listener = Listener<tcp>::open(impl_->ioc, endpoint, impl_->handler, ec);
     if (!listener) return 0;
@@ -515,12 +506,11 @@ std::uint16_t Server::adopt_tcp(int fd, boot::ForkFd&& tracked, boost::system::e
   try {
     sockaddr_storage bound{};
     socklen_t length = sizeof bound;
-    const tcp protocol = ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0 &&
-                                 bound.ss_family == AF_INET6
-                             ? tcp::v6()
-                             : tcp::v4();
-    auto listener =
-        Listener<tcp>::adopt(impl_->ioc, fd, std::move(tracked), impl_->handler, ec, protocol);
+    const tcp protocol =
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0 && bound.ss_family == AF_INET6
+            ? tcp::v6()
+            : tcp::v4();
+    auto listener = Listener<tcp>::adopt(impl_->ioc, fd, std::move(tracked), impl_->handler, ec, protocol);
     if (!listener) return 0;
     listener->run();
     return listener->port();

@@ -24,8 +24,9 @@ bool constant_time_equal(std::string_view presented, std::string_view expected) 
 std::optional<std::string> token_problem(std::string_view token) {
   const auto blank = [](char c) { return c == ' ' || c == '\t'; };
   if (!token.empty() && (blank(token.front()) || blank(token.back())))
-    return std::string("has whitespace at its start or end, which HTTP trims from the "
-                       "Authorization header: it could never match; remove it");
+    return std::string(
+        "has whitespace at its start or end, which HTTP trims from the "
+        "Authorization header: it could never match; remove it");
   for (std::size_t i = 0; i < token.size(); ++i) {
     const auto c = static_cast<unsigned char>(token[i]);
     if (c < 0x20 || c == 0x7F) {
@@ -38,14 +39,13 @@ std::optional<std::string> token_problem(std::string_view token) {
   return std::nullopt;
 }
 
-std::optional<Response> check_bearer(const Request& req, std::string_view token,
-                                     const ReplyTo& to) {
+std::optional<Response> check_bearer(const Request& req, std::string_view token, const ReplyTo& to) {
   if (token.empty()) return std::nullopt;
   namespace bh = boost::beast::http;
   const std::string_view header = req[bh::field::authorization];
   constexpr std::string_view kScheme = "Bearer ";  // the scheme is case-insensitive
-  const bool bearer = header.size() > kScheme.size() &&
-                      boost::beast::iequals(header.substr(0, kScheme.size()), kScheme);
+  const bool bearer =
+      header.size() > kScheme.size() && boost::beast::iequals(header.substr(0, kScheme.size()), kScheme);
   std::string_view presented = bearer ? header.substr(kScheme.size()) : std::string_view();
   while (!presented.empty() && presented.front() == ' ') presented.remove_prefix(1);
   if (bearer && constant_time_equal(presented, token)) return std::nullopt;
@@ -53,8 +53,8 @@ std::optional<Response> check_bearer(const Request& req, std::string_view token,
   Response res = make_error(to, Status::unauthorized,
                             bearer ? "the bearer token is not the right one"
                                    : "this server requires Authorization: Bearer <token>");
-  res.set(bh::field::www_authenticate, bearer ? R"(Bearer realm="liveheap", error="invalid_token")"
-                                              : R"(Bearer realm="liveheap")");
+  res.set(bh::field::www_authenticate,
+          bearer ? R"(Bearer realm="liveheap", error="invalid_token")" : R"(Bearer realm="liveheap")");
   return res;
 }
 

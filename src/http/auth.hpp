@@ -22,8 +22,7 @@ std::optional<std::string> token_problem(std::string_view token);
 
 // std::nullopt when `req` carries "Authorization: Bearer <token>" (or `token` is empty);
 // else the 401 to send, with its WWW-Authenticate challenge.
-std::optional<Response> check_bearer(const Request& req, std::string_view token,
-                                     const ReplyTo& to);
+std::optional<Response> check_bearer(const Request& req, std::string_view token, const ReplyTo& to);
 
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

@@ -68,17 +68,17 @@ struct State {
   Config config;
   std::string host;
   std::uint16_t port = 0;
-  std::string address;  // "host:port", the group's name
+  std::string address;              // "host:port", the group's name
   net::ip::tcp::endpoint endpoint;  // resolved once, at start
 
-  pid_t state_pid = 0;   // the process this state is set up for (not a vfork child of it)
-  bool forked = false;   // state_pid is a child forked without exec
-  std::mutex mutex;      // guards what follows
+  pid_t state_pid = 0;  // the process this state is set up for (not a vfork child of it)
+  bool forked = false;  // state_pid is a child forked without exec
+  std::mutex mutex;     // guards what follows
   Server* server = nullptr;
   // The registry's group directory: once registered, or in a forked child not yet
   // registered, its parent's (where bind_before_uid_change binds).
   std::string dir;
-  std::string socket;    // our socket in it
+  std::string socket;        // our socket in it
   pid_t registered_pid = 0;  // the process that bound `socket`
   // A socket bound and listening before a uid change, for the server to adopt; or -1.
   int unadopted_fd = -1;
@@ -94,7 +94,7 @@ struct State {
   bool port_taken = false;   // the first try found the port taken
   bool seen_holder = false;  // a live holder of the group was recorded once
   int tries_without_holder = 0;
-  std::string holder;        // holder_path(dir), once registered
+  std::string holder;  // holder_path(dir), once registered
 };
 State* g_state = nullptr;
 
@@ -115,8 +115,7 @@ int listen_on_port(State& s, std::uint16_t* bound = nullptr) noexcept {
 void hold(State& s) noexcept {
   std::lock_guard lock(s.mutex);
   s.holding = true;
-  if (!s.exiting && s.registered_pid == ::getpid() && !s.dir.empty())
-    record_port_holder(s.dir, ::getpid());
+  if (!s.exiting && s.registered_pid == ::getpid() && !s.dir.empty()) record_port_holder(s.dir, ::getpid());
 }
 
 void schedule_retry(State& s, std::chrono::milliseconds after) noexcept;
@@ -198,7 +197,8 @@ void wait_for_holder(State& s, pid_t holder) noexcept {
     } catch (...) {
       return schedule_retry(s, kPortRetry);  // out of memory
     }
-    if (!s.holder_exit.start(s.server->io(), holder, std::move(on_exit))) return schedule_retry(s, kPortRetry);
+    if (!s.holder_exit.start(s.server->io(), holder, std::move(on_exit)))
+      return schedule_retry(s, kPortRetry);
   }
   schedule_retry(s, kHolderCheck);
 }
@@ -246,7 +246,7 @@ void register_in_registry(State& s) {
       return;
     }
     std::lock_guard lock(s.mutex);
-    if (s.exiting) return;  // too late: nothing would remove it
+    if (s.exiting) return;                      // too late: nothing would remove it
     if (s.registered_pid == ::getpid()) break;  // bound meanwhile, before a uid change
     boost::system::error_code ec;
     s.server->listen_local(path, ec);
@@ -313,10 +313,11 @@ void bind_inherited(State& s) {
   s.registered_pid = pid;
   // A server already running (its registration failed or is still queued) adopts it now;
   // a child's server, started after the fork delay, adopts it as it registers.
-  if (s.server != nullptr) net::post(s.server->io(), [&s] {
-    IgnoreScope ignore;
-    adopt_bound_socket(s);
-  });
+  if (s.server != nullptr)
+    net::post(s.server->io(), [&s] {
+      IgnoreScope ignore;
+      adopt_bound_socket(s);
+    });
 }
 
 void unregister_at_exit() {
@@ -365,8 +366,9 @@ void serve(State& s) {
   if (error == 0) {
     hold(s);
     if (s.announce)  // news, not a mistake: only where LIVEHEAP_LOG says
-      boot::log_line(("serving http://" + host_header_name(s.host) + ":" + std::to_string(bound) +
-                      s.config.prefix + "/").c_str());
+      boot::log_line(
+          ("serving http://" + host_header_name(s.host) + ":" + std::to_string(bound) + s.config.prefix + "/")
+              .c_str());
   } else if (error == EADDRINUSE) {
     s.port_taken = true;
   } else if (s.announce) {  // a port this user may not bind, an address not of this host
@@ -428,7 +430,7 @@ void after_fork_in_child() {
   // (bind_before_uid_change), so that the group's holder still reaches it.
   s.state_pid = ::getpid();
   s.forked = true;
-  s.unadopted_fd = -1;  // the parent's, closed by fork_fds
+  s.unadopted_fd = -1;                      // the parent's, closed by fork_fds
   new (&s.unadopted_tracked) boot::ForkFd;  // its entry is free here already: abandoned, not reset
   s.holder.clear();
   s.holding = false;
@@ -464,8 +466,8 @@ void start_process_endpoint(Config config, const std::string& host, std::uint16_
     } catch (const boost::system::system_error& e) {
       throw std::runtime_error("cannot serve on " + g_state->address + ": " + e.code().message());
     }
-    check_listen_policy(g_state->config, g_state->endpoint.address(),
-                        g_state->endpoint.address().to_string(), port);
+    check_listen_policy(g_state->config, g_state->endpoint.address(), g_state->endpoint.address().to_string(),
+                        port);
     std::atexit(unregister_at_exit);
     boot::on_fork_child(after_fork_in_child);
     boot::set_before_uid_change(bind_before_uid_change);

@@ -31,8 +31,7 @@ class Exposition {
   void sample(std::string_view name, std::int64_t value, std::string_view labels = "") {
     text_ += std::string(name) + std::string(labels) + " " + std::to_string(value) + "\n";
   }
-  void single(std::string_view name, std::string_view type, std::string_view help,
-              std::int64_t value) {
+  void single(std::string_view name, std::string_view type, std::string_view help, std::int64_t value) {
     family(name, type, help);
     sample(name, value);
   }
@@ -57,16 +56,16 @@ void tracker_metrics(Exposition& out) {
   out.single("liveheap_inuse_bytes", "gauge",
              "Traced heap bytes live now (an unbiased estimate in sampled mode).", heap.inuse_bytes);
   out.single("liveheap_inuse_objects", "gauge", "Traced heap blocks live now.", heap.inuse_blocks);
-  out.single("liveheap_peak_bytes", "gauge",
-             "Highest liveheap_inuse_bytes since start, clear or reset-peak.", traced.peak);
+  out.single("liveheap_peak_bytes", "gauge", "Highest liveheap_inuse_bytes since start, clear or reset-peak.",
+             traced.peak);
   out.single("liveheap_allocated_bytes_total", "counter",
              "Bytes allocated since the process started, freed or not.", heap.allocated_bytes);
   out.single("liveheap_allocations_total", "counter",
              "Blocks allocated since the process started, freed or not.", heap.allocations);
   out.single("liveheap_tracker_bytes", "gauge", "Bytes liveheap itself holds.", tracker_memory());
   const TrackerMemoryCap cap = engine_stats().cap;
-  out.single("liveheap_tracker_max_bytes", "gauge",
-             "The tracker-memory cap (LIVEHEAP_MAX_TRACKER_MEMORY).", cap.max_bytes);
+  out.single("liveheap_tracker_max_bytes", "gauge", "The tracker-memory cap (LIVEHEAP_MAX_TRACKER_MEMORY).",
+             cap.max_bytes);
   out.single("liveheap_folded_allocations_total", "counter",
              "Allocations traced at the over-the-cap stack instead of their own, since start-up.",
              static_cast<std::int64_t>(cap.folded_blocks));
@@ -76,8 +75,7 @@ void tracker_metrics(Exposition& out) {
              "Allocations not traced at all (no room in liveheap's tables), since start-up.",
              static_cast<std::int64_t>(cap.dropped_blocks));
   out.single("liveheap_dropped_bytes_total", "counter",
-             "Bytes of those allocations (missing from liveheap_inuse_bytes while live).",
-             cap.dropped_bytes);
+             "Bytes of those allocations (missing from liveheap_inuse_bytes while live).", cap.dropped_bytes);
   const std::int64_t interval = !is_tracing()                ? 0
                                 : opts.mode == Mode::sampled ? static_cast<std::int64_t>(opts.sample_interval)
                                                              : 1;
@@ -145,11 +143,14 @@ void route_metrics(Exposition& out, unsigned limit) {
     return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.requests > b.requests;
   });
   if (report.routes.size() > limit) report.routes.resize(limit);
-  const auto labels = [](const RouteLine& line) { return "{route=\"" + escape_label_value(line.route) + "\"}"; };
+  const auto labels = [](const RouteLine& line) {
+    return "{route=\"" + escape_label_value(line.route) + "\"}";
+  };
   // Each family's samples together, after its TYPE line, as the format requires.
   out.family("liveheap_route_inuse_bytes", "gauge",
              "Traced bytes live now that requests of a route allocated (the biggest routes only).");
-  for (const RouteLine& line : report.routes) out.sample("liveheap_route_inuse_bytes", line.live_bytes, labels(line));
+  for (const RouteLine& line : report.routes)
+    out.sample("liveheap_route_inuse_bytes", line.live_bytes, labels(line));
   out.family("liveheap_route_requests_total", "counter", "Requests of a route since the process started.");
   for (const RouteLine& line : report.routes)
     if (line.requests > 0)
@@ -190,13 +191,11 @@ unsigned metrics_callsites(const Config& config, const char* env) {
   return static_cast<unsigned>(*n);
 }
 
-Response profile_response(const ReplyTo& to, const Snapshot& now, ProfileView view,
-                          const Snapshot* base) {
+Response profile_response(const ReplyTo& to, const Snapshot& now, ProfileView view, const Snapshot* base) {
   const std::string body = gzip(pprof_profile(now, executable_mappings(), view, base));
   Response res = make_response(to, Status::ok, body, "application/octet-stream");
   res.set(boost::beast::http::field::content_disposition,
-          view == ProfileView::heap ? "attachment; filename=\"heap\""
-                                    : "attachment; filename=\"allocs\"");
+          view == ProfileView::heap ? "attachment; filename=\"heap\"" : "attachment; filename=\"allocs\"");
   return res;
 }
 

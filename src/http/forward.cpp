@@ -154,34 +154,37 @@ Report merge_reports(const std::vector<PeerAnswer>& answers, const Query& query,
 
 // GET /diff or /top with pid=all. The merged answer is held to the cap of one process's
 // (Config::max_report_bytes): its lines stop there and it says so.
-Forward merged_report(const RouteState& state, const Request& req, const ReplyTo& to, const Query& query, bool diff,
-                      const AnswerHere& here) {
-  const std::string target = peer_target(req.target(), query, diff ? Ask::every_key_since_nothing : Ask::every_key);
-  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
-                 [to, query, diff, prefix = state.config.prefix](const std::vector<PeerAnswer>& answers) {
-                   return never_throwing(to, [&] {
-                     const Report merged = merge_reports(answers, query, diff, prefix);
-                     if (to.format == Format::json)
-                       return make_response(to, Status::ok, to_json(merged, to.max_report_bytes) + "\n",
-                                            "application/json");
-                     return make_text(to, Status::ok, to_text(merged, {.max_bytes = to.max_report_bytes}));
-                   });
-                 });
+Forward merged_report(const RouteState& state, const Request& req, const ReplyTo& to, const Query& query,
+                      bool diff, const AnswerHere& here) {
+  const std::string target =
+      peer_target(req.target(), query, diff ? Ask::every_key_since_nothing : Ask::every_key);
+  return ask_all(
+      req, target, kPeerAnswerTimeout, [&] { return here(target); },
+      [to, query, diff, prefix = state.config.prefix](const std::vector<PeerAnswer>& answers) {
+        return never_throwing(to, [&] {
+          const Report merged = merge_reports(answers, query, diff, prefix);
+          if (to.format == Format::json)
+            return make_response(to, Status::ok, to_json(merged, to.max_report_bytes) + "\n",
+                                 "application/json");
+          return make_text(to, Status::ok, to_text(merged, {.max_bytes = to.max_report_bytes}));
+        });
+      });
 }
 
 // GET /routes with pid=all: every process's routes added up by route name.
 Forward merged_routes(const Request& req, const ReplyTo& to, const Query& query, const AnswerHere& here) {
   const std::string target = peer_target(req.target(), query, Ask::json);
-  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
-                 [to](const std::vector<PeerAnswer>& answers) {
-                   return never_throwing(to, [&] {
-                     std::vector<RouteReport> reports;
-                     for (const PeerAnswer& answer : answers)
-                       if (answer.response && answer.response->result() == Status::ok)
-                         reports.push_back(route_report_from_json(answer.response->body()));
-                     return typed_response(to, merge(reports));
-                   });
-                 });
+  return ask_all(
+      req, target, kPeerAnswerTimeout, [&] { return here(target); },
+      [to](const std::vector<PeerAnswer>& answers) {
+        return never_throwing(to, [&] {
+          std::vector<RouteReport> reports;
+          for (const PeerAnswer& answer : answers)
+            if (answer.response && answer.response->result() == Status::ok)
+              reports.push_back(route_report_from_json(answer.response->body()));
+          return typed_response(to, merge(reports));
+        });
+      });
 }
 
 // Each process's answer to POST /baseline, one entry (or line) each.
@@ -208,10 +211,11 @@ BaselinesReport baselines_of(const std::vector<PeerAnswer>& answers) {
 // POST /baseline?pid=all: every process remembers its heap now.
 Forward baseline_all(const Request& req, const ReplyTo& to, const Query& query, const AnswerHere& here) {
   const std::string target = peer_target(req.target(), query, Ask::json);
-  return ask_all(req, target, kPeerAnswerTimeout, [&] { return here(target); },
-                 [to](const std::vector<PeerAnswer>& answers) {
-                   return never_throwing(to, [&] { return typed_response(to, baselines_of(answers)); });
-                 });
+  return ask_all(
+      req, target, kPeerAnswerTimeout, [&] { return here(target); },
+      [to](const std::vector<PeerAnswer>& answers) {
+        return never_throwing(to, [&] { return typed_response(to, baselines_of(answers)); });
+      });
 }
 
 // /proc/<pid>: parent, command line, start time (ms since the epoch).
@@ -254,7 +258,8 @@ ProcInfo proc_info(pid_t pid) {
 // One process's entry in /processes, from its answer to GET /stats.
 ProcessEntry process_entry(const PeerAnswer& answer) {
   const ProcInfo info = proc_info(answer.pid);
-  ProcessEntry entry{answer.pid, info.ppid, info.cmdline, "unreachable", std::nullopt, std::nullopt, info.started_ms};
+  ProcessEntry entry{answer.pid,   info.ppid,    info.cmdline,   "unreachable",
+                     std::nullopt, std::nullopt, info.started_ms};
   try {
     if (!answer.response) throw std::runtime_error(answer.error);
     const StatsReport stats = stats_report_from_json(answer.response->body());
@@ -298,17 +303,21 @@ std::optional<Outcome> answer_for_pid(RouteState& state, const Request& req, con
   if (*query.pid == kAllProcesses) {
     const bool get = req.method() == bh::verb::get;
     if (query.seconds != 0)
-      throw RequestError(Status::bad_request, "pid=all does not take seconds=: POST baseline?pid=all, then diff?pid=all");
-    if (get && (route == "/diff" || route == "/top")) return merged_report(state, req, to, query, route == "/diff", here);
+      throw RequestError(Status::bad_request,
+                         "pid=all does not take seconds=: POST baseline?pid=all, then diff?pid=all");
+    if (get && (route == "/diff" || route == "/top"))
+      return merged_report(state, req, to, query, route == "/diff", here);
     if (!get && route == "/baseline") return baseline_all(req, to, query, here);
     if (get && route == "/routes") return merged_routes(req, to, query, here);
-    throw RequestError(Status::bad_request,
-                       "pid=all applies to GET diff, GET top, GET routes and POST baseline; ask one process with pid=N");
+    throw RequestError(
+        Status::bad_request,
+        "pid=all applies to GET diff, GET top, GET routes and POST baseline; ask one process with pid=N");
   }
   const std::vector<pid_t> pids = group_pids();
   if (std::find(pids.begin(), pids.end(), *query.pid) == pids.end())
     throw RequestError(Status::not_found, "no liveheap process with pid " + std::to_string(*query.pid) +
-                                              " in this group; GET " + state.config.prefix + "/processes lists them");
+                                              " in this group; GET " + state.config.prefix +
+                                              "/processes lists them");
   // A window forwarded holds a window place here too: each costs a connection and a wait.
   std::shared_ptr<WindowSlot> slot = query.seconds != 0 ? std::make_shared<WindowSlot>(state) : nullptr;
   const pid_t pid = static_cast<pid_t>(*query.pid);
@@ -345,9 +354,10 @@ Forward processes_report(RouteState& state, const ReplyTo& to) {
   ReplyTo json = to;
   json.format = Format::json;
   const auto own = [&] { return typed_response(json, stats_now(state.windows.load())); };
-  return ask_all(req, std::string(req.target()), kStatsTimeout, own, [to](const std::vector<PeerAnswer>& answers) {
-    return never_throwing(to, [&] { return typed_response(to, processes_of(answers)); });
-  });
+  return ask_all(req, std::string(req.target()), kStatsTimeout, own,
+                 [to](const std::vector<PeerAnswer>& answers) {
+                   return never_throwing(to, [&] { return typed_response(to, processes_of(answers)); });
+                 });
 }
 
 }  // namespace http

@@ -34,9 +34,9 @@ struct Job {
   Request req;
   net::any_io_executor executor;
   std::function<void(Response)> done;
-  std::atomic<bool> cancelled{false};         // set from the caller's thread
-  std::optional<net::steady_timer> window;    // the worker thread's: a window's wait
-  std::weak_ptr<PeerExchanges> forward;       // the worker thread's: a forwarded window's
+  std::atomic<bool> cancelled{false};       // set from the caller's thread
+  std::optional<net::steady_timer> window;  // the worker thread's: a window's wait
+  std::weak_ptr<PeerExchanges> forward;     // the worker thread's: a forwarded window's
 };
 
 // What a cancelled window gets: its client is gone (or half-closed: then it reads this).
@@ -129,10 +129,12 @@ struct Handler::Impl {
     if (forward.window) pending.fetch_sub(1);
     const bool counted = !forward.window;
     if (forward.window && job->cancelled) return deliver(job, cancelled_response(job->req));
-    auto finish = std::make_shared<std::function<Response(std::vector<PeerAnswer>)>>(std::move(forward.finish));
+    auto finish =
+        std::make_shared<std::function<Response(std::vector<PeerAnswer>)>>(std::move(forward.finish));
     const auto exchanges = PeerExchanges::start(
         worker_io, std::move(forward.asks), [this, job, finish, counted](std::vector<PeerAnswer> answers) {
-          Response res = counted || !job->cancelled ? (*finish)(std::move(answers)) : cancelled_response(job->req);
+          Response res =
+              counted || !job->cancelled ? (*finish)(std::move(answers)) : cancelled_response(job->req);
           *finish = nullptr;  // a window's place goes back before its answer leaves
           if (counted) pending.fetch_sub(1);
           deliver(job, std::move(res));
@@ -158,8 +160,8 @@ struct Handler::Impl {
 
   // Declared first, destroyed last: pending windows refer to it.
   RouteState state;
-  std::unique_ptr<RequestComparison> comparison;  // null unless Config::compare_requests
-  std::atomic<int> pending{0};                    // jobs posted to the worker, not yet run
+  std::unique_ptr<RequestComparison> comparison;           // null unless Config::compare_requests
+  std::atomic<int> pending{0};                             // jobs posted to the worker, not yet run
   std::shared_ptr<void> alive = std::make_shared<int>(0);  // cancellation handlers' check
   net::io_context worker_io{1};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
@@ -169,8 +171,10 @@ struct Handler::Impl {
 
 Handler::Handler(Config config) {
   config.prefix = checked_prefix(std::move(config.prefix), "liveheap::http::Config::prefix");
-  config.pprof_prefix = checked_prefix(std::move(config.pprof_prefix), "liveheap::http::Config::pprof_prefix");
-  config.metrics_path = checked_prefix(std::move(config.metrics_path), "liveheap::http::Config::metrics_path");
+  config.pprof_prefix =
+      checked_prefix(std::move(config.pprof_prefix), "liveheap::http::Config::pprof_prefix");
+  config.metrics_path =
+      checked_prefix(std::move(config.metrics_path), "liveheap::http::Config::metrics_path");
   // A token no request can present would lock every client out, silently.
   if (auto problem = token_problem(config.token))
     throw std::invalid_argument("liveheap::http::Config::token " + *problem);
@@ -209,13 +213,11 @@ std::optional<Response> Handler::handle(const Request& req) {
 
 bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
                            std::function<void(Response)> done) {
-  return handle_async(std::move(req), std::move(executor), std::move(done),
-                      boost::asio::cancellation_slot());
+  return handle_async(std::move(req), std::move(executor), std::move(done), boost::asio::cancellation_slot());
 }
 
 bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
-                           std::function<void(Response)> done,
-                           boost::asio::cancellation_slot cancel) {
+                           std::function<void(Response)> done, boost::asio::cancellation_slot cancel) {
   if (!accepts(req)) {
     impl_->count_host_request();
     return false;
@@ -240,9 +242,9 @@ bool Handler::handle_async(Request&& req, boost::asio::any_io_executor executor,
   }
   if (impl_->pending.fetch_add(1) >= kMaxPendingReports) {
     impl_->pending.fetch_sub(1);
-    Response busy = make_error(reply_to(job->req), Status::service_unavailable,
-                               "busy: " + std::to_string(kMaxPendingReports) +
-                                   " reports are queued or running; retry in a second");
+    Response busy = make_error(
+        reply_to(job->req), Status::service_unavailable,
+        "busy: " + std::to_string(kMaxPendingReports) + " reports are queued or running; retry in a second");
     busy.set(boost::beast::http::field::retry_after, "1");
     Impl::deliver(job, std::move(busy));
     return true;

@@ -22,8 +22,7 @@ ListenAddress parse_listen_address(std::string_view text) {
   std::string_view port = text;
   if (text.starts_with('[')) {  // "[v6]:port"
     const auto close = text.find(']');
-    if (close == std::string_view::npos || close == 1 || text.substr(close + 1, 1) != ":")
-      bad_address(text);
+    if (close == std::string_view::npos || close == 1 || text.substr(close + 1, 1) != ":") bad_address(text);
     address.host = std::string(text.substr(1, close - 1));
     port = text.substr(close + 2);
   } else if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {

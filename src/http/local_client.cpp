@@ -46,11 +46,12 @@ struct PeerExchanges::Exchange : std::enable_shared_from_this<Exchange> {
     // The registry's sockets are the user's own: a request made here names the local host,
     // which the other process's request policy lets through (client::Exchange's default).
     const client::Timeouts timeouts{kPeerConnectTimeout, ask.answer_within, kPeerIdleTimeout};
-    exchange = client::Exchange::start(io, client::Address::unix_socket(ask.socket_path), std::move(ask.request),
-                                       timeouts, [self = shared_from_this()](client::Result result) {
-                                         self->check.cancel();
-                                         self->end(std::move(result));
-                                       });
+    exchange =
+        client::Exchange::start(io, client::Address::unix_socket(ask.socket_path), std::move(ask.request),
+                                timeouts, [self = shared_from_this()](client::Result result) {
+                                  self->check.cancel();
+                                  self->end(std::move(result));
+                                });
     watch_for_stop(kPeerStoppedCheck);
   }
 
@@ -81,8 +82,12 @@ struct PeerExchanges::Exchange : std::enable_shared_from_this<Exchange> {
       case client::Step::resolve:
       case client::Step::connect: what = "cannot connect"; break;
       case client::Step::send: what = "cannot send the request"; break;
-      case client::Step::answer: what = timeout ? "no answer within " + seconds_text(ask.answer_within) : "the answer broke off"; break;
-      case client::Step::body: what = timeout ? "the answer stopped for " + seconds_text(kPeerIdleTimeout) : "the answer broke off"; break;
+      case client::Step::answer:
+        what = timeout ? "no answer within " + seconds_text(ask.answer_within) : "the answer broke off";
+        break;
+      case client::Step::body:
+        what = timeout ? "the answer stopped for " + seconds_text(kPeerIdleTimeout) : "the answer broke off";
+        break;
     }
     std::string error = "unreachable: " + what;
     if (!timeout) error += " (" + result.error.message() + ")";
@@ -108,7 +113,8 @@ PeerExchanges::PeerExchanges(net::io_context& io, std::size_t count, Done done)
 
 PeerExchanges::~PeerExchanges() = default;
 
-std::shared_ptr<PeerExchanges> PeerExchanges::start(net::io_context& io, std::vector<PeerAsk> asks, Done done) {
+std::shared_ptr<PeerExchanges> PeerExchanges::start(net::io_context& io, std::vector<PeerAsk> asks,
+                                                    Done done) {
   auto all = std::make_shared<PeerExchanges>(io, asks.size(), std::move(done));
   if (asks.empty()) {  // `done` still runs on the io_context, never inside start()
     net::post(io, [all] { all->done_({}); });
@@ -142,7 +148,8 @@ void PeerExchanges::finished(std::size_t index, PeerAnswer answer) {
 std::vector<PeerAnswer> exchange_now(std::vector<PeerAsk> asks) {
   net::io_context io{1};
   std::vector<PeerAnswer> answers;
-  PeerExchanges::start(io, std::move(asks), [&answers](std::vector<PeerAnswer> all) { answers = std::move(all); });
+  PeerExchanges::start(io, std::move(asks),
+                       [&answers](std::vector<PeerAnswer> all) { answers = std::move(all); });
   io.run();
   return answers;
 }

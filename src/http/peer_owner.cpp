@@ -127,13 +127,14 @@ std::optional<std::string> check_peer_owner(const tcp::endpoint& client, const t
   const std::optional<uid_t> owner = tcp_peer_owner(client, server);
   if (owner && (*owner == self || *owner == 0)) return std::nullopt;
   if (!owner && !is_loopback(client.address())) return std::nullopt;  // another machine
-  const std::string serves = "without a token this server answers only its own user (uid " +
-                             std::to_string(self) + ") and root";
+  const std::string serves =
+      "without a token this server answers only its own user (uid " + std::to_string(self) + ") and root";
   if (owner)
     return serves + "; this connection's socket belongs to uid " + std::to_string(*owner) +
            ": set LIVEHEAP_TOKEN (Config::token) to let other users in";
-  return serves + "; the owner of this connection's socket could not be found in /proc/net/tcp "
-                  "or /proc/net/tcp6, so it is refused: set LIVEHEAP_TOKEN (Config::token)";
+  return serves +
+         "; the owner of this connection's socket could not be found in /proc/net/tcp "
+         "or /proc/net/tcp6, so it is refused: set LIVEHEAP_TOKEN (Config::token)";
 }
 
 }  // namespace http

@@ -21,8 +21,7 @@ namespace http {
 // `server` (an accepted connection's remote and local endpoints), in one table's text
 // (/proc/net/tcp or /proc/net/tcp6). nullopt when no live socket matches: rows in
 // TIME_WAIT and rows without an inode (a socket its owner closed) name no owner.
-std::optional<uid_t> find_socket_owner(std::string_view table,
-                                       const boost::asio::ip::tcp::endpoint& client,
+std::optional<uid_t> find_socket_owner(std::string_view table, const boost::asio::ip::tcp::endpoint& client,
                                        const boost::asio::ip::tcp::endpoint& server);
 
 // The same, in /proc/net/tcp and /proc/net/tcp6.

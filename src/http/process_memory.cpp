@@ -8,7 +8,6 @@
 #include <charconv>
 #include <string_view>
 
-
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 namespace {

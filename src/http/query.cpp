@@ -19,7 +19,8 @@ auto or_bad_request(Read read) {
 
 Target split_target(std::string_view target) {
   if (target.empty() || target.front() != '/')
-    throw RequestError(Status::bad_request, "the request target must be an absolute path, e.g. /debug/memory/stats");
+    throw RequestError(Status::bad_request,
+                       "the request target must be an absolute path, e.g. /debug/memory/stats");
   const auto mark = target.find('?');
   const std::string_view path = target.substr(0, mark);
   if (target.find('#') != std::string_view::npos)

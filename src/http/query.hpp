@@ -19,7 +19,7 @@ using namespace liveheap::query;
 using Query = ReportQuery;
 
 struct Target {
-  std::string path;      // percent-decoded
+  std::string path;        // percent-decoded
   std::string_view query;  // still encoded, without the '?'
 };
 

@@ -32,13 +32,11 @@ ReplyTo reply_to(const Request& req) {
       return to;
     }
   }
-  if (icontains(req[boost::beast::http::field::accept], "application/json"))
-    to.format = Format::json;
+  if (icontains(req[boost::beast::http::field::accept], "application/json")) to.format = Format::json;
   return to;
 }
 
-Response make_response(const ReplyTo& to, Status status, std::string body,
-                       std::string_view content_type) {
+Response make_response(const ReplyTo& to, Status status, std::string body, std::string_view content_type) {
   namespace bh = boost::beast::http;
   Response res{status, to.version};
   res.set(bh::field::server, "liveheap");
@@ -57,8 +55,7 @@ Response make_response(const ReplyTo& to, Status status, std::string body,
 }
 
 Response make_json(const ReplyTo& to, Status status, const nlohmann::json& body) {
-  return make_response(to, status,
-                       body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+  return make_response(to, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
                        "application/json");
 }
 

@@ -39,16 +39,14 @@ ReplyTo reply_to(const Request& req);
 // A request the routes refuse, with the status and the one-line reason to send.
 class RequestError : public std::runtime_error {
  public:
-  RequestError(Status status, const std::string& reason)
-      : std::runtime_error(reason), status_(status) {}
+  RequestError(Status status, const std::string& reason) : std::runtime_error(reason), status_(status) {}
   Status status() const noexcept { return status_; }
 
  private:
   Status status_;
 };
 
-Response make_response(const ReplyTo& to, Status status, std::string body,
-                       std::string_view content_type);
+Response make_response(const ReplyTo& to, Status status, std::string body, std::string_view content_type);
 // JSON rendered strictly as UTF-8 (invalid bytes in a symbol name become U+FFFD).
 Response make_json(const ReplyTo& to, Status status, const nlohmann::json& body);
 // `body` as text/plain, ending with a newline.

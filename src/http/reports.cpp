@@ -40,7 +40,8 @@ Response report_response(const ReplyTo& to, Report report, const Query& query, s
   if (to.format == Format::json)
     return make_response(to, Status::ok, to_json(report, to.max_report_bytes) + "\n", "application/json");
   return make_text(to, Status::ok,
-                   to_text(report, {.verdicts = query.verdicts, .stacks = query.key == KeyType::traceback,
+                   to_text(report, {.verdicts = query.verdicts,
+                                    .stacks = query.key == KeyType::traceback,
                                     .max_bytes = to.max_report_bytes}));
 }
 
@@ -131,7 +132,8 @@ Response folded_report(const ReplyTo& to, const Snapshot& snapshot) {
   FoldedStacks stacks;
   for (const Statistic& s : snapshot.statistics(KeyType::traceback))
     if (s.size > 0) stacks.add(s.traceback, {0, s.size});
-  const auto lines = stacks.take([](const FoldedValues& a, const FoldedValues& b) { return a.after > b.after; });
+  const auto lines =
+      stacks.take([](const FoldedValues& a, const FoldedValues& b) { return a.after > b.after; });
   FoldedLines out(to.max_report_bytes, lines.size());
   for (const auto& [stack, values] : lines)
     if (!out.add(stack + " " + std::to_string(values.after))) break;
@@ -148,12 +150,10 @@ Response folded_diff_report(const ReplyTo& to, const Snapshot& now, const Snapsh
   for (const StatisticDiff& d : now.compare_to(old, KeyType::traceback))
     stacks.add(d.traceback, {d.size - d.size_diff, d.size});
   const auto grown = [](const FoldedValues& v) { return v.after - v.before; };
-  auto lines = stacks.take([&](const FoldedValues& a, const FoldedValues& b) {
-    return std::abs(grown(a)) > std::abs(grown(b));
-  });
-  std::erase_if(lines, [&](const auto& line) {
-    return both ? grown(line.second) == 0 : grown(line.second) <= 0;
-  });
+  auto lines = stacks.take(
+      [&](const FoldedValues& a, const FoldedValues& b) { return std::abs(grown(a)) > std::abs(grown(b)); });
+  std::erase_if(lines,
+                [&](const auto& line) { return both ? grown(line.second) == 0 : grown(line.second) <= 0; });
   FoldedLines out(to.max_report_bytes, lines.size());
   for (const auto& [stack, v] : lines) {
     const std::string line = both ? stack + " " + std::to_string(v.before) + " " + std::to_string(v.after)
@@ -170,8 +170,7 @@ Response statistics_report(const ReplyTo& to, const Snapshot& now, const Query& 
     Snapshot storage;
     return folded_report(to, apply_filters(now, query, storage));
   }
-  return report_response(to, make_report(now, report_request(query), verdicts_for(to, query)), query,
-                         group);
+  return report_response(to, make_report(now, report_request(query), verdicts_for(to, query)), query, group);
 }
 
 }  // namespace
@@ -195,16 +194,15 @@ StatsReport stats_now(unsigned windows) {
   r.live_blocks = engine.live_blocks;
   r.dropped = engine.dropped;
   r.fallback_walks = engine.fallback_walks;
-  r.sampled = {r.mode == Mode::sampled ? engine.live_blocks : 0, engine.region_live_bytes, engine.region_kept_bytes,
-               engine.region_kept_limit, engine.region_madvise_calls};
+  r.sampled = {r.mode == Mode::sampled ? engine.live_blocks : 0, engine.region_live_bytes,
+               engine.region_kept_bytes, engine.region_kept_limit, engine.region_madvise_calls};
   const SymbolizerStats symbolizer = symbolizer_stats();
   r.symbolizer.addresses_asked = symbolizer.addresses_asked;
   r.symbolizer.addresses_resolved = symbolizer.addresses_resolved;
   if (symbolizer.process_asked && symbolizer.problem.empty())
-    r.symbolizer.process = StatsReport::SymbolizerProcess{symbolizer.process_pid, symbolizer.process_rss_bytes,
-                                                          symbolizer.process_files};
-  else if (symbolizer.process_asked)
-    r.symbolizer.problem = symbolizer.problem;
+    r.symbolizer.process = StatsReport::SymbolizerProcess{
+        symbolizer.process_pid, symbolizer.process_rss_bytes, symbolizer.process_files};
+  else if (symbolizer.process_asked) r.symbolizer.problem = symbolizer.problem;
   r.python_frames = python_frames_status();
   const ProcessMemory process = read_process_memory();
   r.rss = process.rss;
@@ -214,7 +212,8 @@ StatsReport stats_now(unsigned windows) {
   // and what it cost.
   const bool glibc = allocator.name == "glibc";
   const MallocInfo heap = glibc ? malloc_info_of(allocator) : read_malloc_info();
-  r.mallinfo = {heap.arena, heap.hblkhd, heap.uordblks, heap.fordblks, heap.keepcost, std::nullopt, std::nullopt};
+  r.mallinfo = {heap.arena,    heap.hblkhd,  heap.uordblks, heap.fordblks,
+                heap.keepcost, std::nullopt, std::nullopt};
   if (glibc) {
     r.mallinfo.age_ms = allocator.figures_age_ms;
     r.mallinfo.read_ms = allocator.read_ms;
@@ -232,8 +231,8 @@ Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& 
   return statistics_report(to, now, query);
 }
 
-Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
-                     const Query& query, const std::string& against, std::size_t group) {
+Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old, const Query& query,
+                     const std::string& against, std::size_t group) {
   if (to.format == Format::folded || to.format == Format::folded2) {
     Snapshot now_storage;
     Snapshot old_storage;
@@ -241,8 +240,7 @@ Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old
                               apply_filters(old, query, old_storage));
   }
   return report_response(
-      to, make_diff_report(now, old, against, report_request(query), verdicts_for(to, query)), query,
-      group);
+      to, make_diff_report(now, old, against, report_request(query), verdicts_for(to, query)), query, group);
 }
 
 Response history_report(const ReplyTo& to, const History& history, const Query& query) {

@@ -23,7 +23,8 @@ namespace http {
 // A typed answer (StatsReport, BaselineReport, ...) laid out as the client asked.
 template <typename Value>
 Response typed_response(const ReplyTo& to, const Value& value) {
-  if (to.format == Format::json) return make_response(to, Status::ok, to_json(value) + "\n", "application/json");
+  if (to.format == Format::json)
+    return make_response(to, Status::ok, to_json(value) + "\n", "application/json");
   return make_text(to, Status::ok, to_text(value));
 }
 
@@ -36,8 +37,8 @@ StatsReport stats_now(unsigned windows);
 Response top_report(const ReplyTo& to, const Snapshot& now, const Query& query, std::size_t group = 1);
 
 // GET /diff: `now` against `old`; `against` says what `old` is, e.g. "the baseline".
-Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old,
-                     const Query& query, const std::string& against, std::size_t group = 1);
+Response diff_report(const ReplyTo& to, const Snapshot& now, const Snapshot& old, const Query& query,
+                     const std::string& against, std::size_t group = 1);
 
 // GET /tracebacks: the biggest stacks of `now`, each whole.
 Response tracebacks_report(const ReplyTo& to, const Snapshot& now, const Query& query);

@@ -39,8 +39,7 @@ bool is_ipv6_literal(std::string_view text) {
 // The Host header names one of Config::allowed_hosts: by name, or by name and port.
 bool is_allowed_host(std::string_view host, const Config& config) {
   for (const std::string& allowed : config.allowed_hosts)
-    if (boost::beast::iequals(allowed, host) || boost::beast::iequals(allowed, host_name(host)))
-      return true;
+    if (boost::beast::iequals(allowed, host) || boost::beast::iequals(allowed, host_name(host))) return true;
   return false;
 }
 
@@ -55,16 +54,14 @@ std::string_view origin_authority(std::string_view origin, std::string_view& sch
 
 std::string_view without_default_port(std::string_view authority, std::string_view scheme) {
   const std::string_view port = scheme == "https" ? ":443" : ":80";
-  return authority.ends_with(port) ? authority.substr(0, authority.size() - port.size())
-                                   : authority;
+  return authority.ends_with(port) ? authority.substr(0, authority.size() - port.size()) : authority;
 }
 
 bool same_origin(std::string_view origin, std::string_view host) {
   std::string_view scheme;
   const std::string_view authority = origin_authority(origin, scheme);
   if (authority.empty()) return false;  // "null" (a sandboxed frame, a file:) or nonsense
-  return boost::beast::iequals(without_default_port(authority, scheme),
-                               without_default_port(host, scheme));
+  return boost::beast::iequals(without_default_port(authority, scheme), without_default_port(host, scheme));
 }
 
 Response forbidden(const ReplyTo& to, const std::string& reason) {
@@ -107,8 +104,9 @@ std::optional<std::string> allowed_host_problem(std::string_view host) {
                       c == '.' || c == '-' || c == '_');
   }
   if (good) return std::nullopt;
-  return excerpt(host) + " is not a name a Host header could carry: write name, name:port, "
-                         "[v6] or [v6]:port, e.g. heap.internal or heap.internal:6060";
+  return excerpt(host) +
+         " is not a name a Host header could carry: write name, name:port, "
+         "[v6] or [v6]:port, e.g. heap.internal or heap.internal:6060";
 }
 
 bool is_loopback_host(std::string_view host) {
@@ -116,8 +114,8 @@ bool is_loopback_host(std::string_view host) {
   return boost::beast::iequals(name, "localhost") || is_loopback_address(name);
 }
 
-std::optional<Response> check_request_policy(const Request& req, const Config& config,
-                                             bool page_or_file, const ReplyTo& to) {
+std::optional<Response> check_request_policy(const Request& req, const Config& config, bool page_or_file,
+                                             const ReplyTo& to) {
   const std::string_view host = req[bh::field::host];
   if (config.token.empty() && !is_loopback_host(host) && !is_allowed_host(host, config))
     return forbidden(to, "Host " + excerpt(host) +
@@ -135,18 +133,20 @@ std::optional<Response> check_request_policy(const Request& req, const Config& c
     const bool other_site = site == "cross-site" || site == "same-site";
     const bool navigation = req["Sec-Fetch-Mode"] == "navigate" && req["Sec-Fetch-Dest"] == "document";
     if (other_site && !navigation && !page_or_file)
-      return forbidden(to, "a " + std::string(site) + " request may not make liveheap build an "
-                           "answer (Sec-Fetch-Site): a page elsewhere could not read it; open "
-                           "the dashboard, or use curl or a script");
+      return forbidden(to, "a " + std::string(site) +
+                               " request may not make liveheap build an "
+                               "answer (Sec-Fetch-Site): a page elsewhere could not read it; open "
+                               "the dashboard, or use curl or a script");
     return std::nullopt;
   }
   if (site == "cross-site" || site == "same-site")
-    return forbidden(to, "a " + std::string(site) + " request may not change liveheap's state "
-                         "(Sec-Fetch-Site); send it from the dashboard or a script");
+    return forbidden(to, "a " + std::string(site) +
+                             " request may not change liveheap's state "
+                             "(Sec-Fetch-Site); send it from the dashboard or a script");
   const auto origin = req.find(bh::field::origin);
   if (origin != req.end() && !same_origin(origin->value(), host))
-    return forbidden(to, "Origin " + excerpt(origin->value()) + " is not this server (" +
-                             excerpt(host) + "): a page elsewhere may not change liveheap's "
+    return forbidden(to, "Origin " + excerpt(origin->value()) + " is not this server (" + excerpt(host) +
+                             "): a page elsewhere may not change liveheap's "
                              "state; send it from the dashboard or a script");
   return std::nullopt;
 }

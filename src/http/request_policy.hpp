@@ -25,8 +25,8 @@ std::optional<std::string> allowed_host_problem(std::string_view host);
 // Config::allowed_hosts; a POST must not come from another origin (Origin, Sec-Fetch-Site);
 // any other request from another site (Sec-Fetch-Site cross-site or same-site) must be a
 // top-level navigation, or ask for the dashboard's page or files (`page_or_file`).
-std::optional<Response> check_request_policy(const Request& req, const Config& config,
-                                             bool page_or_file, const ReplyTo& to);
+std::optional<Response> check_request_policy(const Request& req, const Config& config, bool page_or_file,
+                                             const ReplyTo& to);
 
 }  // namespace http
 LIVEHEAP_NAMESPACE_END

@@ -27,14 +27,12 @@ using RouteFn = Outcome (*)(RouteState&, const ReplyTo&, const Query&);
 struct Route {
   std::string_view path;  // below the prefix
   Verb method;
-  ParamSet params;        // the query parameters it takes
+  ParamSet params;  // the query parameters it takes
   RouteFn run;
   std::string_view what;  // for the index
 };
 
-[[noreturn]] void conflict(const std::string& reason) {
-  throw RequestError(Status::conflict, reason);
-}
+[[noreturn]] void conflict(const std::string& reason) { throw RequestError(Status::conflict, reason); }
 
 [[noreturn]] void tracing_off(const RouteState& state) {
   conflict("tracing is off: POST " + state.config.prefix + "/start first");
@@ -76,7 +74,6 @@ SymbolizedPair shown(const StackSnapshot& now, const StackSnapshot& old, const s
   }
 }
 
-
 // ?seconds=N, as Go's pprof: the heap now, and after N seconds what changed.
 Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
   auto slot = std::make_shared<WindowSlot>(state);
@@ -84,8 +81,8 @@ Outcome window(RouteState& state, const ReplyTo& to, const Query& query) {
   return Window{std::chrono::seconds(query.seconds), [&state, to, query, first, slot]() mutable {
                   Response res;
                   try {
-                    const SymbolizedPair both = shown(stacks_now(state), *first, "the window's start",
-                                                      "ask for the window again");
+                    const SymbolizedPair both =
+                        shown(stacks_now(state), *first, "the window's start", "ask for the window again");
                     res = diff_report(to, both.now, both.old, query,
                                       "the heap " + std::to_string(query.seconds) + " s ago");
                   } catch (...) {
@@ -124,8 +121,8 @@ Outcome diff(RouteState& state, const ReplyTo& to, const Query& query) {
   if (!baseline)
     conflict("no baseline to diff against: POST " + state.config.prefix +
              "/baseline first, or ask for a window with ?seconds=N");
-  const SymbolizedPair both = shown(stacks_now(state), *baseline, "the baseline",
-                                    "POST " + state.config.prefix + "/baseline again");
+  const SymbolizedPair both =
+      shown(stacks_now(state), *baseline, "the baseline", "POST " + state.config.prefix + "/baseline again");
   return diff_report(to, both.now, both.old, query, "the baseline", group_size());
 }
 
@@ -251,31 +248,41 @@ Outcome metrics(RouteState& state, const ReplyTo& to, const Query&) {
   return metrics_response(to, std::get<unsigned>(state.metrics_callsites));
 }
 
-Outcome processes(RouteState& state, const ReplyTo& to, const Query&) {
-  return processes_report(state, to);
-}
+Outcome processes(RouteState& state, const ReplyTo& to, const Query&) { return processes_report(state, to); }
 
 Outcome route_index(RouteState& state, const ReplyTo& to, const Query& query);
 
 constexpr ParamSet kReport = kFormat | kKey | kLimit | kCumulative | kFilters | kTraceback;
 const Route kRoutes[] = {
     {"/", Verb::get, kFormat, route_index, "the dashboard, or this index"},
-    {"/stats", Verb::get, kFormat, stats, "tracing state, traced and tracker memory, RSS, the allocator and its figures"},
+    {"/stats", Verb::get, kFormat, stats,
+     "tracing state, traced and tracker memory, RSS, the allocator and its figures"},
     {"/baseline", Verb::get, kFormat, get_baseline, "when the baseline was taken, and its totals"},
     {"/baseline", Verb::post, kFormat, post_baseline, "remember the heap now as the baseline"},
-    {"/diff", Verb::get, kReport | kRouteFilter | kSeconds | kFolded | kFolded2 | kVerdicts | kMissingBaseline, diff, "the heap now against the baseline"},
-    {"/top", Verb::get, kReport | kRouteFilter | kSeconds | kFolded | kVerdicts, top, "statistics of the heap now"},
-    {"/history", Verb::get, kReport, history, "the heap over time: points, and each callsite's series and verdict"},
-    {"/peak", Verb::get, kReport | kRouteFilter | kFolded | kVerdicts, peak, "statistics of the heap at its high-water mark (as /top)"},
-    {"/tracebacks", Verb::get, kFormat | kLimit | kFilters | kRouteFilter | kFolded, tracebacks, "the biggest stacks, whole"},
-    {"/routes", Verb::get, kFormat, routes, "per route of the requests: requests, live bytes, what each request left behind, verdict"},
+    {"/diff", Verb::get,
+     kReport | kRouteFilter | kSeconds | kFolded | kFolded2 | kVerdicts | kMissingBaseline, diff,
+     "the heap now against the baseline"},
+    {"/top", Verb::get, kReport | kRouteFilter | kSeconds | kFolded | kVerdicts, top,
+     "statistics of the heap now"},
+    {"/history", Verb::get, kReport, history,
+     "the heap over time: points, and each callsite's series and verdict"},
+    {"/peak", Verb::get, kReport | kRouteFilter | kFolded | kVerdicts, peak,
+     "statistics of the heap at its high-water mark (as /top)"},
+    {"/tracebacks", Verb::get, kFormat | kLimit | kFilters | kRouteFilter | kFolded, tracebacks,
+     "the biggest stacks, whole"},
+    {"/routes", Verb::get, kFormat, routes,
+     "per route of the requests: requests, live bytes, what each request left behind, verdict"},
     {"/start", Verb::post, kFormat | kStartOptions, start_tracing, "start tracing"},
     {"/stop", Verb::post, kFormat, stop_tracing, "stop tracing and forget the traces"},
     {"/clear", Verb::post, kFormat, clear_traces, "forget the traces, keep tracing"},
-    {"/reset-peak", Verb::post, kFormat, reset_traced_peak, "reset the traced peak (and /peak's record) to now"},
-    {"/trim", Verb::post, kFormat, trim, "the allocator gives free memory back (malloc_trim(0) on glibc), with RSS before and after"},
-    {"/pprof/heap", Verb::get, kSeconds | kRouteFilter, pprof_heap, "gzip'd pprof heap profile (inuse_space first)"},
-    {"/pprof/allocs", Verb::get, kSeconds | kRouteFilter, pprof_allocs, "the same profile, alloc_space first"},
+    {"/reset-peak", Verb::post, kFormat, reset_traced_peak,
+     "reset the traced peak (and /peak's record) to now"},
+    {"/trim", Verb::post, kFormat, trim,
+     "the allocator gives free memory back (malloc_trim(0) on glibc), with RSS before and after"},
+    {"/pprof/heap", Verb::get, kSeconds | kRouteFilter, pprof_heap,
+     "gzip'd pprof heap profile (inuse_space first)"},
+    {"/pprof/allocs", Verb::get, kSeconds | kRouteFilter, pprof_allocs,
+     "the same profile, alloc_space first"},
     {"/metrics", Verb::get, 0, metrics, "Prometheus metrics (text exposition 0.0.4)"},
     {"/processes", Verb::get, kFormat, processes, "every process of this program (pid=N asks one)"},
 };
@@ -350,12 +357,11 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
   // The dashboard's page and files hold no data: a link from elsewhere may open them.
   const bool page_or_file = rest.empty() || rest == "/" || rest.starts_with("/static/") ||
                             (rest.size() > 1 && web::find_asset(rest.substr(1)) != nullptr);
-  if (auto refused = check_request_policy(req, state.config, page_or_file, to))
-    return std::move(*refused);
+  if (auto refused = check_request_policy(req, state.config, page_or_file, to)) return std::move(*refused);
   if (rest.empty()) {  // "/debug/memory": the dashboard's relative links need the slash
     Response res = make_error(to, Status::permanent_redirect, "see " + prefix + "/");
-    res.set(bh::field::location, prefix + "/" + (target.query.empty() ? "" : "?") +
-                                     std::string(target.query));
+    res.set(bh::field::location,
+            prefix + "/" + (target.query.empty() ? "" : "?") + std::string(target.query));
     return res;
   }
   if (auto file = static_file(req, to, rest)) return std::move(*file);
@@ -375,7 +381,9 @@ Outcome dispatch(RouteState& state, const Request& req, ReplyTo& to) {
     if (auto denied = check_bearer(req, state.config.token, to)) return std::move(*denied);
   const Query query = parse_query(target.query, match->params | kPid);  // every route takes pid=
   if (query.format) to.format = *query.format;
-  const auto here = [&](const std::string& other_target) { return run_here(state, req, *match, other_target); };
+  const auto here = [&](const std::string& other_target) {
+    return run_here(state, req, *match, other_target);
+  };
   if (auto other = answer_for_pid(state, req, to, rest, query, here)) return std::move(*other);
   return match->run(state, to, query);
 }

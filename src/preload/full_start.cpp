@@ -61,8 +61,7 @@ liveheap::http::Config endpoint_config() {
   http::Config config;
   if (const char* token = start_env("LIVEHEAP_TOKEN")) {
     if (*token == '\0') throw std::invalid_argument("LIVEHEAP_TOKEN is empty");
-    if (auto problem = http::token_problem(token))
-      throw std::invalid_argument("LIVEHEAP_TOKEN " + *problem);
+    if (auto problem = http::token_problem(token)) throw std::invalid_argument("LIVEHEAP_TOKEN " + *problem);
     config.token = token;
   }
   config.allow_open_without_token = allow_open();
@@ -102,7 +101,8 @@ extern "C" [[gnu::visibility("default")]] void liveheap_preload_full_start() {
 // Called once, on the early endpoint's thread (boot::kTakeOverFunction). The variables were
 // read by the preload library with these parsers' ranges, and the endpoint's own settings
 // are unset (else the full start would have run): nothing here can be a bad value.
-extern "C" [[gnu::visibility("default")]] void liveheap_preload_take_over(liveheap::boot::EarlyEndpoint& early) {
+extern "C" [[gnu::visibility("default")]] void liveheap_preload_take_over(
+    liveheap::boot::EarlyEndpoint& early) {
   start_tracking(true);
   try {
     liveheap::IgnoreScope ignore;

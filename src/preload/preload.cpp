@@ -21,8 +21,8 @@ namespace engine = liveheap::engine;
   // The settings were read with the full library's ranges: they are valid. Whatever else
   // could fail (another allocator preloaded first, no address space for the samples) is
   // the full start's to report, in its words.
-  if (!plan.full_library && (plan.engine.mode == engine::Mode::off ||
-                             (engine::hooks_installed() && engine::start(plan.engine)))) {
+  if (!plan.full_library &&
+      (plan.engine.mode == engine::Mode::off || (engine::hooks_installed() && engine::start(plan.engine)))) {
     if (plan.endpoint) {
       boot::locate_full_library();  // its first connection may come after a chdir
       boot::start_early_endpoint(plan.address);

@@ -85,9 +85,10 @@ std::string to_text(const BaselineReport& r) {
                                  ? " (this is 1 of the " + std::to_string(*r.group_processes) +
                                        " processes of this program: pid=all sets them all)"
                                  : "";
-  return "baseline taken " + std::to_string(r.age_ms / 1000) + " s ago: size=" +
-         format_size(static_cast<double>(r.total_size), false) + ", count=" + std::to_string(r.total_count) +
-         ", stacks=" + std::to_string(r.stacks) + " (mode=" + std::string(to_string(r.mode)) + ")" + others;
+  return "baseline taken " + std::to_string(r.age_ms / 1000) +
+         " s ago: size=" + format_size(static_cast<double>(r.total_size), false) +
+         ", count=" + std::to_string(r.total_count) + ", stacks=" + std::to_string(r.stacks) +
+         " (mode=" + std::string(to_string(r.mode)) + ")" + others;
 }
 
 std::string to_json(const BaselinesReport& report) {
@@ -112,8 +113,7 @@ std::string to_text(const BaselinesReport& report) {
     if (p.baseline)
       text += "baseline of " + format_size(static_cast<double>(p.baseline->total_size), false) + " in " +
               std::to_string(p.baseline->total_count) + " blocks\n";
-    else
-      text += p.error + "\n";
+    else text += p.error + "\n";
   }
   return text;
 }

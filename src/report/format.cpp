@@ -33,7 +33,7 @@ std::string average_suffix(std::int64_t size, std::int64_t count) {
   return ", average=" + format_size(static_cast<double>(size) / static_cast<double>(count), false);
 }
 
-constexpr std::size_t kMinFold = 2;  // a single library frame is shown as it is
+constexpr std::size_t kMinFold = 2;       // a single library frame is shown as it is
 constexpr std::size_t kMaxLibraries = 3;  // named in a fold line; the rest are counted
 constexpr std::string_view kEllipsis = "\u2026";
 
@@ -102,10 +102,8 @@ std::string fold_line(const Traceback& traceback, std::size_t first, std::size_t
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
   }
   std::string line = "  " + std::string(kEllipsis) + " " + std::to_string(count) + " frames in ";
-  for (std::size_t i = 0; i < names.size() && i < kMaxLibraries; ++i)
-    line += (i == 0 ? "" : ", ") + names[i];
-  if (names.size() > kMaxLibraries)
-    line += " (+" + std::to_string(names.size() - kMaxLibraries) + " more)";
+  for (std::size_t i = 0; i < names.size() && i < kMaxLibraries; ++i) line += (i == 0 ? "" : ", ") + names[i];
+  if (names.size() > kMaxLibraries) line += " (+" + std::to_string(names.size() - kMaxLibraries) + " more)";
   return line + " " + std::string(kEllipsis);
 }
 
@@ -115,8 +113,7 @@ std::string format_size(double size, bool sign) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   for (const char* unit : kUnits) {
     const bool bytes = unit == kUnits[0];
-    if (std::fabs(size) < 100 && !bytes)
-      return printf_string(sign ? "%+.1f %s" : "%.1f %s", size, unit);
+    if (std::fabs(size) < 100 && !bytes) return printf_string(sign ? "%+.1f %s" : "%.1f %s", size, unit);
     if (std::fabs(size) < 10 * 1024 || unit == kUnits[4])
       return printf_string(sign ? "%+.0f %s" : "%.0f %s", size, unit);
     size /= 1024;
@@ -143,13 +140,11 @@ std::string format_statistic(std::string_view key, std::int64_t size, std::int64
          ", count=" + std::to_string(count) + average_suffix(size, count);
 }
 
-std::string format_statistic_diff(std::string_view key, std::int64_t size,
-                                  std::int64_t size_diff, std::int64_t count,
-                                  std::int64_t count_diff) {
+std::string format_statistic_diff(std::string_view key, std::int64_t size, std::int64_t size_diff,
+                                  std::int64_t count, std::int64_t count_diff) {
   return std::string(key) + ": size=" + format_size(static_cast<double>(size), false) + " (" +
-         format_size(static_cast<double>(size_diff), true) + "), count=" +
-         std::to_string(count) + " (" + printf_string("%+lld", static_cast<long long>(count_diff)) +
-         ")" + average_suffix(size, count);
+         format_size(static_cast<double>(size_diff), true) + "), count=" + std::to_string(count) + " (" +
+         printf_string("%+lld", static_cast<long long>(count_diff)) + ")" + average_suffix(size, count);
 }
 
 std::string format_statistic(const Statistic& stat, KeyType key_type) {
@@ -157,12 +152,11 @@ std::string format_statistic(const Statistic& stat, KeyType key_type) {
 }
 
 std::string format_statistic_diff(const StatisticDiff& stat, KeyType key_type) {
-  return format_statistic_diff(format_key(stat.traceback, key_type), stat.size, stat.size_diff,
-                               stat.count, stat.count_diff);
+  return format_statistic_diff(format_key(stat.traceback, key_type), stat.size, stat.size_diff, stat.count,
+                               stat.count_diff);
 }
 
-std::vector<std::string> format_traceback(const Traceback& traceback,
-                                          const TracebackStyle& style) {
+std::vector<std::string> format_traceback(const Traceback& traceback, const TracebackStyle& style) {
   std::vector<std::string> lines;
   const Folds folds = what_folds(traceback);
   for (std::size_t i = 0; i < traceback.size();) {
@@ -201,9 +195,8 @@ LIVEHEAP_NAMESPACE_BEGIN
 std::string format_cap(const TrackerMemoryCap& cap) {
   if (!cap.reached) return {};
   const auto size = [](std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); };
-  return "tracker-memory cap " + size(cap.max_bytes) + " reached: " +
-         std::to_string(cap.folded_blocks) + " allocations (" + size(cap.folded_bytes) +
-         ") folded into " + std::string(kOverCapFunction) + ", " +
+  return "tracker-memory cap " + size(cap.max_bytes) + " reached: " + std::to_string(cap.folded_blocks) +
+         " allocations (" + size(cap.folded_bytes) + ") folded into " + std::string(kOverCapFunction) + ", " +
          std::to_string(cap.dropped_blocks) + " dropped (" + size(cap.dropped_bytes) + ")";
 }
 

@@ -75,7 +75,8 @@ std::string group_id(const Frame& frame, KeyType key) {
   return id;
 }
 
-std::size_t GroupIndex::FrameNumbersHash::operator()(const std::vector<std::uint32_t>& frames) const noexcept {
+std::size_t GroupIndex::FrameNumbersHash::operator()(
+    const std::vector<std::uint32_t>& frames) const noexcept {
   std::size_t h = frames.size();
   for (std::uint32_t f : frames) h ^= f + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h;

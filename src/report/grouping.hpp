@@ -15,7 +15,7 @@ namespace liveheap::report {
 struct Totals {
   std::int64_t size = 0;
   std::int64_t count = 0;
-  std::int64_t alloc_size = 0;   // Trace::alloc_size summed (the history's work per key)
+  std::int64_t alloc_size = 0;  // Trace::alloc_size summed (the history's work per key)
   std::int64_t alloc_count = 0;
 };
 
@@ -58,9 +58,9 @@ class GroupIndex {
   std::unordered_map<std::string, std::uint32_t> group_ids_;
   std::unordered_map<std::string, std::uint32_t> frame_ids_;  // traceback key only
   std::unordered_map<std::vector<std::uint32_t>, std::uint32_t, FrameNumbersHash> stacks_;
-  std::vector<std::uint32_t> stack_;  // scratch for group_of_stack
-  std::string id_;                    // scratch: the frame id being looked up
-  std::vector<Traceback> keys_;       // by group number
+  std::vector<std::uint32_t> stack_;         // scratch for group_of_stack
+  std::string id_;                           // scratch: the frame id being looked up
+  std::vector<Traceback> keys_;              // by group number
   std::vector<std::uint64_t> last_counted_;  // cumulative: the trace that last counted in a group
   std::uint64_t trace_number_ = 0;
 };

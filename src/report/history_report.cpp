@@ -31,10 +31,16 @@ json point_json(const HistoryReport::Point& point) {
   for (const auto& [name, bytes] : p.allocator) allocator[name] = bytes;
   json route_requests = json::object();
   for (const auto& [route, requests] : p.route_requests) route_requests[route] = requests;
-  return {{"t_ms", p.t_ms}, {"traced", p.traced}, {"peak", p.peak}, {"rss", p.rss},
-          {"allocator", std::move(allocator)}, {"route_requests", std::move(route_requests)},
-          {"stacks_dropped", p.stacks_dropped}, {"bytes_dropped", p.bytes_dropped},
-          {"allocated", p.allocated}, {"allocations", p.allocations},
+  return {{"t_ms", p.t_ms},
+          {"traced", p.traced},
+          {"peak", p.peak},
+          {"rss", p.rss},
+          {"allocator", std::move(allocator)},
+          {"route_requests", std::move(route_requests)},
+          {"stacks_dropped", p.stacks_dropped},
+          {"bytes_dropped", p.bytes_dropped},
+          {"allocated", p.allocated},
+          {"allocations", p.allocations},
           {"idle", point.idle}};
 }
 
@@ -45,13 +51,15 @@ json line_json(const HistoryReport::Line& line, const ReportRequest& request) {
   return j;
 }
 
-std::vector<HistoryReport::Sample> samples_from(const json& j, const std::string& path, std::string_view name) {
+std::vector<HistoryReport::Sample> samples_from(const json& j, const std::string& path,
+                                                std::string_view name) {
   std::vector<HistoryReport::Sample> out;
   const json& list = array(j, path, name);
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string at = join(path, name) + "[" + std::to_string(i) + "]";
     const json& v = list[i];
-    expect(v.is_array() && v.size() == 3 && std::all_of(v.begin(), v.end(), [](const json& n) { return n.is_number_integer(); }),
+    expect(v.is_array() && v.size() == 3 &&
+               std::all_of(v.begin(), v.end(), [](const json& n) { return n.is_number_integer(); }),
            v, at, "an array of three integers");
     out.push_back({v[0].get<std::int64_t>(), v[1].get<std::int64_t>(), v[2].get<std::int64_t>()});
   }
@@ -103,7 +111,8 @@ HistoryReport read_history(const json& j) {
   const json& stats = array(j, "", "stats");
   for (std::size_t i = 0; i < stats.size(); ++i) {
     const std::string at = "stats[" + std::to_string(i) + "]";
-    HistoryReport::Line line{line_from(stats[i], at, request.key, false), samples_from(stats[i], at, "series"),
+    HistoryReport::Line line{line_from(stats[i], at, request.key, false),
+                             samples_from(stats[i], at, "series"),
                              samples_from(stats[i], at, "allocated_series")};
     r.lines.push_back(std::move(line));
   }
@@ -122,7 +131,8 @@ HistoryReport read_history(const json& j) {
 
 }  // namespace
 
-HistoryReport make_history_report(const History& history, const ReportRequest& request, std::string allocator) {
+HistoryReport make_history_report(const History& history, const ReportRequest& request,
+                                  std::string allocator) {
   HistoryIndex index(history, request.key, request.cumulative, filters_of(request));
   HistoryReport r;
   r.interval_s = history.interval_s;
@@ -193,8 +203,8 @@ std::string to_text(const HistoryReport& r, std::size_t max_bytes) {
                      std::to_string(static_cast<unsigned>(r.interval_s)) + " s";
   if (!r.points.empty()) {
     const HistoryPoint& p = r.points.back().at;
-    text += " over " + std::to_string((p.t_ms - r.points.front().at.t_ms) / 1000) + " s; last: traced=" +
-            size(p.traced) + ", peak=" + size(p.peak) + ", rss=" + size(p.rss);
+    text += " over " + std::to_string((p.t_ms - r.points.front().at.t_ms) / 1000) +
+            " s; last: traced=" + size(p.traced) + ", peak=" + size(p.peak) + ", rss=" + size(p.rss);
   }
   const std::size_t shown = r.lines.size();
   text += "\nTop " + std::to_string(shown) + " of " + std::to_string(r.keys) + " " +
@@ -203,8 +213,9 @@ std::string to_text(const HistoryReport& r, std::size_t max_bytes) {
     const ReportLine& stat = r.lines[i].stat;
     const std::string row = to_text(stat, false) + verdict_text(stat.verdict.value_or(Verdict{})) + "\n";
     if (text.size() + row.size() > max_bytes) {  // as the reports' text says it
-      text += "(truncated at " + format_size(static_cast<double>(max_bytes), false) + ": " + std::to_string(i) +
-              " of " + std::to_string(shown) + " rows shown; ask for a smaller limit= or narrow with include=)\n";
+      text += "(truncated at " + format_size(static_cast<double>(max_bytes), false) + ": " +
+              std::to_string(i) + " of " + std::to_string(shown) +
+              " rows shown; ask for a smaller limit= or narrow with include=)\n";
       break;
     }
     text += row;

@@ -14,10 +14,9 @@ std::string hex(std::uintptr_t address) {
   return text;
 }
 
-nlohmann::json key_fields(const Traceback& key, KeyType key_type, std::int64_t size,
-                          std::int64_t count) {
+nlohmann::json key_fields(const Traceback& key, KeyType key_type, std::int64_t size, std::int64_t count) {
   static const Frame kNone;
-  const Frame& f = key.empty() ? kNone
+  const Frame& f = key.empty()                      ? kNone
                    : key_type == KeyType::traceback ? key[user_frame_index(key)]
                                                     : key.front();
   return {{"key", format_key(key, key_type)},
@@ -36,12 +35,9 @@ nlohmann::json key_fields(const Traceback& key, KeyType key_type, std::int64_t s
 }  // namespace
 
 nlohmann::json to_json(const Frame& frame) {
-  return {{"function", frame.function},
-          {"short_function", shown_function(frame)},
-          {"kind", frame_kind(frame)},
-          {"file", frame.file},
-          {"line", frame.line},
-          {"module", frame.module},
+  return {{"function", frame.function},   {"short_function", shown_function(frame)},
+          {"kind", frame_kind(frame)},    {"file", frame.file},
+          {"line", frame.line},           {"module", frame.module},
           {"address", hex(frame.address)}};
 }
 
@@ -63,14 +59,10 @@ nlohmann::json to_json(const StatisticDiff& stat, KeyType key_type) {
 }
 
 nlohmann::json to_json(const SnapshotInfo& info) {
-  return {{"mode", to_string(info.mode)},
-          {"sample_interval", info.sample_interval},
-          {"max_frames", info.max_frames},
-          {"taken_at_ms", info.taken_at_ms},
-          {"traced_current", info.traced_current},
-          {"traced_peak", info.traced_peak},
-          {"tracker_memory", info.tracker_memory},
-          {"tracker_memory_cap", to_json(info.cap)}};
+  return {{"mode", to_string(info.mode)},          {"sample_interval", info.sample_interval},
+          {"max_frames", info.max_frames},         {"taken_at_ms", info.taken_at_ms},
+          {"traced_current", info.traced_current}, {"traced_peak", info.traced_peak},
+          {"tracker_memory", info.tracker_memory}, {"tracker_memory_cap", to_json(info.cap)}};
 }
 
 nlohmann::json to_json(const TrackerMemoryCap& cap) {

@@ -19,8 +19,7 @@ std::string_view to_string(Mode mode) noexcept {
 Mode parse_mode(std::string_view text) {
   for (Mode m : {Mode::off, Mode::exact, Mode::sampled})
     if (to_string(m) == text) return m;
-  throw std::invalid_argument("unknown mode '" + std::string(text) +
-                              "' (expected off, exact or sampled)");
+  throw std::invalid_argument("unknown mode '" + std::string(text) + "' (expected off, exact or sampled)");
 }
 
 std::string_view to_string(KeyType key) noexcept {

@@ -24,8 +24,8 @@ bool starts_with_word(std::string_view text, std::string_view word) {
 
 bool is_allocator_function(std::string_view f) {
   static constexpr std::array<std::string_view, 13> kAllocators = {
-      "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
-      "memalign", "valloc", "pvalloc", "strdup", "strndup", "__libc_malloc"};
+      "malloc",   "calloc", "realloc", "reallocarray", "free",    "posix_memalign", "aligned_alloc",
+      "memalign", "valloc", "pvalloc", "strdup",       "strndup", "__libc_malloc"};
   for (std::string_view a : kAllocators)
     if (starts_with_word(f, a)) return true;
   return f.starts_with("operator new") || f.starts_with("operator delete");
@@ -109,8 +109,7 @@ std::string library_of_header(std::string_view file) {
   const std::string_view top = rest.substr(0, slash);
   const std::string_view below = rest.substr(slash + 1);
   const std::size_t next = below.find('/');
-  if (top == "boost" && next != std::string_view::npos)
-    return "boost::" + std::string(below.substr(0, next));
+  if (top == "boost" && next != std::string_view::npos) return "boost::" + std::string(below.substr(0, next));
   return std::string(top);
 }
 

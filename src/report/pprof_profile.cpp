@@ -13,9 +13,9 @@ namespace {
 
 // profile.proto's field numbers.
 namespace field {
-constexpr unsigned kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5,
-                   kStringTable = 6, kTimeNanos = 9, kDurationNanos = 10, kPeriodType = 11,
-                   kPeriod = 12, kDefaultSampleType = 14;
+constexpr unsigned kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5, kStringTable = 6,
+                   kTimeNanos = 9, kDurationNanos = 10, kPeriodType = 11, kPeriod = 12,
+                   kDefaultSampleType = 14;
 }  // namespace field
 
 // alloc_objects, alloc_space, inuse_objects, inuse_space: Go's order.
@@ -208,8 +208,8 @@ class ProfileBuilder {
 
 }  // namespace
 
-std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappings,
-                          ProfileView view, const Snapshot* base) {
+std::string pprof_profile(const Snapshot& now, const std::vector<Mapping>& mappings, ProfileView view,
+                          const Snapshot* base) {
   ProfileBuilder builder(mappings);
   builder.add(now, +1);
   std::int64_t duration_ns = 0;

@@ -21,8 +21,9 @@ ProcessesReport read_processes(const json& j) {
     const std::string at = "processes[" + std::to_string(i) + "]";
     const json& p = list[i];
     expect_object(p, at);
-    r.processes.push_back({static_cast<long>(integer(p, at, "pid")), static_cast<long>(integer(p, at, "ppid")),
-                           text(p, at, "cmdline"), text(p, at, "mode"), integer_or_null(p, at, "traced"),
+    r.processes.push_back({static_cast<long>(integer(p, at, "pid")),
+                           static_cast<long>(integer(p, at, "ppid")), text(p, at, "cmdline"),
+                           text(p, at, "mode"), integer_or_null(p, at, "traced"),
                            integer_or_null(p, at, "rss"), integer(p, at, "started_ms")});
   }
   r.this_pid = static_cast<long>(integer(j, "", "this_pid"));
@@ -34,8 +35,13 @@ ProcessesReport read_processes(const json& j) {
 std::string to_json(const ProcessesReport& report) {
   json list = json::array();
   for (const ProcessEntry& p : report.processes)
-    list.push_back({{"pid", p.pid}, {"ppid", p.ppid}, {"cmdline", p.cmdline}, {"mode", p.mode},
-                    {"traced", or_null(p.traced)}, {"rss", or_null(p.rss)}, {"started_ms", p.started_ms}});
+    list.push_back({{"pid", p.pid},
+                    {"ppid", p.ppid},
+                    {"cmdline", p.cmdline},
+                    {"mode", p.mode},
+                    {"traced", or_null(p.traced)},
+                    {"rss", or_null(p.rss)},
+                    {"started_ms", p.started_ms}});
   return dump({{"processes", list}, {"this_pid", report.this_pid}});
 }
 
@@ -48,7 +54,8 @@ std::string to_text(const ProcessesReport& report) {
   std::string text = std::to_string(n) + " process" + (n == 1 ? "" : "es") + " (this one: pid " +
                      std::to_string(report.this_pid) + ")\n";
   char line[160];
-  std::snprintf(line, sizeof line, "%8s %8s %-11s %11s %11s  %s\n", "PID", "PPID", "MODE", "TRACED", "RSS", "CMDLINE");
+  std::snprintf(line, sizeof line, "%8s %8s %-11s %11s %11s  %s\n", "PID", "PPID", "MODE", "TRACED", "RSS",
+                "CMDLINE");
   text += line;
   const auto size = [](const std::optional<std::int64_t>& v) {
     return v ? format_size(static_cast<double>(*v), false) : std::string("-");

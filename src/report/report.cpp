@@ -119,8 +119,7 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
       shown_lines(current.compare_to(previous, request.key, request.cumulative), filters, request);
   Report report = empty_report(current.info(), request);
   report.diff = ReportAgainst{std::move(against), previous.info().taken_at_ms};
-  report.total = {current.total_size(), current.total_count(),
-                  current.total_size() - previous.total_size(),
+  report.total = {current.total_size(), current.total_count(), current.total_size() - previous.total_size(),
                   current.total_count() - previous.total_count()};
   report.keys = diffs.size();
   const std::size_t shown = std::min(diffs.size(), request.limit);
@@ -134,8 +133,7 @@ Report make_diff_report(const Snapshot& now, const Snapshot& old, std::string ag
     report.lines.push_back(std::move(line));
   }
   if (request.traceback && request.key != KeyType::traceback)
-    attach_whole_stacks(report.lines, stacks_of(current.compare_to(previous, KeyType::traceback)),
-                        request);
+    attach_whole_stacks(report.lines, stacks_of(current.compare_to(previous, KeyType::traceback)), request);
   return report;
 }
 

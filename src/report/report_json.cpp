@@ -15,8 +15,7 @@ namespace {
 using nlohmann::json;
 
 bool shows_traceback(const Report& report, const ReportLine& line) {
-  return line.traceback &&
-         (report.request.key == KeyType::traceback || report.request.traceback);
+  return line.traceback && (report.request.key == KeyType::traceback || report.request.traceback);
 }
 
 json line_json(const Report& report, const ReportLine& line) {
@@ -144,16 +143,16 @@ Report read_report(const json& j) {
   const json& stats = array(j, "", "stats");
   report.lines.reserve(stats.size());
   for (std::size_t i = 0; i < stats.size(); ++i)
-    report.lines.push_back(line_from(stats[i], "stats[" + std::to_string(i) + "]", r.key, report.diff.has_value()));
+    report.lines.push_back(
+        line_from(stats[i], "stats[" + std::to_string(i) + "]", r.key, report.diff.has_value()));
   // traceback=1 is not a field: it is whether the lines carried their stacks.
-  r.traceback = r.key != KeyType::traceback && !report.lines.empty() &&
-                report.lines.front().traceback.has_value();
+  r.traceback =
+      r.key != KeyType::traceback && !report.lines.empty() && report.lines.front().traceback.has_value();
   for (std::size_t i = 0; i < report.lines.size(); ++i)
     if (r.key != KeyType::traceback && report.lines[i].traceback.has_value() != r.traceback)
       fail("stats[" + std::to_string(i) + "].traceback",
            r.traceback ? "is missing (stats[0] has one)" : "is there (stats[0] has none)");
-    else if (!report.lines[i].traceback)
-      report.lines[i].traceback = Traceback{report.lines[i].frame};
+    else if (!report.lines[i].traceback) report.lines[i].traceback = Traceback{report.lines[i].frame};
   if (j.contains("pids")) {
     std::vector<long> pids;
     const json& list = array(j, "", "pids");

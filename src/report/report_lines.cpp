@@ -35,7 +35,8 @@ Frame frame_from(const json& j, const std::string& path, bool with_address) {
 std::optional<Verdict> verdict_from(const json& j, const std::string& path) {
   const Trend trend = word(j, path, "verdict", [](const std::string& v) {
     const std::optional<Trend> t = parse_trend(v);
-    if (!t) throw std::invalid_argument("'" + v + "' (expected growing, plateaued, stable, shrinking or unknown)");
+    if (!t)
+      throw std::invalid_argument("'" + v + "' (expected growing, plateaued, stable, shrinking or unknown)");
     return *t;
   });
   Verdict verdict;

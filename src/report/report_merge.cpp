@@ -15,7 +15,8 @@ namespace {
 std::string merge_key(const ReportLine& line, KeyType key) {
   if (key != KeyType::traceback || !line.traceback) return line.key;
   std::string text;
-  for (const Frame& f : *line.traceback) text += f.function + "\n" + f.file + ":" + std::to_string(f.line) + "\n";
+  for (const Frame& f : *line.traceback)
+    text += f.function + "\n" + f.file + ":" + std::to_string(f.line) + "\n";
   return text;
 }
 
@@ -73,9 +74,11 @@ Report merge(std::vector<ProcessReport> reports, std::vector<ReportFailure> fail
     line.average = line.count == 0 ? 0.0 : static_cast<double>(line.size) / static_cast<double>(line.count);
   const auto rank = [diff](const ReportLine& s) {
     using Rank = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-    return diff ? Rank{std::abs(s.size_diff), s.size, std::abs(s.count_diff), s.count} : Rank{s.size, s.count, 0, 0};
+    return diff ? Rank{std::abs(s.size_diff), s.size, std::abs(s.count_diff), s.count}
+                : Rank{s.size, s.count, 0, 0};
   };
-  std::stable_sort(lines.begin(), lines.end(), [&](const ReportLine& a, const ReportLine& b) { return rank(a) > rank(b); });
+  std::stable_sort(lines.begin(), lines.end(),
+                   [&](const ReportLine& a, const ReportLine& b) { return rank(a) > rank(b); });
   merged.keys = lines.size();
   lines.resize(std::min(lines.size(), limit));
   merged.request.limit = limit;

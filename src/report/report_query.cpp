@@ -13,20 +13,39 @@ using namespace query;
 // Every parameter's name, once: the parser's, to_query's and the refusals' list, in the
 // order to_query writes them.
 enum class Name : std::size_t {
-  format, key, limit, cumulative, include, exclude, route, seconds, mode, frames, sample_interval,
-  max_tracker_memory, traceback, verdicts, pid, missing_baseline
+  format,
+  key,
+  limit,
+  cumulative,
+  include,
+  exclude,
+  route,
+  seconds,
+  mode,
+  frames,
+  sample_interval,
+  max_tracker_memory,
+  traceback,
+  verdicts,
+  pid,
+  missing_baseline
 };
 struct ParamName {
   std::string_view name;
   Param param;
 };
 constexpr std::array kParamNames{
-    ParamName{"format", kFormat},   ParamName{"key", kKey},
-    ParamName{"limit", kLimit},     ParamName{"cumulative", kCumulative},
-    ParamName{"include", kFilters}, ParamName{"exclude", kFilters},
+    ParamName{"format", kFormat},
+    ParamName{"key", kKey},
+    ParamName{"limit", kLimit},
+    ParamName{"cumulative", kCumulative},
+    ParamName{"include", kFilters},
+    ParamName{"exclude", kFilters},
     ParamName{"route", kRouteFilter},
-    ParamName{"seconds", kSeconds}, ParamName{"mode", kStartOptions},
-    ParamName{"frames", kStartOptions}, ParamName{"sample_interval", kStartOptions},
+    ParamName{"seconds", kSeconds},
+    ParamName{"mode", kStartOptions},
+    ParamName{"frames", kStartOptions},
+    ParamName{"sample_interval", kStartOptions},
     ParamName{"max_tracker_memory", kStartOptions},
     ParamName{"traceback", kTraceback},
     ParamName{"verdicts", kVerdicts},
@@ -79,8 +98,8 @@ std::string decode_strictly(std::string_view text, bool plus_is_space, std::stri
       const int high = complete ? hex_value(text[i + 1]) : -1;
       const int low = complete ? hex_value(text[i + 2]) : -1;
       if (high < 0 || low < 0)
-        bad_request("bad percent-encoding " + excerpt(text.substr(i, 3)) + " in the " +
-                    std::string(what) + " (expected %XX with two hex digits)");
+        bad_request("bad percent-encoding " + excerpt(text.substr(i, 3)) + " in the " + std::string(what) +
+                    " (expected %XX with two hex digits)");
       out += static_cast<char>(high * 16 + low);
       i += 2;
     } else {
@@ -89,8 +108,7 @@ std::string decode_strictly(std::string_view text, bool plus_is_space, std::stri
   }
   for (std::size_t i = 0; i < out.size();) {
     const unsigned char c = static_cast<unsigned char>(out[i]);
-    if (c < 0x20 || c == 0x7F)
-      bad_request("control character in the " + std::string(what));
+    if (c < 0x20 || c == 0x7F) bad_request("control character in the " + std::string(what));
     const std::size_t length = utf8_length(out, i);
     if (length == 0) bad_request("the " + std::string(what) + " is not valid UTF-8");
     i += length;
@@ -137,11 +155,13 @@ void set_param(ReportQuery& query, Name which, const std::string& value, ParamSe
   using enum Name;
   const std::string_view name = name_of(which);
   if (which == format) {
-    const std::string formats = std::string("text or json") +
-                                (allowed & kFolded2 ? ", folded, folded2" : allowed & kFolded ? ", folded" : "");
+    const std::string formats = std::string("text or json") + (allowed & kFolded2  ? ", folded, folded2"
+                                                               : allowed & kFolded ? ", folded"
+                                                                                   : "");
     if (value == "folded" && (allowed & kFolded)) query.format = AnswerFormat::folded;
     else if (value == "folded2" && (allowed & kFolded2)) query.format = AnswerFormat::folded2;
-    else if (value != "text" && value != "json") bad_request("format=" + excerpt(value) + " is not " + formats);
+    else if (value != "text" && value != "json")
+      bad_request("format=" + excerpt(value) + " is not " + formats);
     else query.format = value == "json" ? AnswerFormat::json : AnswerFormat::text;
   } else if (which == key) {
     try {
@@ -252,8 +272,7 @@ ReportQuery parse_report_query(std::string_view text, ParamSet allowed) {
     for (const ParamName& p : kParamNames)
       if (p.name == name) known = &p;
     if (known == nullptr || !(allowed & known->param))
-      bad_request("unknown parameter " + excerpt(name) + " (this route takes " +
-                  taken_names(allowed) + ")");
+      bad_request("unknown parameter " + excerpt(name) + " (this route takes " + taken_names(allowed) + ")");
     if (eq == std::string_view::npos) bad_request("parameter " + excerpt(name) + " needs a value");
     const std::string value = decode_strictly(pair.substr(eq + 1), true, "value of " + name);
     // One bit per name, so that the filters (which share a Param) may repeat.

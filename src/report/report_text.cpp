@@ -32,8 +32,8 @@ std::string how_made(const Report& report) {
 std::string totals(const Report& report) {
   const ReportTotal& t = report.total;
   if (!report.diff) return "size=" + size(t.size) + ", count=" + std::to_string(t.count);
-  return "size=" + size(t.size) + " (" + size(t.size_diff, true) + "), count=" +
-         std::to_string(t.count) + " (" + signed_count(t.count_diff) + ")";
+  return "size=" + size(t.size) + " (" + size(t.size_diff, true) + "), count=" + std::to_string(t.count) +
+         " (" + signed_count(t.count_diff) + ")";
 }
 
 std::string truncation_note(std::size_t max_bytes, std::size_t shown, std::size_t wanted) {
@@ -46,10 +46,9 @@ std::string truncation_note(std::size_t max_bytes, std::size_t shown, std::size_
 // style.max_bytes, as one process's report).
 std::string merged_text(const Report& report, const TextStyle& style) {
   nlohmann::json pids = *report.pids;
-  std::string text = "Top " + std::to_string(report.lines.size()) + " of " +
-                     std::to_string(report.keys) + " " + plural(report.request.key) +
-                     (report.diff ? " against the baselines" : "") + " of " +
-                     std::to_string(report.pids->size()) + " processes: " + totals(report) +
+  std::string text = "Top " + std::to_string(report.lines.size()) + " of " + std::to_string(report.keys) +
+                     " " + plural(report.request.key) + (report.diff ? " against the baselines" : "") +
+                     " of " + std::to_string(report.pids->size()) + " processes: " + totals(report) +
                      " (mode=" + std::string(to_string(report.mode)) + ", pids " + pids.dump() + ")\n";
   for (const ReportFailure& f : report.failed)
     text += "pid " + std::to_string(f.pid) + " did not answer: " + f.error + "\n";
@@ -82,10 +81,10 @@ std::string to_text(const Report::Process& p) {
 
 std::string to_text(const Report& report, const TextStyle& style) {
   if (report.pids) return merged_text(report, style);
-  std::string text = "Top " + std::to_string(report.lines.size()) + " of " +
-                     std::to_string(report.keys) + " " + plural(report.request.key) +
-                     (report.diff ? " against " + report.diff->against : "") + ": " +
-                     totals(report) + " " + how_made(report) + "\n";
+  std::string text = "Top " + std::to_string(report.lines.size()) + " of " + std::to_string(report.keys) +
+                     " " + plural(report.request.key) +
+                     (report.diff ? " against " + report.diff->against : "") + ": " + totals(report) + " " +
+                     how_made(report) + "\n";
   if (report.group_processes)
     text += "(this is 1 of the " + std::to_string(*report.group_processes) +
             " processes of this program: pid=all merges them all)\n";

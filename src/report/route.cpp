@@ -19,7 +19,9 @@ std::string_view route_of(const Traceback& traceback) noexcept {
   return traceback.back().function;
 }
 
-Frame route_frame(std::string_view route) { return Frame{std::string(route), "", 0, std::string(kRouteModule), 0}; }
+Frame route_frame(std::string_view route) {
+  return Frame{std::string(route), "", 0, std::string(kRouteModule), 0};
+}
 
 bool route_matches(std::string_view route, const std::vector<std::string>& globs) {
   if (globs.empty()) return true;

@@ -17,8 +17,9 @@ void judge_on_history(RouteReport& report, const History& history) {
     // Blocks allocated outside any request have no requests to judge by: the process's work.
     const bool has_requests = !requests.empty() && requests.back() > 0;
     if (series != nullptr)
-      line.verdict = std::string(
-          to_string((has_requests ? classify_on_requests(history, *series, requests) : classify(history, *series)).trend));
+      line.verdict = std::string(to_string(
+          (has_requests ? classify_on_requests(history, *series, requests) : classify(history, *series))
+              .trend));
     if (!over_window) continue;
     line.retained_bytes = line.live_bytes - (series != nullptr ? series->sizes.front() : 0);
     const auto before = static_cast<std::uint64_t>(std::max<std::int64_t>(0, requests.front()));

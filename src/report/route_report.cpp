@@ -90,7 +90,9 @@ std::string to_json(const RouteReport& report) {
                       {"retained_requests", l.retained_requests},
                       {"verdict", l.verdict}});
   json j = {{"routes", routes},
-            {"since", report.since_baseline ? "the baseline" : report.since_ms != 0 ? "the history window" : "start-up"}};
+            {"since", report.since_baseline  ? "the baseline"
+                      : report.since_ms != 0 ? "the history window"
+                                             : "start-up"}};
   if (!report.since_baseline && report.since_ms != 0) j["since_ms"] = report.since_ms;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -103,7 +105,8 @@ RouteReport route_report_from_json(std::string_view text) {
   RouteReport report;
   report.since_baseline = j.value("since", "") == "the baseline";
   if (!report.since_baseline && j.contains("since_ms")) {
-    if (!j["since_ms"].is_number_integer()) throw std::invalid_argument("routes JSON: since_ms has the wrong type");
+    if (!j["since_ms"].is_number_integer())
+      throw std::invalid_argument("routes JSON: since_ms has the wrong type");
     report.since_ms = j["since_ms"].get<std::int64_t>();
   }
   for (std::size_t i = 0; i < j["routes"].size(); ++i) {
@@ -134,7 +137,12 @@ std::string to_text(const RouteReport& report) {
     double v = retained;
     int u = 0;
     while (std::abs(v) >= 1024 && u < 4) v /= 1024, ++u;
-    std::snprintf(size, sizeof size, u == 0 ? "%.0f %s" : std::abs(v) < 10 ? "%.2f %s" : std::abs(v) < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    std::snprintf(size, sizeof size,
+                  u == 0              ? "%.0f %s"
+                  : std::abs(v) < 10  ? "%.2f %s"
+                  : std::abs(v) < 100 ? "%.1f %s"
+                                      : "%.0f %s",
+                  v, units[u]);
     out += l.route + ": requests=" + std::to_string(l.requests) + ", retained " + size + "/request, live " +
            format_size(static_cast<double>(l.live_bytes), false) + " [" + l.verdict + "]\n";
   }

@@ -22,11 +22,11 @@ std::uint64_t whole(std::string_view name, std::string_view text, Range range) {
   throw std::invalid_argument(not_a_whole_number(name, "'" + std::string(text) + "'", range));
 }
 
-std::string out_of_range(std::string_view name, std::uint64_t value, Range range,
-                         std::string_view unit, std::string_view max_text) {
+std::string out_of_range(std::string_view name, std::uint64_t value, Range range, std::string_view unit,
+                         std::string_view max_text) {
   return std::string(name) + " must be " + std::to_string(range.min) + ".." +
-         (max_text.empty() ? std::to_string(range.max) : std::string(max_text)) +
-         std::string(unit) + ", got " + std::to_string(value);
+         (max_text.empty() ? std::to_string(range.max) : std::string(max_text)) + std::string(unit) +
+         ", got " + std::to_string(value);
 }
 
 std::optional<bool> parse_flag(std::string_view text) noexcept {
@@ -58,9 +58,8 @@ std::vector<std::string> parse_plumbing(std::string_view text) {
 
 std::uint64_t size(std::string_view name, std::string_view text, Range range) {
   if (const auto value = detail::size_in_bytes(text, range)) return *value;
-  throw std::invalid_argument(std::string(name) + "='" + std::string(text) +
-                              "' is not a size from " + std::to_string(range.min) + " to " +
-                              std::to_string(range.max) +
+  throw std::invalid_argument(std::string(name) + "='" + std::string(text) + "' is not a size from " +
+                              std::to_string(range.min) + " to " + std::to_string(range.max) +
                               " bytes: a whole number with an optional unit B, KiB, MiB, GiB or "
                               "TiB (e.g. 268435456, 256MiB, 1GiB)");
 }

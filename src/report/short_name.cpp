@@ -101,7 +101,9 @@ std::string shown_function(const Frame& frame) {
   return is_route_frame(frame) || is_python_frame(frame) ? frame.function : short_function(frame.function);
 }
 
-std::string_view frame_kind(const Frame& frame) noexcept { return is_python_frame(frame) ? "python" : "native"; }
+std::string_view frame_kind(const Frame& frame) noexcept {
+  return is_python_frame(frame) ? "python" : "native";
+}
 
 std::string short_function(std::string_view name) {
   std::string out;

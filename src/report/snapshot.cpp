@@ -20,8 +20,7 @@ bool key_less(const Traceback& a, const Traceback& b) {
 
 }  // namespace
 
-Snapshot::Snapshot(std::vector<Trace> traces, SnapshotInfo info)
-    : traces_(std::move(traces)), info_(info) {}
+Snapshot::Snapshot(std::vector<Trace> traces, SnapshotInfo info) : traces_(std::move(traces)), info_(info) {}
 
 std::int64_t Snapshot::total_size() const noexcept {
   std::int64_t total = 0;
@@ -47,9 +46,8 @@ std::vector<bool> passes_filters(const std::vector<Trace>& traces, const std::ve
     return traceback_matches(
         filters[k], tb, [&](const Traceback& t) { return user_frames.index(t); },
         [&](std::size_t i) {
-          return matched[k].get(tb, i, [&](const Traceback& t, std::size_t j) {
-            return filters[k].matches(t[j]);
-          });
+          return matched[k].get(tb, i,
+                                [&](const Traceback& t, std::size_t j) { return filters[k].matches(t[j]); });
         });
   };
   const bool any_inclusive =
@@ -104,8 +102,7 @@ std::vector<Statistic> Snapshot::statistics(KeyType key, bool cumulative) const 
   return stats;
 }
 
-std::vector<StatisticDiff> Snapshot::compare_to(const Snapshot& old, KeyType key,
-                                                bool cumulative) const {
+std::vector<StatisticDiff> Snapshot::compare_to(const Snapshot& old, KeyType key, bool cumulative) const {
   // One numbering for both snapshots: a group seen in either is new, vanished or changed,
   // and `now - before` with a missing side at zero covers all three.
   report::GroupIndex groups(key, cumulative);

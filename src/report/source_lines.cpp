@@ -11,9 +11,7 @@
 namespace liveheap::report {
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 // The whole file when it is a regular file of at most `max_bytes`, else "".
 std::string read_small_file(const std::string& path, std::size_t max_bytes) {

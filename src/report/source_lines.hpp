@@ -16,9 +16,9 @@ namespace liveheap::report {
 class SourceLines {
  public:
   struct Limits {
-    std::size_t max_files = 256;              // files remembered, unreadable ones included
-    std::size_t max_file_bytes = 1 << 20;     // bigger files are not read
-    std::size_t max_total_bytes = 16 << 20;   // text kept for all files together
+    std::size_t max_files = 256;             // files remembered, unreadable ones included
+    std::size_t max_file_bytes = 1 << 20;    // bigger files are not read
+    std::size_t max_total_bytes = 16 << 20;  // text kept for all files together
   };
 
   SourceLines() = default;
@@ -33,11 +33,11 @@ class SourceLines {
 
  private:
   struct File {
-    std::string text;                 // empty for a file that could not be read
+    std::string text;                   // empty for a file that could not be read
     std::vector<std::uint32_t> starts;  // offset of each line in `text`
   };
   const File& load(const std::string& path);  // caller holds mutex_
-  void evict_for(std::size_t bytes);           // caller holds mutex_
+  void evict_for(std::size_t bytes);          // caller holds mutex_
 
   Limits limits_;
   mutable std::mutex mutex_;

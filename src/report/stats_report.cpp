@@ -17,15 +17,17 @@ using namespace report;
 json symbolizer_json(const StatsReport::Symbolizer& s) {
   json out = {{"addresses_asked", s.addresses_asked}, {"addresses_resolved", s.addresses_resolved}};
   if (!s.problem.empty()) out["problem"] = s.problem;
-  else if (s.process) out["process"] = {{"pid", s.process->pid}, {"rss_bytes", s.process->rss_bytes}, {"files", s.process->files}};
+  else if (s.process)
+    out["process"] = {
+        {"pid", s.process->pid}, {"rss_bytes", s.process->rss_bytes}, {"files", s.process->files}};
   return out;
 }
 
 // Names without lines, or where the debug information's memory is (not in this process).
 std::string symbolizer_text(const StatsReport::Symbolizer& s) {
   if (!s.problem.empty()) return "symbolizer: unavailable (" + s.problem + "): names without lines";
-  return "symbolizer: pid " + std::to_string(s.process->pid) + ", rss=" +
-         format_size(static_cast<double>(s.process->rss_bytes), false) + ", " +
+  return "symbolizer: pid " + std::to_string(s.process->pid) +
+         ", rss=" + format_size(static_cast<double>(s.process->rss_bytes), false) + ", " +
          std::to_string(s.process->files) + " files read";
 }
 
@@ -97,9 +99,10 @@ StatsReport read_stats(const json& j) {
 const std::vector<std::string>& allocator_figure_order(std::string_view allocator) {
   // As src/tracker/allocator.cpp asks each allocator for them.
   static const std::vector<std::string> glibc{"arena", "hblkhd", "uordblks", "fordblks", "keepcost"};
-  static const std::vector<std::string> jemalloc{"allocated", "active", "resident", "retained", "mapped", "metadata"};
-  static const std::vector<std::string> tcmalloc{"current_allocated_bytes", "heap_size", "pageheap_free_bytes",
-                                                 "pageheap_unmapped_bytes"};
+  static const std::vector<std::string> jemalloc{"allocated", "active", "resident",
+                                                 "retained",  "mapped", "metadata"};
+  static const std::vector<std::string> tcmalloc{"current_allocated_bytes", "heap_size",
+                                                 "pageheap_free_bytes", "pageheap_unmapped_bytes"};
   static const std::vector<std::string> mimalloc{"current_rss", "peak_rss", "current_commit", "peak_commit"};
   static const std::vector<std::string> none;
   if (allocator == "glibc") return glibc;
@@ -111,16 +114,22 @@ const std::vector<std::string>& allocator_figure_order(std::string_view allocato
 
 void order_figures(std::string_view allocator, std::vector<std::pair<std::string, std::int64_t>>& figures) {
   const std::vector<std::string>& order = allocator_figure_order(allocator);
-  const auto rank = [&](const std::string& name) { return std::find(order.begin(), order.end(), name) - order.begin(); };
-  std::stable_sort(figures.begin(), figures.end(), [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  const auto rank = [&](const std::string& name) {
+    return std::find(order.begin(), order.end(), name) - order.begin();
+  };
+  std::stable_sort(figures.begin(), figures.end(),
+                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
 }
 
 std::string to_json(const StatsReport& r) {
   json allocator = {{"name", r.allocator.name}, {"file", r.allocator.file}};
   for (const auto& [name, bytes] : r.allocator.figures) allocator[name] = bytes;
   const StatsReport::Mallinfo& m = r.mallinfo;
-  json mallinfo = {{"arena", m.arena}, {"hblkhd", m.hblkhd}, {"uordblks", m.uordblks},
-                   {"fordblks", m.fordblks}, {"keepcost", m.keepcost}};
+  json mallinfo = {{"arena", m.arena},
+                   {"hblkhd", m.hblkhd},
+                   {"uordblks", m.uordblks},
+                   {"fordblks", m.fordblks},
+                   {"keepcost", m.keepcost}};
   if (m.age_ms) mallinfo["age_ms"] = *m.age_ms;
   if (m.read_ms) mallinfo["read_ms"] = *m.read_ms;
   const StatsReport::Sampled& s = r.sampled;
@@ -152,16 +161,20 @@ std::string to_json(const StatsReport& r) {
                {"windows", r.windows}});
 }
 
-StatsReport stats_report_from_json(std::string_view text) { return read_strictly("stats JSON", text, read_stats); }
+StatsReport stats_report_from_json(std::string_view text) {
+  return read_strictly("stats JSON", text, read_stats);
+}
 
 std::string to_text(const StatsReport& r) {
   const auto size = [](auto bytes) { return format_size(static_cast<double>(bytes), false); };
-  std::string text = "tracing: " + std::string(r.tracing ? "on" : "off") + ", mode=" + std::string(to_string(r.mode)) +
+  std::string text = "tracing: " + std::string(r.tracing ? "on" : "off") +
+                     ", mode=" + std::string(to_string(r.mode)) +
                      ", max_frames=" + std::to_string(r.max_frames);
   if (r.sample_interval != 0) text += ", sample_interval=" + size(r.sample_interval);
   text += "\ntraced: current=" + size(r.traced_current) + ", peak=" + size(r.traced_peak) +
-          "\ntracker memory: " + size(r.tracker_memory) + " (cap " + size(r.cap.max_bytes) + "; stack table " +
-          size(r.stack_table_bytes) + ", live-block table " + size(r.live_table_bytes) + ")";
+          "\ntracker memory: " + size(r.tracker_memory) + " (cap " + size(r.cap.max_bytes) +
+          "; stack table " + size(r.stack_table_bytes) + ", live-block table " + size(r.live_table_bytes) +
+          ")";
   if (const std::string cap = format_cap(r.cap); !cap.empty()) text += "\n" + cap;
   text += "\nstacks=" + std::to_string(r.stacks) + ", live_blocks=" + std::to_string(r.live_blocks) +
           ", dropped=" + std::to_string(r.dropped) + ", fallback_walks=" + std::to_string(r.fallback_walks);
@@ -174,8 +187,9 @@ std::string to_text(const StatsReport& r) {
   const std::string& allocator = r.allocator.name;
   const StatsReport::Mallinfo& m = r.mallinfo;
   if (allocator == "glibc" || allocator == "unknown")  // else glibc's arena is unused
-    text += "\nmallinfo2: arena=" + size(m.arena) + ", hblkhd=" + size(m.hblkhd) + ", uordblks=" +
-            size(m.uordblks) + ", fordblks=" + size(m.fordblks) + ", keepcost=" + size(m.keepcost);
+    text += "\nmallinfo2: arena=" + size(m.arena) + ", hblkhd=" + size(m.hblkhd) +
+            ", uordblks=" + size(m.uordblks) + ", fordblks=" + size(m.fordblks) +
+            ", keepcost=" + size(m.keepcost);
   text += "\nallocator: " + allocator;
   const auto& figures = r.allocator.figures;
   for (std::size_t i = 0; i < figures.size(); ++i)
@@ -185,7 +199,8 @@ std::string to_text(const StatsReport& r) {
   const double read_ms = m.read_ms.value_or(0);
   if (allocator == "glibc" && (age_ms >= 1000 || read_ms >= 1)) {
     char age[96];
-    std::snprintf(age, sizeof age, " (read %.1f s ago, in %.2f ms)", static_cast<double>(age_ms) / 1000, read_ms);
+    std::snprintf(age, sizeof age, " (read %.1f s ago, in %.2f ms)", static_cast<double>(age_ms) / 1000,
+                  read_ms);
     text += age;
   }
   if (!r.symbolizer.problem.empty() || r.symbolizer.process) text += "\n" + symbolizer_text(r.symbolizer);

@@ -101,7 +101,8 @@ std::vector<std::string> strings(const json& object, const std::string& path, st
   return out;
 }
 
-std::optional<std::int64_t> integer_or_null(const json& object, const std::string& path, std::string_view name) {
+std::optional<std::int64_t> integer_or_null(const json& object, const std::string& path,
+                                            std::string_view name) {
   const json& v = field(object, path, name);
   if (v.is_null()) return std::nullopt;
   expect(fits_int64(v), v, join(path, name), "an integer or null");

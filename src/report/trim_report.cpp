@@ -12,9 +12,8 @@ using namespace report;
 std::string size(std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); }
 
 TrimReport read_trim(const json& j) {
-  return {boolean(j, "", "released"),         text(j, "", "allocator"),
-          text(j, "", "action"),              integer(j, "", "tracker_released"),
-          integer(j, "", "rss_before"),       integer(j, "", "rss_after")};
+  return {boolean(j, "", "released"),         text(j, "", "allocator"),     text(j, "", "action"),
+          integer(j, "", "tracker_released"), integer(j, "", "rss_before"), integer(j, "", "rss_after")};
 }
 
 }  // namespace
@@ -32,11 +31,14 @@ std::string to_json(const TrimReport& r) {
                {"rss_after", r.rss_after}});
 }
 
-TrimReport trim_report_from_json(std::string_view text) { return read_strictly("trim JSON", text, read_trim); }
+TrimReport trim_report_from_json(std::string_view text) {
+  return read_strictly("trim JSON", text, read_trim);
+}
 
 std::string to_text(const TrimReport& r) {
   return r.action + ": rss " + size(r.rss_before) + " -> " + size(r.rss_after) +
-         (r.tracker_released > 0 ? "; liveheap gave back " + size(r.tracker_released) + " of freed samples" : "");
+         (r.tracker_released > 0 ? "; liveheap gave back " + size(r.tracker_released) + " of freed samples"
+                                 : "");
 }
 
 LIVEHEAP_NAMESPACE_END

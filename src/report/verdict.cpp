@@ -104,7 +104,9 @@ Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int
                const std::vector<std::int64_t>& allocated, const std::vector<std::int64_t>& work,
                std::uint64_t noise, std::int64_t interval_ms, Axis axis) {
   const auto own = [&](std::size_t i) { return allocated.empty() ? 0.0 : static_cast<double>(allocated[i]); };
-  const auto process = [&](std::size_t i) { return work.empty() ? static_cast<double>(i) : static_cast<double>(work[i]); };
+  const auto process = [&](std::size_t i) {
+    return work.empty() ? static_cast<double>(i) : static_cast<double>(work[i]);
+  };
   Worked w;
   w.x.push_back(0);
   w.y.push_back(sizes[0]);
@@ -113,10 +115,12 @@ Worked on_work(const std::vector<std::int64_t>& t_ms, const std::vector<std::int
   double clock = 0;
   for (std::size_t i = 1; i < sizes.size(); ++i) {
     const auto axis_moved = [&] {
-      return axis == Axis::requests ? work[i] > work[i - 1]
-                                    : !idle_between(work[i - 1], work[i], t_ms[i] - t_ms[i - 1], interval_ms, noise);
+      return axis == Axis::requests
+                 ? work[i] > work[i - 1]
+                 : !idle_between(work[i - 1], work[i], t_ms[i] - t_ms[i - 1], interval_ms, noise);
     };
-    const bool worked = work.empty() || axis_moved() || (!allocated.empty() && allocated[i] > allocated[i - 1]);
+    const bool worked =
+        work.empty() || axis_moved() || (!allocated.empty() && allocated[i] > allocated[i - 1]);
     if (!worked) continue;
     clock += static_cast<double>(t_ms[i] - t_ms[i - 1]);
     w.x.push_back(clock);
@@ -138,10 +142,12 @@ bool still_stepping(const Worked& w, double tolerance) {
   std::vector<std::size_t> steps;
   double level = static_cast<double>(w.y[0]);
   for (std::size_t j = 1; j < w.y.size(); ++j)
-    if (static_cast<double>(w.y[j]) > level + tolerance) steps.push_back(j), level = static_cast<double>(w.y[j]);
+    if (static_cast<double>(w.y[j]) > level + tolerance)
+      steps.push_back(j), level = static_cast<double>(w.y[j]);
   if (steps.size() < 3) return false;
   double longest = 0;
-  for (std::size_t k = 1; k < steps.size(); ++k) longest = std::max(longest, w.x[steps[k]] - w.x[steps[k - 1]]);
+  for (std::size_t k = 1; k < steps.size(); ++k)
+    longest = std::max(longest, w.x[steps[k]] - w.x[steps[k - 1]]);
   return w.x.back() - w.x[steps.back()] <= kVerdictStepGapFactor * longest;
 }
 
@@ -228,7 +234,8 @@ Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int6
   });
   // Held flat below an earlier high: it gave memory back, a bound of its own.
   const bool rose =
-      first > 0 && static_cast<double>(w.y[first] - *std::min_element(w.y.begin(), window_begin)) > 2 * v.tolerance;
+      first > 0 &&
+      static_cast<double>(w.y[first] - *std::min_element(w.y.begin(), window_begin)) > 2 * v.tolerance;
   v.trend = flat && rose ? Trend::plateaued : Trend::stable;
   return v;
 }
@@ -265,7 +272,6 @@ Verdict classify_on_requests(const History& history, const KeySeries& series,
                Axis::requests);
 }
 
-
 Verdict classify(const std::vector<std::int64_t>& t_ms, const std::vector<std::int64_t>& sizes,
                  std::uint64_t noise) {
   return classify(t_ms, sizes, {}, {}, noise);
@@ -277,11 +283,13 @@ Verdict classify(const History& history, const KeySeries& series) {
   std::vector<std::int64_t> work = point_work(history);
   if (std::all_of(work.begin(), work.end(), [](std::int64_t w) { return w == 0; })) work.clear();
   return classify(point_times(history), series.sizes, series.allocated, work, history.noise,
-                  estimate_error_of(series, history.noise), static_cast<std::int64_t>(history.interval_s * 1000));
+                  estimate_error_of(series, history.noise),
+                  static_cast<std::int64_t>(history.interval_s * 1000));
 }
 
 void merge_verdicts(Verdict& into, const Verdict& other) {
-  const double retained = into.retention.value_or(0) * into.allocated + other.retention.value_or(0) * other.allocated;
+  const double retained =
+      into.retention.value_or(0) * into.allocated + other.retention.value_or(0) * other.allocated;
   const double allocated = into.allocated + other.allocated;
   std::optional<double> idle = into.idle_s;
   if (other.idle_s) idle = idle ? std::min(*idle, *other.idle_s) : *other.idle_s;
@@ -292,7 +300,8 @@ void merge_verdicts(Verdict& into, const Verdict& other) {
     into.since_last_growth_s = std::min(into.since_last_growth_s, other.since_last_growth_s);
   }
   into.allocated = allocated;
-  into.retention = allocated > 0 ? std::optional<double>(std::clamp(retained / allocated, 0.0, 1.0)) : std::nullopt;
+  into.retention =
+      allocated > 0 ? std::optional<double>(std::clamp(retained / allocated, 0.0, 1.0)) : std::nullopt;
   into.idle_s = idle;
 }
 
@@ -377,7 +386,8 @@ std::vector<std::int64_t> route_request_counts(const History& history, std::stri
 
 std::vector<bool> idle_points(const History& history) {
   std::vector<bool> idle(history.points.size(), false);
-  if (std::all_of(history.points.begin(), history.points.end(), [](const HistoryPoint& p) { return p.allocated == 0; }))
+  if (std::all_of(history.points.begin(), history.points.end(),
+                  [](const HistoryPoint& p) { return p.allocated == 0; }))
     return idle;  // no work recorded: nothing to fold
   for (std::size_t i = 1; i < idle.size(); ++i)
     idle[i] = idle_between(history.points[i - 1].allocated, history.points[i].allocated,

@@ -33,15 +33,14 @@ std::string build_id_in_notes(const unsigned char* notes, std::size_t size, std:
     const std::size_t name_at = at + sizeof note;
     const std::size_t desc_at = name_at + up(note.n_namesz);
     if (desc_at > size || note.n_descsz > size - desc_at) break;
-    if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 &&
-        std::memcmp(notes + name_at, "GNU", 4) == 0)
+    if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(notes + name_at, "GNU", 4) == 0)
       return hex(notes + desc_at, note.n_descsz);
     at = desc_at + up(note.n_descsz);
   }
   return "";
 }
 
-std::size_t note_alignment(const ElfW(Phdr)& ph) { return ph.p_align == 8 ? 8 : 4; }
+std::size_t note_alignment(const ElfW(Phdr) & ph) { return ph.p_align == 8 ? 8 : 4; }
 
 bool read_at(int fd, void* out, std::size_t n, off_t offset) {
   return ::pread(fd, out, n, offset) == static_cast<ssize_t>(n);
@@ -71,7 +70,7 @@ std::optional<std::string> build_id_of_file(const std::string& path) {
     std::vector<ElfW(Phdr)> phdrs(ehdr.e_phnum);
     if (read_at(fd, phdrs.data(), phdrs.size() * sizeof(ElfW(Phdr)), static_cast<off_t>(ehdr.e_phoff))) {
       id = "";
-      for (const ElfW(Phdr)& ph : phdrs) {
+      for (const ElfW(Phdr) & ph : phdrs) {
         if (ph.p_type != PT_NOTE || ph.p_filesz > (1u << 20)) continue;
         std::vector<unsigned char> notes(ph.p_filesz);
         if (!read_at(fd, notes.data(), notes.size(), static_cast<off_t>(ph.p_offset))) continue;

@@ -22,7 +22,8 @@ BuildIds loaded_build_ids() {
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* out) {
         static_cast<BuildIds*>(out)->emplace(
-            std::make_pair(static_cast<std::uintptr_t>(info->dlpi_addr), std::string(info->dlpi_name ? info->dlpi_name : "")),
+            std::make_pair(static_cast<std::uintptr_t>(info->dlpi_addr),
+                           std::string(info->dlpi_name ? info->dlpi_name : "")),
             build_id_in_memory(*info));
         return 0;
       },
@@ -56,9 +57,11 @@ CodeLocations locate(std::span<const std::uintptr_t> addresses) {
     where.offset = where.in_object ? address - reinterpret_cast<std::uintptr_t>(info.dli_fbase) : address;
     if (info.dli_sname != nullptr) where.symbol = info.dli_sname;
     link_map* map = nullptr;
-    if (where.in_object && dladdr1(reinterpret_cast<void*>(pc), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) != 0 &&
+    if (where.in_object &&
+        dladdr1(reinterpret_cast<void*>(pc), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) != 0 &&
         map != nullptr) {
-      auto key = std::make_pair(static_cast<std::uintptr_t>(map->l_addr), std::string(map->l_name ? map->l_name : ""));
+      auto key = std::make_pair(static_cast<std::uintptr_t>(map->l_addr),
+                                std::string(map->l_name ? map->l_name : ""));
       auto [it, added] = object_index.emplace(key, static_cast<std::uint32_t>(out.objects.size()));
       if (added) {
         const auto id = build_ids.find(key);

@@ -15,9 +15,10 @@
 namespace liveheap::symbolize {
 
 struct CodeLocation {
-  std::string module;  // as Frame::module: the object's file, the main program by its path; "" when none holds it
-  std::string symbol;  // the dynamic symbol dladdr finds there, mangled; "" when none
-  bool in_object = false;    // some object holds the address
+  std::string
+      module;  // as Frame::module: the object's file, the main program by its path; "" when none holds it
+  std::string symbol;         // the dynamic symbol dladdr finds there, mangled; "" when none
+  bool in_object = false;     // some object holds the address
   std::uintptr_t offset = 0;  // from the object's first mapped byte (its dladdr base): module+offset names
   std::optional<wire::Query> query;  // what to ask the symbolizer; none when no object holds it
 };

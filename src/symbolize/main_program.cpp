@@ -38,8 +38,7 @@ std::string object_file(const void* address, Dl_info& info) {
     return "";
   }
   // The loader's own entry for the executable has no name; dladdr puts argv[0] there.
-  if (map != nullptr && map->l_name != nullptr && map->l_name[0] == '\0' &&
-      !main_program_path().empty())
+  if (map != nullptr && map->l_name != nullptr && map->l_name[0] == '\0' && !main_program_path().empty())
     return main_program_path();
   return info.dli_fname == nullptr ? "" : info.dli_fname;
 }

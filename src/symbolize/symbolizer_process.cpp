@@ -133,11 +133,12 @@ bool adopts_orphans() {
 void start(const std::string& path, const std::string& name) {
   std::string stay = std::to_string(::getpid());
   std::string a0 = path, a1 = "--socket", a2 = name, a3 = "--detach", a4 = "--stay-with";
-  char* const argv[] = {a0.data(), a1.data(), a2.data(), a3.data(),
-                        adopts_orphans() ? a4.data() : nullptr, stay.data(), nullptr};
+  char* const argv[] = {a0.data(),   a1.data(), a2.data(), a3.data(), adopts_orphans() ? a4.data() : nullptr,
+                        stay.data(), nullptr};
   const Exec exec{path.c_str(), argv};
   constexpr std::size_t kStack = 64 * 1024;
-  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  void* stack =
+      ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) throw std::runtime_error("no memory to start " + path);
   // The clone shares this memory: no signal handler of the host may run in it.
   sigset_t all, old;
@@ -153,7 +154,8 @@ void start(const std::string& path, const std::string& name) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::munmap(stack, kStack);
   if (pid < 0) throw std::runtime_error("could not start " + path + ": " + std::strerror(clone_errno));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("could not fork to start " + path);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("could not fork to start " + path);
 }
 
 int connect_starting(const std::string& executable, const std::string& name) {
@@ -202,14 +204,17 @@ wire::Reply ask_symbolizer_process(const wire::Request& request) {
     const bool timed_out = errno == EAGAIN || errno == EWOULDBLOCK;
     if (reply) {
       wire::Reply decoded = wire::decode_reply(*reply);
-      if (!decoded.error.empty()) throw std::runtime_error(std::string(kExecutable) + " refused: " + decoded.error);
+      if (!decoded.error.empty())
+        throw std::runtime_error(std::string(kExecutable) + " refused: " + decoded.error);
       if (decoded.answers.size() != request.queries.size())
-        throw std::runtime_error(std::string(kExecutable) + " answered " + std::to_string(decoded.answers.size()) +
-                                 " of " + std::to_string(request.queries.size()) + " addresses");
+        throw std::runtime_error(std::string(kExecutable) + " answered " +
+                                 std::to_string(decoded.answers.size()) + " of " +
+                                 std::to_string(request.queries.size()) + " addresses");
       return decoded;
     }
     if (timed_out) throw std::runtime_error(std::string(kExecutable) + " did not answer within 60 s");
-    if (attempt > 0) throw std::runtime_error(std::string(kExecutable) + " closed the connection without answering");
+    if (attempt > 0)
+      throw std::runtime_error(std::string(kExecutable) + " closed the connection without answering");
   }
 }
 

@@ -98,7 +98,8 @@ Reply decode_reply(std::string_view body) {
     for (const json& a : j.at("answers")) {
       Answer answer;
       for (const json& l : a.at(0))
-        answer.chain.push_back({l.at(0).get<std::string>(), l.at(1).get<std::string>(), l.at(2).get<unsigned>()});
+        answer.chain.push_back(
+            {l.at(0).get<std::string>(), l.at(1).get<std::string>(), l.at(2).get<unsigned>()});
       answer.symbol = a.at(1).get<std::string>();
       reply.answers.push_back(std::move(answer));
     }

@@ -8,7 +8,7 @@ namespace {
 
 std::size_t hash(std::uintptr_t address) noexcept {
   const std::uint64_t x = address * 0x9e3779b97f4a7c15ull;  // Fibonacci hashing: the high
-  return static_cast<std::size_t>(x ^ (x >> 29));            // bits mixed into the masked ones
+  return static_cast<std::size_t>(x ^ (x >> 29));           // bits mixed into the masked ones
 }
 
 }  // namespace

@@ -26,8 +26,8 @@ class AddressIndex {
   std::size_t slot_of(std::uintptr_t address) const noexcept;
   void grow(std::size_t at_least);  // doubles, to at least `at_least` slots
 
-  std::vector<std::uintptr_t> keys_;       // open addressing, 0 = empty; a power of two long
-  std::vector<std::uint32_t> positions_;   // beside keys_: the position in sorted_
+  std::vector<std::uintptr_t> keys_;      // open addressing, 0 = empty; a power of two long
+  std::vector<std::uint32_t> positions_;  // beside keys_: the position in sorted_
   std::vector<std::uintptr_t> sorted_;
   bool has_zero_ = false;  // 0 marks an empty slot, so it is never a key
 };

@@ -34,8 +34,8 @@ struct Allocator {
 using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
 using TcProperty = int (*)(const char*, std::size_t*);
 using TcRelease = void (*)();
-using MiProcessInfo = void (*)(std::size_t*, std::size_t*, std::size_t*, std::size_t*,
-                               std::size_t*, std::size_t*, std::size_t*, std::size_t*);
+using MiProcessInfo = void (*)(std::size_t*, std::size_t*, std::size_t*, std::size_t*, std::size_t*,
+                               std::size_t*, std::size_t*, std::size_t*);
 using MiCollect = void (*)(bool);
 
 Allocator find_allocator() noexcept {
@@ -84,10 +84,10 @@ void tcmalloc_figures(const Allocator& a, AllocatorInfo& info) {
 }
 
 void mimalloc_figures(const Allocator& a, AllocatorInfo& info) {
-  std::size_t elapsed = 0, user = 0, system = 0, rss = 0, peak_rss = 0, commit = 0,
-              peak_commit = 0, faults = 0;
-  a.symbol<MiProcessInfo>("mi_process_info")(&elapsed, &user, &system, &rss, &peak_rss, &commit,
-                                              &peak_commit, &faults);
+  std::size_t elapsed = 0, user = 0, system = 0, rss = 0, peak_rss = 0, commit = 0, peak_commit = 0,
+              faults = 0;
+  a.symbol<MiProcessInfo>("mi_process_info")(&elapsed, &user, &system, &rss, &peak_rss, &commit, &peak_commit,
+                                             &faults);
   info.figures = {{"current_rss", static_cast<std::int64_t>(rss)},
                   {"peak_rss", static_cast<std::int64_t>(peak_rss)},
                   {"current_commit", static_cast<std::int64_t>(commit)},

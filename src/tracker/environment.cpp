@@ -11,13 +11,14 @@
 LIVEHEAP_NAMESPACE_BEGIN
 
 std::optional<Options> options_from_environment(Mode default_mode) {
-  return tracker::options_from(default_mode, [](const char* name) -> const char* { return std::getenv(name); });
+  return tracker::options_from(default_mode,
+                               [](const char* name) -> const char* { return std::getenv(name); });
 }
 
 LIVEHEAP_NAMESPACE_END
 
 std::optional<liveheap::Options> liveheap::tracker::options_from(Mode default_mode,
-                                                                const char* (*lookup)(const char*)) {
+                                                                 const char* (*lookup)(const char*)) {
   const auto getenv = lookup;
   Options options;
   options.mode = default_mode;
@@ -32,7 +33,8 @@ std::optional<liveheap::Options> liveheap::tracker::options_from(Mode default_mo
   if (const char* frames = getenv("LIVEHEAP_FRAMES"))
     options.max_frames = static_cast<unsigned>(settings::whole("LIVEHEAP_FRAMES", frames, settings::kFrames));
   if (const char* interval = getenv("LIVEHEAP_SAMPLE_INTERVAL"))
-    options.sample_interval = settings::whole("LIVEHEAP_SAMPLE_INTERVAL", interval, settings::kSampleInterval);
+    options.sample_interval =
+        settings::whole("LIVEHEAP_SAMPLE_INTERVAL", interval, settings::kSampleInterval);
   if (const char* plumbing = getenv("LIVEHEAP_PLUMBING")) {
     try {
       options.plumbing = settings::parse_plumbing(plumbing);
@@ -46,9 +48,7 @@ std::optional<liveheap::Options> liveheap::tracker::options_from(Mode default_mo
     options.history_interval_s = static_cast<unsigned>(
         settings::whole("LIVEHEAP_HISTORY_INTERVAL", history, settings::kHistoryInterval));
   if (const char* cap = getenv("LIVEHEAP_MAX_TRACKER_MEMORY"))
-    options.max_tracker_memory =
-        settings::size("LIVEHEAP_MAX_TRACKER_MEMORY", cap, settings::kTrackerMemory);
+    options.max_tracker_memory = settings::size("LIVEHEAP_MAX_TRACKER_MEMORY", cap, settings::kTrackerMemory);
   if (options.mode == Mode::off) return std::nullopt;
   return options;
 }
-

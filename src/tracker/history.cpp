@@ -54,7 +54,7 @@ struct Recorder {
   bool stopping = false;
   bool forked = false;  // set in a child: the thread is gone
   unsigned interval_s = 0;
-  std::uint64_t noise = 0;  // the sampling interval in sampled mode (idle_between)
+  std::uint64_t noise = 0;       // the sampling interval in sampled mode (idle_between)
   std::uint64_t generation = 0;  // bumped by start/stop/clear: a tick in flight is dropped
   std::deque<Point> points;
   std::uint64_t points_dropped = 0;
@@ -132,7 +132,7 @@ void join_thread(std::unique_lock<std::mutex>& lock) {
 void start_thread(Recorder& r) {
   static std::once_flag at_exit;
   std::call_once(at_exit, [] { std::atexit([] { history_stop(); }); });
-  IgnoreScope ignore;  // the thread's stack bookkeeping and TLS are the tracker's own
+  IgnoreScope ignore;                  // the thread's stack bookkeeping and TLS are the tracker's own
   const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
   pthread_t thread;
   const auto entry = [](void* interval) -> void* {
@@ -209,8 +209,10 @@ void history_tick() {
   // Off the allocation path, but not free: glibc's mallinfo2 holds each arena's lock while it
   // sums that arena (microseconds), as a GET /stats does.
   p.point.allocator = read_allocator().figures;
-  for (RouteRequests& r : requests_by_route()) p.point.route_requests.emplace_back(std::move(r.route), r.requests);
-  std::sort(p.point.route_requests.begin(), p.point.route_requests.end());  // by name, as /history writes them
+  for (RouteRequests& r : requests_by_route())
+    p.point.route_requests.emplace_back(std::move(r.route), r.requests);
+  std::sort(p.point.route_requests.begin(),
+            p.point.route_requests.end());  // by name, as /history writes them
   r.scratch.clear();
   // Every stack that ever allocated, so that the process's work sums them all; only those
   // with live blocks are candidates for the point.

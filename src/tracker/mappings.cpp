@@ -26,8 +26,7 @@ std::string build_id_in(const char* note, std::size_t size) {
     const std::size_t desc_at = name_at + ((n->n_namesz + 3) & ~3u);
     const std::size_t next = desc_at + ((n->n_descsz + 3) & ~3u);
     if (next > size) break;
-    if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
-        std::string_view(note + name_at, 3) == "GNU") {
+    if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::string_view(note + name_at, 3) == "GNU") {
       std::string hex;
       char byte[3];
       for (std::size_t i = 0; i < n->n_descsz; ++i) {

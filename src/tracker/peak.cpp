@@ -41,8 +41,7 @@ State& state() {
   return *s;
 }
 
-void add_stack(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
-               const engine::StackSums& sums) {
+void add_stack(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, const engine::StackSums& sums) {
   auto* r = static_cast<Record*>(ctx);
   // Reserved beforehand: no allocation (and no throw) inside the engine's visit. A stack
   // interned after the reservation is left out of this record.

@@ -150,9 +150,8 @@ void RequestComparison::on_request() noexcept {
   impl_->start_worker();
   // Raised, never lowered: a later request's store may have come first.
   std::uint64_t due = impl_->due.load(std::memory_order_relaxed);
-  while (due < request &&
-         !impl_->due.compare_exchange_weak(due, request, std::memory_order_release,
-                                           std::memory_order_relaxed)) {
+  while (due < request && !impl_->due.compare_exchange_weak(due, request, std::memory_order_release,
+                                                            std::memory_order_relaxed)) {
   }
   impl_->due.notify_one();  // a futex wake, no lock (and no call at all while no one waits)
 }

@@ -12,8 +12,7 @@ RequestScope::RequestScope(std::string_view route) noexcept
   token_ = RequestToken(engine::current_route());
 }
 
-RequestScope::RequestScope(RequestToken token) noexcept
-    : token_(token), before_(engine::current_route()) {
+RequestScope::RequestScope(RequestToken token) noexcept : token_(token), before_(engine::current_route()) {
   engine::set_route(token.route_);
 }
 

@@ -67,8 +67,8 @@ void validate(const Options& o) {
   if (!settings::kFrames.contains(o.max_frames))
     throw std::invalid_argument(settings::out_of_range("max_frames", o.max_frames, settings::kFrames));
   if (!settings::kSampleInterval.contains(o.sample_interval))
-    throw std::invalid_argument(
-        settings::out_of_range("sample_interval", o.sample_interval, settings::kSampleInterval, " bytes", "2^40"));
+    throw std::invalid_argument(settings::out_of_range("sample_interval", o.sample_interval,
+                                                       settings::kSampleInterval, " bytes", "2^40"));
   if (!settings::kHistoryInterval.contains(o.history_interval_s))
     throw std::invalid_argument(settings::out_of_range("history_interval_s", o.history_interval_s,
                                                        settings::kHistoryInterval, " seconds"));
@@ -219,11 +219,16 @@ TrackerMemoryCap cap_now() noexcept {
 }  // namespace
 
 EngineStats engine_stats() noexcept {
-  return {engine::stack_count(),        engine::live_blocks(),
-          engine::dropped(),            engine::fallback_walks(),
-          engine::region_kept_bytes(),  engine::region_madvise_calls(),
-          cap_now(),                    engine::stack_table_bytes(),
-          engine::live_table_bytes(),   engine::region_live_bytes(),
+  return {engine::stack_count(),
+          engine::live_blocks(),
+          engine::dropped(),
+          engine::fallback_walks(),
+          engine::region_kept_bytes(),
+          engine::region_madvise_calls(),
+          cap_now(),
+          engine::stack_table_bytes(),
+          engine::live_table_bytes(),
+          engine::region_live_bytes(),
           engine::region_kept_limit()};
 }
 
@@ -244,15 +249,14 @@ std::string python_frames_status() {
   engine::find_python();
   const engine::PythonStatus s = engine::python_status();
   switch (s.support) {
-    case engine::PythonSupport::absent:
-      return "";
-    case engine::PythonSupport::on:
-      return "on (CPython " + python_version(s.version) + ")";
+    case engine::PythonSupport::absent: return "";
+    case engine::PythonSupport::on: return "on (CPython " + python_version(s.version) + ")";
     case engine::PythonSupport::unsupported:
       return "off: CPython " + (s.version == 0 ? std::string("before 3.11") : python_version(s.version)) +
              " is not supported (3.11 is): native frames only";
     case engine::PythonSupport::incomplete:
-      return "off: CPython " + python_version(s.version) + " has no symbol " + s.missing + ": native frames only";
+      return "off: CPython " + python_version(s.version) + " has no symbol " + s.missing +
+             ": native frames only";
   }
   return "";
 }
@@ -290,7 +294,8 @@ std::vector<Traceback> symbolized(std::span<const std::span<const std::uintptr_t
   for (std::size_t i = 0; i < named; ++i) names.push_back({engine_frame(addresses[i])});
   by_address.insert(by_address.begin(), std::make_move_iterator(names.begin()),
                     std::make_move_iterator(names.end()));
-  for (std::size_t i = code_end; i < addresses.size(); ++i) by_address.push_back({engine_frame(addresses[i])});
+  for (std::size_t i = code_end; i < addresses.size(); ++i)
+    by_address.push_back({engine_frame(addresses[i])});
   const SnapshotFrames table = build_frame_table(std::move(by_address));
   std::vector<Traceback> tracebacks;
   tracebacks.reserve(stacks.size());
@@ -347,8 +352,10 @@ void fill_unrecorded(StackHistory& s) {
     std::fill(s.allocations.begin(), s.allocations.end(), 0);
     return;
   }
-  const std::int64_t bytes_before = first == 0 ? 0 : std::max<std::int64_t>(0, s.allocated[first] - s.sizes[first]);
-  const std::int64_t blocks_before = first == 0 ? 0 : std::max<std::int64_t>(0, s.allocations[first] - s.counts[first]);
+  const std::int64_t bytes_before =
+      first == 0 ? 0 : std::max<std::int64_t>(0, s.allocated[first] - s.sizes[first]);
+  const std::int64_t blocks_before =
+      first == 0 ? 0 : std::max<std::int64_t>(0, s.allocations[first] - s.counts[first]);
   for (std::size_t p = 0; p < first; ++p) s.allocated[p] = bytes_before, s.allocations[p] = blocks_before;
   for (std::size_t p = first + 1; p < n; ++p)
     if (s.allocated[p] < 0) s.allocated[p] = s.allocated[p - 1], s.allocations[p] = s.allocations[p - 1];
@@ -400,8 +407,7 @@ namespace {
 // What every snapshot of the current session says about how it was made.
 SnapshotInfo session_info() {
   const Options opts = options();
-  if (!is_tracing())
-    throw std::runtime_error("tracing is off: start it first (liveheap::start)");
+  if (!is_tracing()) throw std::runtime_error("tracing is off: start it first (liveheap::start)");
   SnapshotInfo info;
   info.mode = opts.mode;
   info.sample_interval = opts.mode == Mode::sampled ? opts.sample_interval : 0;
@@ -420,8 +426,8 @@ Snapshot snapshot_from(const std::vector<RawTrace>& raw, SnapshotInfo info) {
   std::vector<Trace> traces;
   traces.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i)
-    traces.push_back({std::move(tracebacks[i]), raw[i].sums.bytes, raw[i].sums.count,
-                      raw[i].sums.alloc_bytes, raw[i].sums.alloc_count});
+    traces.push_back({std::move(tracebacks[i]), raw[i].sums.bytes, raw[i].sums.count, raw[i].sums.alloc_bytes,
+                      raw[i].sums.alloc_count});
   info.tracker_memory = tracker_memory();
   return Snapshot(std::move(traces), info);
 }
@@ -483,13 +489,16 @@ void frames_of(const StackSnapshot& stacks, std::vector<std::span<const std::uin
   }
   if (!check_code || !stacks.code || stacks.code->loaded.counts() == symbolize::loader_counts()) return;
   // Something was loaded or unloaded since: each address must still be the same code.
-  if (!now) now = std::make_shared<const StackSnapshot::Code>(StackSnapshot::Code{symbolize::LoadedCode::now()});
+  if (!now)
+    now = std::make_shared<const StackSnapshot::Code>(StackSnapshot::Code{symbolize::LoadedCode::now()});
   const auto mine = std::span(out).subspan(first);
   for (std::uintptr_t a : distinct_addresses(mine)) {
-    if (a < engine::kFirstCodeAddress || engine::is_python_frame(a)) continue;  // named by the engine (engine_frame)
+    if (a < engine::kFirstCodeAddress || engine::is_python_frame(a))
+      continue;  // named by the engine (engine_frame)
     const std::string object = stacks.code->loaded.changed_object(a, now->loaded);
     if (!object.empty())
-      throw UnloadedCodeError(object + " was unloaded or replaced (dlclose) since the snapshot was taken: its "
+      throw UnloadedCodeError(object +
+                              " was unloaded or replaced (dlclose) since the snapshot was taken: its "
                               "stacks' return addresses may hold other code now");
   }
 }

@@ -67,14 +67,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&] {
-      if (i + 1 == argc) { std::cerr << arg << " needs a value\n"; std::exit(2); }
+      if (i + 1 == argc) {
+        std::cerr << arg << " needs a value\n";
+        std::exit(2);
+      }
       return std::string(argv[++i]);
     };
     if (arg == "--port") port = static_cast<std::uint16_t>(std::stoi(value()));
     else if (arg == "--token") token = value();
     else if (arg == "--tick-ms") tick_ms = std::stoi(value());
     else if (arg == "--paused") paused = true;
-    else { std::cerr << "unknown argument " << arg << "\n"; return 2; }
+    else {
+      std::cerr << "unknown argument " << arg << "\n";
+      return 2;
+    }
   }
 
   // Exact mode always; the history's interval from LIVEHEAP_HISTORY_INTERVAL, as a preloaded
@@ -101,7 +107,8 @@ int main(int argc, char** argv) {
       for (int n = std::atoi(line.c_str() + 5); n > 0; --n) tick(false);
     } else if (line.rfind("free ", 0) == 0) {  // shrinkage, for the flame graph's green
       std::lock_guard lock(tick_mutex);
-      for (int n = std::atoi(line.c_str() + 5); n > 0 && leaked_count > 0; --n) delete[] leaked[--leaked_count];
+      for (int n = std::atoi(line.c_str() + 5); n > 0 && leaked_count > 0; --n)
+        delete[] leaked[--leaked_count];
     } else if (line == "quit") {
       return 0;
     } else if (line != "pause" && line != "resume") {

@@ -32,15 +32,13 @@ TEST(RequestComparisonTest, LogsTheGrowingLineEveryNRequests) {
   server.get("/");
   const std::string at_4 = output_until(server, site);
   EXPECT_NE(at_4.find("liveheap: request 4: heap "), std::string::npos) << at_4;
-  EXPECT_NE(at_4.find(site + ": size=12.8 MiB (+12.8 MiB), count=2 (+2)"), std::string::npos)
-      << at_4;
+  EXPECT_NE(at_4.find(site + ": size=12.8 MiB (+12.8 MiB), count=2 (+2)"), std::string::npos) << at_4;
   server.story("/figure");
   server.story("/figure");
   server.get("/");
   const std::string at_7 = output_until(server, site);
   EXPECT_NE(at_7.find("liveheap: request 7: heap "), std::string::npos) << at_7;
-  EXPECT_NE(at_7.find(site + ": size=25.6 MiB (+25.6 MiB), count=4 (+4)"), std::string::npos)
-      << at_7;
+  EXPECT_NE(at_7.find(site + ": size=25.6 MiB (+25.6 MiB), count=4 (+4)"), std::string::npos) << at_7;
 }
 
 }  // namespace

@@ -25,8 +25,7 @@ std::vector<std::string> clean_env(std::vector<std::string> env) {
 
 Reply expect_ok(Reply reply, std::string_view what) {
   if (reply.status != 200)
-    throw std::runtime_error(std::string(what) + ": " + std::to_string(reply.status) + " " +
-                             reply.body);
+    throw std::runtime_error(std::string(what) + ": " + std::to_string(reply.status) + " " + reply.body);
   return reply;
 }
 
@@ -51,14 +50,12 @@ LeakyServer::LeakyServer(Launch launch) {
   std::smatch match;
   static const std::regex kListening(R"(listening on http://127\.0\.0\.1:(\d+)/)");
   if (!first || !std::regex_search(*first, match, kListening))
-    throw std::runtime_error("leaky_server did not say where it listens: '" +
-                             first.value_or("<nothing>") + "'");
+    throw std::runtime_error("leaky_server did not say where it listens: '" + first.value_or("<nothing>") +
+                             "'");
   port_ = static_cast<std::uint16_t>(std::stoi(match[1]));
 }
 
-std::string LeakyServer::url() const {
-  return "http://127.0.0.1:" + std::to_string(port_) + "/debug/memory";
-}
+std::string LeakyServer::url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/debug/memory"; }
 
 Reply LeakyServer::get(std::string_view target) const {
   return expect_ok(http_test::get(port_, target), "GET " + std::string(target));

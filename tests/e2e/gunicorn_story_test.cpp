@@ -50,13 +50,12 @@ class GunicornStory : public ::testing::Test {
     port_ = http_test::free_port();
     gunicorn_ = std::make_unique<http_test::ChildProcess>(
         std::vector<std::string>{kPython, "-m", "gunicorn", "-w", "2", "-b",
-                                 "127.0.0.1:" + std::to_string(app_port_), "--chdir",
-                                 LIVEHEAP_STORIES_DIR, app_},
+                                 "127.0.0.1:" + std::to_string(app_port_), "--chdir", LIVEHEAP_STORIES_DIR,
+                                 app_},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
-                                 "LIVEHEAP_MODE=exact", "XDG_RUNTIME_DIR=" + dir_->path(),
-                                 "MPLCONFIGDIR=" + (*dir_ / "mpl"), "MPLBACKEND=Agg",
-                                 "PYTHONDONTWRITEBYTECODE=1",
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=exact",
+                                 "XDG_RUNTIME_DIR=" + dir_->path(), "MPLCONFIGDIR=" + (*dir_ / "mpl"),
+                                 "MPLBACKEND=Agg", "PYTHONDONTWRITEBYTECODE=1",
                                  std::string("LIVEHEAP_SAMPLES_PYTHON=") + LIVEHEAP_SAMPLES_PYTHON});
   }
   void TearDown() override {
@@ -140,7 +139,7 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
   for (const json& a : answers) ++served[a.value("pid", 0L)];
   ASSERT_EQ(served.size(), 2u);
   const std::int64_t width = answers[0]["width"], height = answers[0]["height"];
-  ASSERT_EQ(width * height, 1560 * 1040);  // the seed's figure
+  ASSERT_EQ(width * height, 1560 * 1040);          // the seed's figure
   const std::int64_t buffer = width * height * 4;  // RGBA, one byte each
 
   const auto all = http_test::get(port_, "/debug/memory/diff?pid=all&format=json&limit=1000");
@@ -154,7 +153,8 @@ TEST_F(GunicornStory, TheMergedDiffNamesTheAggRendererBufferOncePerRequest) {
 
   // Each worker's own diff: the requests it served.
   for (const auto& [pid, count] : served) {
-    const auto one = http_test::get(port_, "/debug/memory/diff?format=json&limit=1000&pid=" + std::to_string(pid));
+    const auto one =
+        http_test::get(port_, "/debug/memory/diff?format=json&limit=1000&pid=" + std::to_string(pid));
     ASSERT_EQ(one.status, 200) << one.body;
     const json stat = renderer_stat(one.json(), buffer);
     ASSERT_FALSE(stat.is_null()) << pid;
@@ -179,7 +179,8 @@ TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
   ASSERT_EQ(warm_up().size(), 2u) << "one worker never served a request";
   ASSERT_EQ(http_test::post(port_, "/debug/memory/baseline?pid=all").status, 200);
   const std::vector<json> answers = plot(kRequests / 2);
-  const std::int64_t buffer = answers[0]["width"].get<std::int64_t>() * answers[0]["height"].get<std::int64_t>() * 4;
+  const std::int64_t buffer =
+      answers[0]["width"].get<std::int64_t>() * answers[0]["height"].get<std::int64_t>() * 4;
   const std::string app = std::string(LIVEHEAP_STORIES_DIR) + "/figure_app.py";
   int savefig = 0, draw = 0;  // the lines marked "# site: savefig" and "# site: draw"
   {
@@ -200,7 +201,8 @@ TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
   EXPECT_EQ(stat["count_diff"], kRequests) << stat.dump();
   bool through_savefig = false;
   for (const json& frame : stat["traceback"])
-    through_savefig = through_savefig || (frame["kind"] == "python" && frame["file"] == app && frame["line"] == savefig);
+    through_savefig =
+        through_savefig || (frame["kind"] == "python" && frame["file"] == app && frame["line"] == savefig);
   EXPECT_TRUE(through_savefig) << stat["traceback"].dump(1);
 
   // On top of the app's own lines, cumulative: its outermost line that the figures go
@@ -208,7 +210,8 @@ TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
   // buffers.
   const auto expect_app_lines_on_top = [&](const char* mode) {
     const auto reply = http_test::get(
-        port_, "/debug/memory/diff?pid=all&format=json&limit=5&key=line&cumulative=1&include=*/figure_app.py");
+        port_,
+        "/debug/memory/diff?pid=all&format=json&limit=5&key=line&cumulative=1&include=*/figure_app.py");
     ASSERT_EQ(reply.status, 200) << mode << ": " << reply.body;
     const json answer = reply.json();
     const json& lines = answer.at("stats");
@@ -217,8 +220,9 @@ TEST_F(GunicornStory, TheBuffersTracebackReachesTheAppsSavefigLine) {
     EXPECT_EQ(lines.at(0)["line"], draw) << mode << ": " << reply.body;
     bool savefig_holds_the_buffers = false;
     for (const json& line : lines)
-      savefig_holds_the_buffers = savefig_holds_the_buffers || (line["line"] == savefig &&
-                                                                line["size_diff"].get<std::int64_t>() >= kRequests * buffer);
+      savefig_holds_the_buffers =
+          savefig_holds_the_buffers ||
+          (line["line"] == savefig && line["size_diff"].get<std::int64_t>() >= kRequests * buffer);
     EXPECT_TRUE(savefig_holds_the_buffers) << mode << ": " << reply.body;
   };
   expect_app_lines_on_top("exact");
@@ -254,7 +258,8 @@ TEST_F(GunicornRoutes, ARouteThatKeepsItsFigureRetainsItAndOneThatClosesItNothin
 
   const std::vector<json> kept = plot(kRequests / 2);
   plot(kRequests / 2, "/plot/closed");
-  const std::int64_t buffer = kept[0]["width"].get<std::int64_t>() * kept[0]["height"].get<std::int64_t>() * 4;
+  const std::int64_t buffer =
+      kept[0]["width"].get<std::int64_t>() * kept[0]["height"].get<std::int64_t>() * 4;
 
   const auto reply = http_test::get(port_, "/debug/memory/routes?pid=all&format=json");
   ASSERT_EQ(reply.status, 200) << reply.body;

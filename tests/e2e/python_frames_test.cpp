@@ -41,7 +41,8 @@ json stat_at_line(const json& diff, const std::string& file, int line) {
 // A program under the preload library with an endpoint, driven over stdin and stdout.
 class TracedProgram {
  public:
-  TracedProgram(std::vector<std::string> argv, const std::string& mode, const std::vector<std::string>& more_env = {})
+  TracedProgram(std::vector<std::string> argv, const std::string& mode,
+                const std::vector<std::string>& more_env = {})
       : port_(http_test::free_port()) {
     std::vector<std::string> env{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
                                  "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=" + mode,
@@ -50,9 +51,10 @@ class TracedProgram {
     process_ = std::make_unique<http_test::ChildProcess>(argv, env);
     const auto ready = process_->read_line(30000);
     if (ready != "ready") throw std::runtime_error("the program never said ready");
-    if (!http_test::wait_until(std::chrono::seconds(30),
-                               [&] { return http_test::get(port_, "/debug/memory/stats").status == 200; },
-                               std::chrono::milliseconds(50)))
+    if (!http_test::wait_until(
+            std::chrono::seconds(30),
+            [&] { return http_test::get(port_, "/debug/memory/stats").status == 200; },
+            std::chrono::milliseconds(50)))
       throw std::runtime_error("the endpoint never answered");
   }
   ~TracedProgram() { process_->wait(10000); }
@@ -92,7 +94,8 @@ std::map<int, std::int64_t> tracemalloc_sizes(const std::vector<std::string>& li
 class PythonFrames : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::system("/usr/bin/python3 -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null") != 0)
+    if (std::system("/usr/bin/python3 -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null") !=
+        0)
       GTEST_SKIP() << "needs Debian 12's python3 (3.11)";
   }
   // Leaks with `command` in `mode` and checks each line leaked at against tracemalloc.
@@ -109,7 +112,8 @@ class PythonFrames : public ::testing::Test {
       const std::int64_t truth = oracle.at(line);
       EXPECT_GE(truth, 24 << 20) << site;
       const json stat = stat_at_line(diff, kScript, line);
-      ASSERT_FALSE(stat.is_null()) << site << " (line " << line << ") is not in the diff: " << diff["stats"].dump(1);
+      ASSERT_FALSE(stat.is_null()) << site << " (line " << line
+                                   << ") is not in the diff: " << diff["stats"].dump(1);
       const auto size = stat["size_diff"].get<std::int64_t>();
       EXPECT_LE(std::abs(static_cast<double>(size - truth)), 0.01 * static_cast<double>(truth))
           << site << ": liveheap " << size << " B, tracemalloc " << truth << " B";
@@ -143,7 +147,8 @@ TEST_F(PythonFrames, TracebacksShowPythonFramesInTracemallocsFormAndJsonTheirKin
   const int line = site_line(kScript, "function");
   const std::string text = python.get_text("/debug/memory/diff?key=traceback&limit=3");
   EXPECT_NE(text.find("  File \"" + kScript + "\", line " + std::to_string(line) + ", in leak_in_function"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   // The caller's line in the chain: the dispatch table's lambda, then main at module level.
   EXPECT_NE(text.find(", in <lambda>"), std::string::npos) << text;
   EXPECT_NE(text.find(", in main"), std::string::npos) << text;
@@ -179,7 +184,8 @@ TEST(PythonFramesUnsupported, AnUnknownVersionKeepsNativeFramesAndStatsSaysWhy) 
   const std::string source = LIVEHEAP_FAKE_CPYTHON_SOURCE;
   const int line = site_line(source, "evaluator");
   const std::pair<const char*, const char*> cases[] = {
-      {LIVEHEAP_FAKE_PYTHON312, "python frames: off: CPython 3.12.1 is not supported (3.11 is): native frames only"},
+      {LIVEHEAP_FAKE_PYTHON312,
+       "python frames: off: CPython 3.12.1 is not supported (3.11 is): native frames only"},
       {LIVEHEAP_FAKE_PYTHON311_INCOMPLETE,
        "python frames: off: CPython 3.11.2 has no symbol PyGILState_GetThisThreadState: native frames only"}};
   for (const auto& [program, said] : cases) {

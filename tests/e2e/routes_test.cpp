@@ -67,7 +67,8 @@ TEST(RoutesOfRequests, EachRouteRetainsWhatItsRequestsKeptWithFourClientsAtOnce)
     // leave one small block of Asio's kept for reuse (about 1 run in 10: 152 B).
     const double slack = std::string(name) == "GET /figure" ? 0 : 256;
     EXPECT_NEAR(line["retained_bytes"].get<double>(), retained, slack) << name;
-    EXPECT_NEAR(line["retained_per_request"].get<double>(), 6'720'148, 1 + slack / (kClients * kEach)) << name;
+    EXPECT_NEAR(line["retained_per_request"].get<double>(), 6'720'148, 1 + slack / (kClients * kEach))
+        << name;
     EXPECT_GE(line["requests"], kClients * kEach + kClients) << name;
   }
   const json ok = route_line(now, "GET /ok");
@@ -90,7 +91,8 @@ TEST(RoutesOfRequests, EachRouteRetainsWhatItsRequestsKeptWithFourClientsAtOnce)
   const std::string metrics = server.get("/debug/memory/metrics").body;
   EXPECT_NE(metrics.find("liveheap_route_requests_total{route=\"GET /figure/async\"} " +
                          std::to_string(route_line(now, "GET /figure/async")["requests"].get<int>())),
-            std::string::npos) << metrics;
+            std::string::npos)
+      << metrics;
   EXPECT_NE(metrics.find("liveheap_route_inuse_bytes{route=\"GET /figure\"} "), std::string::npos) << metrics;
 }
 
@@ -116,10 +118,14 @@ TEST(RoutesOfRequests, TheCacheRouteReadsPlateauedOnceFull) {
   LeakyServer server;
   for (int i = 1; i <= 32; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
   // Full: further requests hit the cache, and the history sees the route's bytes stay.
-  ASSERT_TRUE(test_support::wait_until(std::chrono::seconds(60), [&] {
-    for (int i = 1; i <= 4; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
-    return route_line(routes(server), "GET /cache")["verdict"] == "plateaued";
-  }, std::chrono::milliseconds(500))) << "GET /cache never read plateaued: " << routes(server).dump();
+  ASSERT_TRUE(test_support::wait_until(
+      std::chrono::seconds(60),
+      [&] {
+        for (int i = 1; i <= 4; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
+        return route_line(routes(server), "GET /cache")["verdict"] == "plateaued";
+      },
+      std::chrono::milliseconds(500)))
+      << "GET /cache never read plateaued: " << routes(server).dump();
 }
 
 // Sampled mode: the same figures, as estimates. A figure's 6.5 MB buffer is sampled with
@@ -163,11 +169,15 @@ TEST(RoutesOfRequests, ALeakWhoseRouteWentQuietStaysGrowingWhileAnotherRouteWork
   }
   for (int i = 1; i <= 32; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
   json now;
-  ASSERT_TRUE(test_support::wait_until(std::chrono::seconds(60), [&] {
-    for (int i = 1; i <= 4; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
-    now = routes(server);
-    return route_line(now, "GET /cache")["verdict"] == "plateaued";
-  }, std::chrono::milliseconds(500))) << now.dump();
+  ASSERT_TRUE(test_support::wait_until(
+      std::chrono::seconds(60),
+      [&] {
+        for (int i = 1; i <= 4; ++i) server.story("/cache?shape=" + std::to_string(i) + "x1");
+        now = routes(server);
+        return route_line(now, "GET /cache")["verdict"] == "plateaued";
+      },
+      std::chrono::milliseconds(500)))
+      << now.dump();
   SCOPED_TRACE(now.dump());
   const json figure = route_line(now, "GET /figure");
   EXPECT_EQ(figure["verdict"], "growing");

@@ -73,8 +73,7 @@ TEST_P(LeakTest, FoundAtItsLineGrowingWithRequests) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stories, LeakTest,
-                         ::testing::Values(Story{"client", "/client"},
-                                           Story{"figure", "/figure"},
+                         ::testing::Values(Story{"client", "/client"}, Story{"figure", "/figure"},
                                            Story{"convert", "/convert?rows=5000"}),
                          [](const auto& info) { return info.param.name; });
 
@@ -85,9 +84,7 @@ TEST(CacheTest, PlateausAtItsCapacity) {
   const int route = marked_line("route: cache");
   LeakyServer server;
   server.post("/debug/memory/baseline");
-  const auto shape = [](int i) {
-    return "/cache?shape=" + std::to_string(i) + "x" + std::to_string(i);
-  };
+  const auto shape = [](int i) { return "/cache?shape=" + std::to_string(i) + "x" + std::to_string(i); };
 
   json first;
   std::int64_t entry_bytes = 0;  // all an entry holds, wherever allocated
@@ -154,8 +151,10 @@ TEST(WalkthroughTest, LeaksGrowingAndTheFullCachePlateauedAfterTheTrafficStops) 
     }
     return by_site;
   };
-  const std::map<std::string, std::string> expected = {{"site: figure", "growing"}, {"site: convert", "growing"},
-                                                       {"site: client", "growing"}, {"site: cache", "plateaued"}};
+  const std::map<std::string, std::string> expected = {{"site: figure", "growing"},
+                                                       {"site: convert", "growing"},
+                                                       {"site: client", "growing"},
+                                                       {"site: cache", "plateaued"}};
   // Two points after the traffic: the LRU's last shapes were its largest, so the point taken
   // during them still rose (a report that took a second to name its frames used to give it
   // that time; names now come at once).
@@ -164,8 +163,10 @@ TEST(WalkthroughTest, LeaksGrowingAndTheFullCachePlateauedAfterTheTrafficStops) 
   std::this_thread::sleep_for(std::chrono::seconds(15));
   EXPECT_EQ(verdicts(), expected) << "fifteen idle seconds later";
   const std::string text = server.get("/debug/memory/diff?limit=8&verdicts=1").body;
-  EXPECT_NE(text.find("leak_stories.cpp:" + std::to_string(marked_line("site: cache")) + ": size=2048 KiB (+2048 KiB)"),
-            std::string::npos) << text;
+  EXPECT_NE(text.find("leak_stories.cpp:" + std::to_string(marked_line("site: cache")) +
+                      ": size=2048 KiB (+2048 KiB)"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("[plateaued, retains "), std::string::npos) << text;
 }
 
@@ -188,9 +189,9 @@ TEST(WellBehavedTest, ShowsNoGrowth) {
 // Bad input to the sample's routes gets a 4xx with a reason, and the server stays up.
 TEST(BadInputTest, AnsweredWithAReason) {
   LeakyServer server;
-  for (const char* target : {"/cache", "/cache?shape=12", "/cache?shape=1x1&x=2",
-                             "/convert?rows=0", "/convert?rows=-1", "/convert?rows=99999999999",
-                             "/ok?kb=abc", "/nowhere", "/figure?id=1"}) {
+  for (const char* target :
+       {"/cache", "/cache?shape=12", "/cache?shape=1x1&x=2", "/convert?rows=0", "/convert?rows=-1",
+        "/convert?rows=99999999999", "/ok?kb=abc", "/nowhere", "/figure?id=1"}) {
     const Reply reply = http_test::get(server.port(), target);
     EXPECT_GE(reply.status, 400) << target;
     EXPECT_LT(reply.status, 500) << target;

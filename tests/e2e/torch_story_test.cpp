@@ -44,9 +44,9 @@ Held cache_entries(const json& diff) {
       conv = conv || function.find("at::native::mkldnn_convolution(") != std::string::npos;
       descriptor = descriptor || function == "dnnl_primitive_desc_iterator_create";
       // The script's line that calls the convolution (Python frames in native stacks).
-      model = model || (frame.value("kind", "") == "python" && frame.value("function", "") == "run" &&
-                        frame.value("file", "").ends_with("/conv_lengths.py") &&
-                        frame.value("line", 0) == kConvLine);
+      model = model ||
+              (frame.value("kind", "") == "python" && frame.value("function", "") == "run" &&
+               frame.value("file", "").ends_with("/conv_lengths.py") && frame.value("line", 0) == kConvLine);
     }
     if (conv && descriptor) {
       held.count += stat.at("count_diff").get<std::int64_t>();
@@ -78,9 +78,9 @@ class TorchStory : public ::testing::Test {
     python_ = std::make_unique<http_test::ChildProcess>(
         std::vector<std::string>{"/usr/bin/python3", LIVEHEAP_STORIES_DIR "/conv_lengths.py", dir_},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY + " " + kJemalloc,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
-                                 "LIVEHEAP_MODE=off", "XDG_RUNTIME_DIR=" + dir_,
-                                 "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1"});
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=off",
+                                 "XDG_RUNTIME_DIR=" + dir_, "OMP_NUM_THREADS=1",
+                                 "PYTHONDONTWRITEBYTECODE=1"});
   }
   void TearDown() override {
     if (!python_) return;
@@ -142,22 +142,24 @@ TEST_F(TorchStory, OneDnnPrimitiveCacheGrowsToItsCapacityAndStops) {
   // and every sampled one's traceback reaches the same Python line. (A 64 KiB interval: a
   // few hundred entries of a few KiB each are then dozens of samples, not a handful.)
   ASSERT_EQ(http_test::post(port_, "/debug/memory/stop").status, 200);
-  const auto sampled = http_test::post(port_, "/debug/memory/start?mode=sampled&sample_interval=65536&format=json");
+  const auto sampled =
+      http_test::post(port_, "/debug/memory/start?mode=sampled&sample_interval=65536&format=json");
   ASSERT_EQ(sampled.status, 200) << sampled.body;
   ASSERT_EQ(http_test::post(port_, "/debug/memory/baseline").status, 200);
   const Held replaced = cache_entries(step(300));
   EXPECT_GT(replaced.count, 0) << "no sampled cache entry under mkldnn_convolution";
-  EXPECT_EQ(replaced.from_the_model, replaced.count) << "the sampled entries' tracebacks reach the model's line";
-  const auto lines =
-      http_test::get(port_, "/debug/memory/diff?key=line&cumulative=1&include=*/conv_lengths.py&format=json&limit=5");
+  EXPECT_EQ(replaced.from_the_model, replaced.count)
+      << "the sampled entries' tracebacks reach the model's line";
+  const auto lines = http_test::get(
+      port_, "/debug/memory/diff?key=line&cumulative=1&include=*/conv_lengths.py&format=json&limit=5");
   ASSERT_EQ(lines.status, 200) << lines.body;
   const json lines_answer = lines.json();  // a range-for over a temporary's member dangles
   // The script's lines that hold the growth, cumulative: the loop's call of run() (line 38)
   // and run's convolution line, each with at least the cache's sampled entries.
   bool conv_line_holds_them = false;
   for (const json& stat : lines_answer.at("stats"))
-    conv_line_holds_them = conv_line_holds_them ||
-                           (stat["line"] == kConvLine && stat["size_diff"].get<std::int64_t>() >= replaced.size);
+    conv_line_holds_them = conv_line_holds_them || (stat["line"] == kConvLine &&
+                                                    stat["size_diff"].get<std::int64_t>() >= replaced.size);
   EXPECT_TRUE(conv_line_holds_them) << replaced.size << " B of sampled cache entries; " << lines.body;
 }
 

@@ -26,15 +26,16 @@ TEST(WatchOptionsTest, UrlsAreHttpWithOptionalPortAndPrefix) {
   EXPECT_EQ(parse_url("http://localhost").port, 80);
   EXPECT_EQ(parse_url("http://localhost").prefix, "");
   EXPECT_EQ(parse_url("http://[::1]:8080/debug/memory").host, "::1");
-  for (const char* bad : {"https://x/", "x:80", "http://:80/", "http://h:0/", "http://h:65536/",
-                          "http://h/p?q=1"})
+  for (const char* bad :
+       {"https://x/", "x:80", "http://:80/", "http://h:0/", "http://h:65536/", "http://h/p?q=1"})
     EXPECT_THROW(parse_url(bad), UsageError) << bad;
 }
 
 TEST(WatchOptionsTest, FlagsAndTheirDefaults) {
-  const char* argv[] = {"liveheap-watch", "--port", "9090", "--prefix", "/mem/", "--rounds", "3",
-                        "--interval", "0.25", "--key", "traceback", "--fail-over", "1MiB",
-                        "--include", "*server*", "--json", "--baseline"};
+  const char* argv[] = {"liveheap-watch", "--port",      "9090",       "--prefix",  "/mem/",
+                        "--rounds",       "3",           "--interval", "0.25",      "--key",
+                        "traceback",      "--fail-over", "1MiB",       "--include", "*server*",
+                        "--json",         "--baseline"};
   const auto options = parse_command_line(std::size(argv), argv, "from-env");
   ASSERT_TRUE(options);
   EXPECT_EQ(options->endpoint.url(), "http://127.0.0.1:9090/mem");
@@ -60,8 +61,8 @@ TEST(WatchOptionsTest, FlagsAndTheirDefaults) {
   EXPECT_EQ(g->key, "file");
   const char* inline_size[] = {"liveheap-watch", "--fail-on-growing=1.5KiB"};
   EXPECT_EQ(parse_command_line(2, inline_size, nullptr)->fail_on_growing, 1536);
-  for (const char* bad : {"--fail-on-growing=abc", "--fail-on-growing=", "--fail-on-growing=-1",
-                          "--json=yes", "--limit="}) {
+  for (const char* bad :
+       {"--fail-on-growing=abc", "--fail-on-growing=", "--fail-on-growing=-1", "--json=yes", "--limit="}) {
     const char* args[] = {"liveheap-watch", bad};
     EXPECT_THROW(parse_command_line(2, args, nullptr), UsageError) << bad;
   }

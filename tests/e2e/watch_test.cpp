@@ -35,12 +35,10 @@ TEST(WatchTest, FailOverFailsOnALeakyRoute) {
   for (int i = 0; i < 3; ++i) server.story("/figure");
   const WatchRun run = run_watch(gate(server, "10MiB"));
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("is over --fail-over 10.0 MiB (10485760 B)"), std::string::npos)
-      << run.output;
+  EXPECT_NE(run.output.find("is over --fail-over 10.0 MiB (10485760 B)"), std::string::npos) << run.output;
   // The round names the leak's line, as the server's text /diff would.
   const std::string site = "leak_stories.cpp:" + std::to_string(marked_line("site: figure"));
-  EXPECT_NE(run.output.find(site + ": size=19.2 MiB (+19.2 MiB), count=3 (+3)"),
-            std::string::npos)
+  EXPECT_NE(run.output.find(site + ": size=19.2 MiB (+19.2 MiB), count=3 (+3)"), std::string::npos)
       << run.output;
 }
 
@@ -54,7 +52,9 @@ std::string line_with(const std::string& output, const std::string& text) {
 
 // The server's history ticks every second (the shortest LIVEHEAP_HISTORY_INTERVAL), so
 // that a few seconds of traffic give it verdicts.
-Launch history_every_second() { return {.env = {"LIVEHEAP_HISTORY_INTERVAL=1"}, .args = {}, .read_stderr = false}; }
+Launch history_every_second() {
+  return {.env = {"LIVEHEAP_HISTORY_INTERVAL=1"}, .args = {}, .read_stderr = false};
+}
 
 // The points the server's history holds now.
 std::size_t points(const LeakyServer& server) {
@@ -64,8 +64,9 @@ std::size_t points(const LeakyServer& server) {
 // Until the server's history holds `n` points (a second each; a minute at most).
 testing::AssertionResult wait_for_points(const LeakyServer& server, std::size_t n) {
   std::size_t seen = 0;
-  return http_test::wait_until(std::chrono::seconds(60), [&] { return (seen = points(server)) >= n; },
-                               std::chrono::milliseconds(200))
+  return http_test::wait_until(
+             std::chrono::seconds(60), [&] { return (seen = points(server)) >= n; },
+             std::chrono::milliseconds(200))
          << ": the history holds " << seen << " points, not " << n;
 }
 
@@ -90,8 +91,8 @@ TEST(WatchTest, FailOnGrowingFailsOnAGrowingLeakAboveTheSize) {
     traffic.join();
     FAIL() << six.message();
   }
-  const std::vector<std::string> once = {"--url", server.url(), "--rounds", "1", "--interval", "0",
-                                         "--fail-on-growing"};
+  const std::vector<std::string> once = {"--url",      server.url(), "--rounds",         "1",
+                                         "--interval", "0",          "--fail-on-growing"};
   auto below = once;
   below.push_back("1GiB");
   const WatchRun passed = run_watch(below);
@@ -104,9 +105,12 @@ TEST(WatchTest, FailOnGrowingFailsOnAGrowingLeakAboveTheSize) {
   const std::string site = "leak_stories.cpp:" + std::to_string(marked_line("site: client"));
   // The round prints the server's verdict after the line, as /diff?verdicts=1 does.
   EXPECT_EQ(passed.exit_code, 0) << passed.output;
-  EXPECT_NE(line_with(passed.output, site + ": size=").find(" [growing, retains "), std::string::npos) << passed.output;
-  EXPECT_NE(passed.output.find("no callsite the server calls growing grew by more than --fail-on-growing 1024 MiB"),
-            std::string::npos) << passed.output;
+  EXPECT_NE(line_with(passed.output, site + ": size=").find(" [growing, retains "), std::string::npos)
+      << passed.output;
+  EXPECT_NE(
+      passed.output.find("no callsite the server calls growing grew by more than --fail-on-growing 1024 MiB"),
+      std::string::npos)
+      << passed.output;
 
   EXPECT_EQ(failed.exit_code, 1) << failed.output;
   const std::string message = line_with(failed.output, " is growing (");
@@ -132,8 +136,8 @@ TEST(WatchTest, FailOnGrowingPassesOnAPlateau) {
     server.story("/cache?shape=" + std::to_string(1 + i % 32) + "x1");
     server.story("/ok");  // the rest of the program works too
   }
-  const WatchRun run = run_watch({"--url", server.url(), "--rounds", "1", "--interval", "0",
-                                  "--fail-on-growing=256KiB"});
+  const WatchRun run =
+      run_watch({"--url", server.url(), "--rounds", "1", "--interval", "0", "--fail-on-growing=256KiB"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   const std::string site = "leak_stories.cpp:" + std::to_string(marked_line("site: cache"));
   const std::string line = line_with(run.output, site + ": size=");
@@ -149,8 +153,8 @@ TEST(WatchTest, KeyTracebackPrintsReadableStacks) {
   LeakyServer server;
   server.post("/debug/memory/baseline");
   for (int i = 0; i < 3; ++i) server.story("/figure");
-  const WatchRun run = run_watch({"--url", server.url(), "--rounds", "1", "--interval", "0",
-                                  "--key", "traceback", "--limit", "1"});
+  const WatchRun run = run_watch(
+      {"--url", server.url(), "--rounds", "1", "--interval", "0", "--key", "traceback", "--limit", "1"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // Rebuilt from the server's JSON (full names) and laid out as /tracebacks lays it out:
   // short names, Boost.Asio's frames folded, every line within 200 columns.
@@ -165,8 +169,8 @@ TEST(WatchTest, KeyTracebackPrintsReadableStacks) {
 
 TEST(WatchTest, JsonLinesOnePerRound) {
   LeakyServer server;
-  const WatchRun run = run_watch({"--url", server.url(), "--baseline", "--rounds", "3",
-                                  "--interval", "0.1", "--json", "--limit", "2"});
+  const WatchRun run = run_watch(
+      {"--url", server.url(), "--baseline", "--rounds", "3", "--interval", "0.1", "--json", "--limit", "2"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::istringstream lines(run.output);
   std::string line;
@@ -183,14 +187,14 @@ TEST(WatchTest, JsonLinesOnePerRound) {
 
 TEST(WatchTest, TokenIsSentAndMissingTokenExplained) {
   LeakyServer server({.env = {"LIVEHEAP_TOKEN=s3cret"}, .args = {}, .read_stderr = false});
-  const WatchRun refused = run_watch({"--url", server.url(), "--baseline", "--rounds", "1",
-                                      "--interval", "0"});
+  const WatchRun refused =
+      run_watch({"--url", server.url(), "--baseline", "--rounds", "1", "--interval", "0"});
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("401"), std::string::npos) << refused.output;
   EXPECT_NE(refused.output.find("--token"), std::string::npos) << refused.output;
 
-  const std::vector<std::string> args = {"--url", server.url(), "--baseline", "--rounds", "1",
-                                         "--interval", "0"};
+  const std::vector<std::string> args = {"--url", server.url(), "--baseline", "--rounds",
+                                         "1",     "--interval", "0"};
   auto with_flag = args;
   with_flag.insert(with_flag.end(), {"--token", "s3cret"});
   EXPECT_EQ(run_watch(with_flag).exit_code, 0);
@@ -208,8 +212,8 @@ TEST(WatchTest, NoBaselineIsExplained) {
 TEST(WatchTest, ServerDownIsAClearError) {
   const std::uint16_t port = http_test::free_port();
   const std::string where = "127.0.0.1:" + std::to_string(port);
-  const WatchRun run = run_watch({"--url", "http://" + where + "/debug/memory", "--rounds", "1",
-                                  "--interval", "0"});
+  const WatchRun run =
+      run_watch({"--url", "http://" + where + "/debug/memory", "--rounds", "1", "--interval", "0"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_EQ(run.output, "liveheap-watch: cannot connect to " + where + ": Connection refused\n");
 }
@@ -224,19 +228,31 @@ TEST(WatchTest, WrongPrefixIsAClearError) {
 TEST(WatchTest, BadFailOnGrowingNamesTheOptionAndTheValue) {
   const WatchRun run = run_watch({"--fail-on-growing=abc"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_TRUE(run.output.starts_with("liveheap-watch: --fail-on-growing: a size is bytes with an optional unit"))
+  EXPECT_TRUE(
+      run.output.starts_with("liveheap-watch: --fail-on-growing: a size is bytes with an optional unit"))
       << run.output;
   EXPECT_NE(run.output.find("not 'abc'"), std::string::npos) << run.output;
 }
 
 TEST(WatchTest, BadUsageIsAClearError) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--fail-over", "ten"}, {"--key", "lines"}, {"--limit", "0"},
-        {"--fail-on-growing=abc"}, {"--fail-on-growing", "-1MiB"}, {"--fail-on-growing"},
-        {"--json=1"},
-        {"--interval", "-1"}, {"--url", "https://x/"}, {"--url", "http://h:99999/"},
-        {"--rounds"}, {"--frobnicate", "1"}, {"--pid", "0"}, {"--pid", "-3"}, {"--pid", "ALL"},
-        {"--pid", "12x"}, {"--pid", "4194305"}, {"--pid"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--fail-over", "ten"},
+                                               {"--key", "lines"},
+                                               {"--limit", "0"},
+                                               {"--fail-on-growing=abc"},
+                                               {"--fail-on-growing", "-1MiB"},
+                                               {"--fail-on-growing"},
+                                               {"--json=1"},
+                                               {"--interval", "-1"},
+                                               {"--url", "https://x/"},
+                                               {"--url", "http://h:99999/"},
+                                               {"--rounds"},
+                                               {"--frobnicate", "1"},
+                                               {"--pid", "0"},
+                                               {"--pid", "-3"},
+                                               {"--pid", "ALL"},
+                                               {"--pid", "12x"},
+                                               {"--pid", "4194305"},
+                                               {"--pid"}}) {
     const WatchRun run = run_watch(args);
     EXPECT_EQ(run.exit_code, 2) << args[0] << ": " << run.output;
     EXPECT_TRUE(run.output.starts_with("liveheap-watch: ")) << run.output;

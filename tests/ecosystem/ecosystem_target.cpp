@@ -7,6 +7,8 @@
 //   each allocated through std::string's own code (allocation plumbing); "request" -> 4
 //   blocks of 2500 B kept by a request of route "POST /upload". Each answers
 //   "<name> LINE BYTES COUNT" lines, then "ok".
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <cstdlib>
 #include <cstring>
 #include <iostream>

@@ -97,9 +97,7 @@ std::string go_env(const fs::path& work) {
          (work / "gocache").string() + " HOME=" + work.string() + " ";
 }
 
-void save(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void save(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 class Pprof : public ::testing::Test {
  protected:
@@ -109,9 +107,9 @@ class Pprof : public ::testing::Test {
       GTEST_SKIP() << kPprofSource << " is missing (golang-github-google-pprof-dev)";
     scratch_ = scratch();
     work_ = scratch_->path();
-    const CommandResult build = run_command("cd " + work_.string() + " && cp " LIVEHEAP_PPROF_DUMP_SOURCE
-                                  " pprof_dump.go && " + go_env(work_) +
-                                  kGo + " build -o pprof_dump pprof_dump.go");
+    const CommandResult build =
+        run_command("cd " + work_.string() + " && cp " LIVEHEAP_PPROF_DUMP_SOURCE " pprof_dump.go && " +
+                    go_env(work_) + kGo + " build -o pprof_dump pprof_dump.go");
     ASSERT_EQ(build.status, 0) << build.output;
   }
 
@@ -126,7 +124,8 @@ class Pprof : public ::testing::Test {
 
   // "file:line" -> {alloc_objects, alloc_space, inuse_objects, inuse_space}, by pprof's parser.
   std::map<std::string, std::vector<long>> parse(const std::string& path, std::string* header) {
-    const CommandResult r = run_command((work_ / "pprof_dump").string() + " " + path + " ecosystem_target.cpp");
+    const CommandResult r =
+        run_command((work_ / "pprof_dump").string() + " " + path + " ecosystem_target.cpp");
     EXPECT_EQ(r.status, 0) << r.output;
     std::map<std::string, std::vector<long>> out;
     std::istringstream in(r.output);
@@ -218,8 +217,8 @@ TEST_F(Pprof, GoToolPprofShowsTopAndDiffBase) {
   EXPECT_NE(top.output.find("Type: inuse_space"), std::string::npos) << top.output;
   EXPECT_NE(top.output.find(at(target.sites.at("leak_c").line)), std::string::npos) << top.output;
   // -diff_base: only leak C (7 x 2048 = 14336 B = 14kB) grew between the two.
-  const CommandResult diff = run_command(go_env(work_) + kGo + " tool pprof -top -lines -diff_base " +
-                               before + " " + after);
+  const CommandResult diff =
+      run_command(go_env(work_) + kGo + " tool pprof -top -lines -diff_base " + before + " " + after);
   ASSERT_EQ(diff.status, 0) << diff.output;
   EXPECT_NE(diff.output.find("14kB"), std::string::npos) << diff.output;
   EXPECT_NE(diff.output.find(at(target.sites.at("leak_c").line)), std::string::npos) << diff.output;
@@ -234,14 +233,18 @@ TEST_F(Pprof, TagfocusOnTheRouteLabelSelectsOneRoutesBytes) {
   target.run("request");
   const std::string heap = profile(target, "/debug/pprof/heap", "routes.pb.gz");
   const std::string upload = at(target.sites.at("upload").line);
-  const CommandResult focus = run_command(go_env(work_) + kGo + " tool pprof -top -lines -sample_index=inuse_space "
-                                          "'-tagfocus=route=POST /upload' " + heap);
+  const CommandResult focus = run_command(go_env(work_) + kGo +
+                                          " tool pprof -top -lines -sample_index=inuse_space "
+                                          "'-tagfocus=route=POST /upload' " +
+                                          heap);
   ASSERT_EQ(focus.status, 0) << focus.output;
   EXPECT_NE(focus.output.find("9.77kB"), std::string::npos) << focus.output;
   EXPECT_NE(focus.output.find(upload), std::string::npos) << focus.output;
   EXPECT_EQ(focus.output.find(at(target.sites.at("leak_a").line)), std::string::npos) << focus.output;
-  const CommandResult ignore = run_command(go_env(work_) + kGo + " tool pprof -top -lines -sample_index=inuse_space "
-                                           "'-tagignore=route=POST /upload' " + heap);
+  const CommandResult ignore = run_command(go_env(work_) + kGo +
+                                           " tool pprof -top -lines -sample_index=inuse_space "
+                                           "'-tagignore=route=POST /upload' " +
+                                           heap);
   ASSERT_EQ(ignore.status, 0) << ignore.output;
   EXPECT_EQ(ignore.output.find(upload), std::string::npos) << ignore.output;
   EXPECT_NE(ignore.output.find(at(target.sites.at("leak_a").line)), std::string::npos) << ignore.output;
@@ -304,18 +307,21 @@ TEST(Prometheus, RealServerScrapesCallsiteGaugesExact) {
        "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=error"},
       {});
   std::map<std::string, double> gauges;  // callsite -> value
-  std::string last;  // the last answer, for the message
+  std::string last;                      // the last answer, for the message
   // Prometheus scrapes every second; not listening yet counts as "not yet".
-  const testing::AssertionResult scraped = http_test::wait_until(std::chrono::seconds(60), [&] {
-    const http_test::Reply r = http_test::get(port, "/api/v1/query?query=liveheap_callsite_inuse_bytes");
-    last = std::to_string(r.status) + " " + r.body;
-    if (r.status != 200) return false;
-    const nlohmann::json answer = r.json();
-    for (const auto& series : answer["data"]["result"])
-      gauges[series["metric"]["callsite"].get<std::string>()] =
-          std::stod(series["value"][1].get<std::string>());
-    return !gauges.empty();
-  }, std::chrono::milliseconds(500));
+  const testing::AssertionResult scraped = http_test::wait_until(
+      std::chrono::seconds(60),
+      [&] {
+        const http_test::Reply r = http_test::get(port, "/api/v1/query?query=liveheap_callsite_inuse_bytes");
+        last = std::to_string(r.status) + " " + r.body;
+        if (r.status != 200) return false;
+        const nlohmann::json answer = r.json();
+        for (const auto& series : answer["data"]["result"])
+          gauges[series["metric"]["callsite"].get<std::string>()] =
+              std::stod(series["value"][1].get<std::string>());
+        return !gauges.empty();
+      },
+      std::chrono::milliseconds(500));
   ASSERT_TRUE(scraped) << "Prometheus never scraped the target; last answer: " << last;
   for (const char* leak : {"leak_a", "leak_b"}) {
     const Site& s = target.sites.at(leak);
@@ -332,17 +338,22 @@ TEST(Prometheus, RealServerScrapesCallsiteGaugesExact) {
   for (const auto& [query, expected] : {std::pair<std::string, double>{"liveheap_route_inuse_bytes", 10000},
                                         {"liveheap_route_requests_total", 1}}) {
     std::string value;
-    EXPECT_TRUE(http_test::wait_until(std::chrono::seconds(30), [&] {
-      const http_test::Reply r = http_test::get(
-          port, "/api/v1/query?query=" + query + "%7Broute%3D%22POST%20%2Fupload%22%7D");
-      if (r.status != 200 || r.json()["data"]["result"].empty()) return false;
-      value = r.json()["data"]["result"][0]["value"][1].get<std::string>();
-      return std::stod(value) == expected;
-    }, std::chrono::milliseconds(500))) << query << " stored " << value << ", expected " << expected;
+    EXPECT_TRUE(http_test::wait_until(
+        std::chrono::seconds(30),
+        [&] {
+          const http_test::Reply r =
+              http_test::get(port, "/api/v1/query?query=" + query + "%7Broute%3D%22POST%20%2Fupload%22%7D");
+          if (r.status != 200 || r.json()["data"]["result"].empty()) return false;
+          value = r.json()["data"]["result"][0]["value"][1].get<std::string>();
+          return std::stod(value) == expected;
+        },
+        std::chrono::milliseconds(500)))
+        << query << " stored " << value << ", expected " << expected;
   }
   // The allocator's own figures, from the same scrape: glibc serves at least the traced bytes.
   const http_test::Reply held = http_test::get(
-      port, "/api/v1/query?query=liveheap_allocator_bytes%7Ballocator%3D%22glibc%22%2Cfigure%3D%22uordblks%22%7D");
+      port,
+      "/api/v1/query?query=liveheap_allocator_bytes%7Ballocator%3D%22glibc%22%2Cfigure%3D%22uordblks%22%7D");
   ASSERT_EQ(held.status, 200) << held.body;
   const nlohmann::json result = held.json()["data"]["result"];
   ASSERT_EQ(result.size(), 1u) << held.body;
@@ -359,7 +370,8 @@ namespace {
 TEST(Folded, TopAndDiffFoldKnownStacks) {
   Target target;
   target.run("step1");
-  const std::string stack = "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step1()";
+  const std::string stack =
+      "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step1()";
   const http_test::Reply top = http_test::get(target.port(), "/debug/memory/top?format=folded");
   ASSERT_EQ(top.status, 200) << top.body;
   // step1()'s 5000 B and what the plumbing under it holds for it (its vector's growth,
@@ -371,10 +383,12 @@ TEST(Folded, TopAndDiffFoldKnownStacks) {
   ASSERT_EQ(stats.size(), 1u) << by_function.body;
   EXPECT_GE(stats[0]["size"].get<long>(), 5000);
   EXPECT_NE(("\n" + top.body).find("\n" + stack + " " + std::to_string(stats[0]["size"].get<long>()) + "\n"),
-            std::string::npos) << top.body;
+            std::string::npos)
+      << top.body;
   ASSERT_EQ(http_test::post(target.port(), "/debug/memory/baseline").status, 200);
   target.run("step2");
-  const std::string grown = "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step2()";
+  const std::string grown =
+      "_start;__libc_start_main;__libc_start_call_main;main;(anonymous namespace)::step2()";
   const http_test::Reply diff = http_test::get(target.port(), "/debug/memory/diff?format=folded");
   EXPECT_EQ(diff.body, grown + " 14336\n");
   const http_test::Reply diff2 = http_test::get(target.port(), "/debug/memory/diff?format=folded2");

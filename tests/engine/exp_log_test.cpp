@@ -32,7 +32,8 @@ TEST(ExpLog, NaturalLogIsWithinEightUlpsOfLibm) {
 
 TEST(ExpLog, ExpMinusOneIsWithinEightUlpsOfLibm) {
   double worst = 0;
-  for (double x = -1e-12; x > -50; x *= 1.0001) worst = std::max(worst, ulps(exp_minus_one(x), std::expm1(x)));
+  for (double x = -1e-12; x > -50; x *= 1.0001)
+    worst = std::max(worst, ulps(exp_minus_one(x), std::expm1(x)));
   for (double x : {-1e-300, 0.0, 1e-10, 0.3, 1.0, 20.0, 700.0})
     worst = std::max(worst, ulps(exp_minus_one(x), std::expm1(x)));
   EXPECT_EQ(exp_minus_one(-1e6), -1.0);

@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 // A block of n bytes takes its pages plus the 64-byte header, rounded up to pages.
-constexpr std::int64_t run_bytes(std::size_t n) { return static_cast<std::int64_t>((64 + n + 4095) / 4096 * 4096); }
+constexpr std::int64_t run_bytes(std::size_t n) {
+  return static_cast<std::int64_t>((64 + n + 4095) / 4096 * 4096);
+}
 
 class Region : public ::testing::Test {
  protected:
@@ -33,7 +35,7 @@ TEST_F(Region, AFreedRunIsReusedAsItWasWithoutMadvise) {
   region_release(p);
   EXPECT_EQ(region_kept_bytes(), run_bytes(3 * kMiB));
   auto* q = static_cast<unsigned char*>(region_allocate(3 * kMiB, 0, false));
-  EXPECT_EQ(q, p);  // best fit: the same run, still resident
+  EXPECT_EQ(q, p);        // best fit: the same run, still resident
   EXPECT_EQ(q[0], 0xab);  // malloc's block is not zeroed (as glibc's is not)
   EXPECT_EQ(q[3 * kMiB - 1], 0xab);
   EXPECT_EQ(region_kept_bytes(), 0);
@@ -71,9 +73,9 @@ TEST_F(Region, AResizedBlockStaysInItsRunWhileItTakesAsManyPages) {
   ASSERT_TRUE(region_resize(p, 40, 40));
   EXPECT_EQ(region_header(p)->size, 40u);
   EXPECT_EQ(region_usable_size(p), 40u);
-  EXPECT_EQ(region_overhead_bytes(), overhead + 60);  // its bytes are fewer, its run the same
+  EXPECT_EQ(region_overhead_bytes(), overhead + 60);    // its bytes are fewer, its run the same
   EXPECT_TRUE(region_resize(p, 4096 - 64, 4096 - 64));  // the whole page
-  EXPECT_FALSE(region_resize(p, 4096, 4096));  // a second page
+  EXPECT_FALSE(region_resize(p, 4096, 4096));           // a second page
   EXPECT_FALSE(region_resize(p, 4096 - 64, 4096 - 63));
   ASSERT_TRUE(region_resize(p, 40, 40));
   region_release(p);
@@ -83,7 +85,7 @@ TEST_F(Region, AResizedBlockStaysInItsRunWhileItTakesAsManyPages) {
   for (std::size_t b = 0; b < 200; ++b) ASSERT_EQ(again[b], 0) << b;
   region_release(again);
   auto* big = static_cast<unsigned char*>(region_allocate(kMiB, 0, false));
-  EXPECT_FALSE(region_resize(big, 16, 24));  // one page would do: it moves
+  EXPECT_FALSE(region_resize(big, 16, 24));               // one page would do: it moves
   EXPECT_TRUE(region_resize(big, kMiB - 16, kMiB - 16));  // still 257 pages with its header
   region_release(big);
 }
@@ -111,9 +113,9 @@ TEST_F(Region, ABlockGrowsWhereItIsIntoTheEndOfTheUsedRangeOrAFreeRunAfterIt) {
   ASSERT_TRUE(region_grow(q, 4 * kMiB, 4 * kMiB));  // the last run: the used range grows
   EXPECT_EQ(std::int64_t{region_header(q)->run_pages} * 4096, run_bytes(4 * kMiB));
   std::memset(q, 0xff, 4 * kMiB);
-  EXPECT_FALSE(region_grow(p, 2 * kMiB, 2 * kMiB));  // q's run follows: p would move
+  EXPECT_FALSE(region_grow(p, 2 * kMiB, 2 * kMiB));    // q's run follows: p would move
   EXPECT_FALSE(region_grow(p, kMiB - 64, kMiB - 64));  // no growth: region_resize's
-  region_release(q);  // kept, and written all over
+  region_release(q);                                   // kept, and written all over
   const std::uint64_t calls = region_madvise_calls();
   ASSERT_TRUE(region_grow(p, kMiB + 4096, kMiB + 4096));  // one page of q's run
   EXPECT_EQ(region_usable_size(p), kMiB + 4096);

@@ -28,9 +28,10 @@ TEST(LiveTable, MatchesAModelThroughGrowthAndBackwardShiftDeletion) {
       // few past 48 bits; now and then a size of 16 MiB or more (those two: wide entries,
       // and a pointer reused across the two kinds replaces its entry in the other table).
       const unsigned region = rng() % 64;
-      const std::uintptr_t ptr = (region == 0 ? 0x1230000000000ull
+      const std::uintptr_t ptr = (region == 0   ? 0x1230000000000ull
                                   : region < 16 ? 0x7f0000000000ull
-                                                : 0x550000000000ull) + 16 * (rng() % 200000);
+                                                : 0x550000000000ull) +
+                                 16 * (rng() % 200000);
       const std::uint64_t size = rng() % 50 == 0 ? (1u << 24) + rng() % 100000 : rng() % 100000;
       const LiveBlock block{size, static_cast<StackId>(1 + rng() % kMaxStacks)};
       LiveBlock replaced;
@@ -127,8 +128,7 @@ TEST(StackTable, InternsEqualStacksOnceAndKeepsThemDistinct) {
     ids.push_back(table.find_or_insert(s.data(), static_cast<std::uint32_t>(s.size())));
   for (std::size_t i = 0; i < stacks.size(); ++i) {
     ASSERT_NE(ids[i], kNoStack);
-    EXPECT_EQ(table.find_or_insert(stacks[i].data(), static_cast<std::uint32_t>(stacks[i].size())),
-              ids[i]);
+    EXPECT_EQ(table.find_or_insert(stacks[i].data(), static_cast<std::uint32_t>(stacks[i].size())), ids[i]);
     const StackRecord* r = table.record(ids[i]);
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(r->depth, stacks[i].size());
@@ -163,10 +163,8 @@ Sums sum_copies(const StackTable& table, const StackRecord* r) {
 
 // Adds one block as the engine does (StackTable::add): alloc side or freed side.
 void add_block(StackTable& table, StackRecord* r, std::uint32_t slot, std::int64_t bytes, bool alloc) {
-  if (alloc)
-    table.add<Side::alloc>(r, slot, bytes, 1);
-  else
-    table.add<Side::freed>(r, slot, bytes, 1);
+  if (alloc) table.add<Side::alloc>(r, slot, bytes, 1);
+  else table.add<Side::freed>(r, slot, bytes, 1);
 }
 
 TEST(StackTable, AOneThreadStackKeepsItsTotalsInlineASecondThreadGetsSharedSlots) {
@@ -395,7 +393,8 @@ TEST(LiveTable, PastTheRoomCheckInsertsFailAndFreesStillWork) {
   // Frees are processed; their room is reused without mapping more.
   for (std::size_t i = 0; i < inserted.size(); i += 2) ASSERT_TRUE(table.remove(inserted[i], &removed));
   const std::int64_t mapped = table.memory_bytes();
-  for (std::size_t i = 0; i < inserted.size(); i += 2) ASSERT_TRUE(table.insert(inserted[i], {64, 5}, &replaced));
+  for (std::size_t i = 0; i < inserted.size(); i += 2)
+    ASSERT_TRUE(table.insert(inserted[i], {64, 5}, &replaced));
   EXPECT_EQ(table.memory_bytes(), mapped);
   EXPECT_EQ(table.size(), inserted.size());
 }

@@ -27,8 +27,7 @@ volatile int g_sink;
 
 }  // namespace
 
-extern "C" [[gnu::visibility("default")]] void module_call(void (*callback)(void*), void* arg,
-                                                          int depth) {
+extern "C" [[gnu::visibility("default")]] void module_call(void (*callback)(void*), void* arg, int depth) {
   nest(callback, arg, depth);
   g_sink = g_sink + 1;
 }

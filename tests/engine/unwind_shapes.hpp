@@ -24,7 +24,16 @@ struct Captured {
 Captured capture_all(std::uint32_t max_frames = 128, bool from_here = false);
 
 // Frame kinds, one per level of a chain.
-enum class Shape : int { plain, alloca_frame, realigned, unoptimized, std_function, std_sort, qsort_callback, kCount };
+enum class Shape : int {
+  plain,
+  alloca_frame,
+  realigned,
+  unoptimized,
+  std_function,
+  std_sort,
+  qsort_callback,
+  kCount
+};
 
 // Calls down through `shapes` (outermost first), then capture_all at the bottom.
 Captured capture_through(const std::vector<Shape>& shapes, std::uint32_t max_frames = 128);

@@ -42,7 +42,8 @@ void expect_same_stacks(const Captured& c, const char* what) {
   ASSERT_GE(c.from_here.size(), c.frame_rules.size() - 1);
   EXPECT_TRUE(std::equal(c.frame_rules.begin() + 1, c.frame_rules.end(), c.from_here.begin()))
       << "the walk from capture_all's registers is not capture_all's callers";
-  EXPECT_EQ(c.from_here_hash, hash_frames(c.from_here.data(), static_cast<std::uint32_t>(c.from_here.size())));
+  EXPECT_EQ(c.from_here_hash,
+            hash_frames(c.from_here.data(), static_cast<std::uint32_t>(c.from_here.size())));
 }
 
 TEST_F(Unwind, EveryFrameShapeAloneMatchesLibunwindAndLibgcc) {
@@ -58,8 +59,7 @@ TEST_F(Unwind, RandomMixturesOfShapesMatch) {
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<Shape> shapes(1 + rng() % 40);
     for (Shape& s : shapes) s = static_cast<Shape>(rng() % static_cast<unsigned>(Shape::kCount));
-    expect_same_stacks(capture_through_from_here(shapes),
-                       ("trial " + std::to_string(trial)).c_str());
+    expect_same_stacks(capture_through_from_here(shapes), ("trial " + std::to_string(trial)).c_str());
   }
 }
 
@@ -68,8 +68,10 @@ TEST_F(Unwind, RepeatedStacksStillMatchOnceRulesAreCached) {
   const std::vector<Shape> a{Shape::plain, Shape::alloca_frame, Shape::unoptimized, Shape::plain};
   const std::vector<Shape> b{Shape::realigned, Shape::qsort_callback, Shape::plain};
   for (int i = 0; i < 50; ++i) {
-    expect_same_stacks((i % 5 != 0 ? capture_through_from_here : capture_through)(i % 2 ? a : b, 128), "alternating");
-    expect_same_stacks((i % 4 != 0 ? capture_through_from_here : capture_through)(i % 3 ? b : a, 128), "alternating, shifted");
+    expect_same_stacks((i % 5 != 0 ? capture_through_from_here : capture_through)(i % 2 ? a : b, 128),
+                       "alternating");
+    expect_same_stacks((i % 4 != 0 ? capture_through_from_here : capture_through)(i % 3 ? b : a, 128),
+                       "alternating, shifted");
   }
 }
 
@@ -86,7 +88,8 @@ TEST_F(Unwind, MaxFramesKeepsTheInnermostFrames) {
     ASSERT_EQ(cut.from_here.size(), max);
     EXPECT_TRUE(std::equal(cut.from_here.begin(), cut.from_here.end(), full_from_here.from_here.begin()));
     // Same call chain, so the same return addresses up to the cut.
-    EXPECT_TRUE(std::equal(cut.frame_rules.begin(), cut.frame_rules.end(), full_from_here.frame_rules.begin()));
+    EXPECT_TRUE(
+        std::equal(cut.frame_rules.begin(), cut.frame_rules.end(), full_from_here.frame_rules.begin()));
     EXPECT_EQ(cut.frame_rules, cut.libunwind);
   }
 }
@@ -116,7 +119,8 @@ void capture_in_handler(int) {
 
 TEST_F(Unwind, SignalFramesGoToLibunwind) {
   const std::uint64_t fallbacks_before = fallback_walks();
-  struct sigaction action {}, old {};
+  struct sigaction action {
+  }, old{};
   action.sa_handler = capture_in_handler;
   sigemptyset(&action.sa_mask);
   ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
@@ -237,8 +241,7 @@ thread_local int t_repeated_count;
 }
 
 TEST_F(Unwind, ARepeatedStackIsTakenFromThePreviousWalkAndStillMatches) {
-  const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized,
-                                  Shape::plain};
+  const std::vector<Shape> shapes{Shape::plain, Shape::alloca_frame, Shape::unoptimized, Shape::plain};
   empty_walk_cache();
   t_repeated_count = 0;
   while (t_repeated_count < 2) capture_repeated(&shapes);  // one call site, no index register
@@ -403,8 +406,8 @@ TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
 StackTable g_memo_table;
 volatile int g_two = 2;
 
-[[gnu::noinline]] std::uint32_t capture_at(std::uintptr_t* frames, std::uint32_t max,
-                                           std::uint64_t* hash, KnownStack* known) {
+[[gnu::noinline]] std::uint32_t capture_at(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
+                                           KnownStack* known) {
   const std::uint32_t depth = capture_stack(frames, max, hash, known);
   g_sink = g_sink + depth;  // work after the call: not a tail call
   return depth;
@@ -465,7 +468,8 @@ TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
       check_known_id(level, max, static_cast<int>(random() % 27), &checked, &known_ids);
     }
     memo_hits = walk_cache_use().memo_hits;
-  }).join();
+  })
+      .join();
   EXPECT_EQ(checked, 20000);
   EXPECT_GT(known_ids, 20u) << "the memo hardly ever knew a stack";
   EXPECT_EQ(known_ids, memo_hits);
@@ -473,8 +477,7 @@ TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
 
 TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
   forget_frame_rules();  // as a dlclose does: the first walk below starts afresh too
-  for (const char* path :
-       {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B, LIVEHEAP_UNWIND_MODULE_A}) {
+  for (const char* path : {LIVEHEAP_UNWIND_MODULE_A, LIVEHEAP_UNWIND_MODULE_B, LIVEHEAP_UNWIND_MODULE_A}) {
     void* handle = nullptr;
     const std::uint64_t before = reused_frames();
     expect_same_stacks(call_module(path, &handle), path);
@@ -498,7 +501,8 @@ void walk_in_handler(int) {
 }
 
 TEST_F(Unwind, WalksInterruptedByAHandlerThatWalksStayExact) {
-  struct sigaction action {}, old {};
+  struct sigaction action {
+  }, old{};
   action.sa_handler = walk_in_handler;
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
@@ -527,8 +531,8 @@ TEST_F(Unwind, WalksInterruptedByAHandlerThatWalksStayExact) {
 TEST(OwnCode, TheHooksAndTheWalkAreOwnCodeTheTestIsNot) {
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::malloc)));
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(&::free)));
-  using Capture = std::uint32_t (*)(std::uintptr_t*, std::uint32_t, std::uint64_t*, KnownStack*,
-                                    const WalkStart&);
+  using Capture =
+      std::uint32_t (*)(std::uintptr_t*, std::uint32_t, std::uint64_t*, KnownStack*, const WalkStart&);
   EXPECT_TRUE(is_own_code(reinterpret_cast<std::uintptr_t>(static_cast<Capture>(&capture_stack))));
   EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&first_frame_of_capture)));
   EXPECT_FALSE(is_own_code(reinterpret_cast<std::uintptr_t>(&capture_all)));
@@ -559,11 +563,11 @@ TEST(FrameRules, AddressesWithoutCodeAreUnsupported) {
 }
 
 TEST(FrameRules, PackRoundTrips) {
-  for (const FrameRule r : {FrameRule{FrameRule::Kind::step, false, 0, 8},
-                            FrameRule{FrameRule::Kind::step, true, -16, 16},
-                            FrameRule{FrameRule::Kind::step, false, -32768, 2147483647},
-                            FrameRule{FrameRule::Kind::outermost, false, 0, 0},
-                            FrameRule{FrameRule::Kind::unsupported, true, 32767, -5}}) {
+  for (const FrameRule r :
+       {FrameRule{FrameRule::Kind::step, false, 0, 8}, FrameRule{FrameRule::Kind::step, true, -16, 16},
+        FrameRule{FrameRule::Kind::step, false, -32768, 2147483647},
+        FrameRule{FrameRule::Kind::outermost, false, 0, 0},
+        FrameRule{FrameRule::Kind::unsupported, true, 32767, -5}}) {
     EXPECT_EQ(FrameRule::unpack(r.pack()), r);
     EXPECT_NE(r.pack(), 0u);  // 0 means "no rule" in the caches
   }
@@ -636,7 +640,8 @@ TEST(FrameRuleCache, ReadersNeverSeeAnotherKeysRuleWhileClearedAndRefilled) {
   for (int round = 0; round < 300 || (hits.load() < 100000 && std::chrono::steady_clock::now() < deadline);
        ++round) {
     std::shuffle(order.begin(), order.end(), rng);
-    for (std::uintptr_t k : order) cache.insert(k, rule_for(k, static_cast<std::uint32_t>(round)), cache.generation());
+    for (std::uintptr_t k : order)
+      cache.insert(k, rule_for(k, static_cast<std::uint32_t>(round)), cache.generation());
     std::this_thread::yield();
     cache.clear();
   }

@@ -70,8 +70,7 @@ bool loopback_or_allowed(std::string_view host) {
 bool is_dashboard(std::string_view target) {
   const std::string path = liveheap::http::split_target(target).path;  // served: it parsed
   // Its files are also served beside the page (/debug/memory/app.js); no data route has a '.'.
-  return path == "/debug/memory" || path == "/debug/memory/" ||
-         path.starts_with("/debug/memory/static/") ||
+  return path == "/debug/memory" || path == "/debug/memory/" || path.starts_with("/debug/memory/static/") ||
          (path.starts_with("/debug/memory/") && path.find('.', path.rfind('/')) != std::string::npos);
 }
 

@@ -6,6 +6,8 @@
 //   allocator_program   prints READY, waits for a line, allocates, prints one
 //                       "SITE <file>:<line> <bytes> <count>" per site, then "USABLE ok" (or
 //                       "USABLE bad <what>"), then ALLOCATED; waits for a line, frees all, exits.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <malloc.h>
 
 #include <cstdint>

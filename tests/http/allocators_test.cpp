@@ -19,9 +19,9 @@ namespace http_test {
 namespace {
 
 struct Allocator {
-  std::string name;                   // as /stats names it
-  std::string library;                // preloaded after liveheap; empty: glibc
-  std::vector<std::string> in_use;    // the /stats figures that sum to the bytes it serves
+  std::string name;                 // as /stats names it
+  std::string library;              // preloaded after liveheap; empty: glibc
+  std::vector<std::string> in_use;  // the /stats figures that sum to the bytes it serves
 };
 
 const std::string kLibraries = "/usr/lib/x86_64-linux-gnu/";
@@ -69,10 +69,10 @@ TEST_P(AllocatorStack, ServesTheBytesAndLiveheapSeesThemAtTheirLines) {
   const bool exact = GetParam().mode == "exact";
   const std::uint16_t port = free_port();
   // Sampled: a 64 KiB mean interval gives ~1000 samples of the 64 MB site (±3% per sigma).
-  ChildProcess program({LIVEHEAP_ALLOCATOR_PROGRAM},
-                       {preload(allocator), "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-                        "LIVEHEAP_MODE=" + GetParam().mode, "LIVEHEAP_SAMPLE_INTERVAL=65536",
-                        "LIVEHEAP_HISTORY_INTERVAL=1"});
+  ChildProcess program(
+      {LIVEHEAP_ALLOCATOR_PROGRAM},
+      {preload(allocator), "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
+       "LIVEHEAP_MODE=" + GetParam().mode, "LIVEHEAP_SAMPLE_INTERVAL=65536", "LIVEHEAP_HISTORY_INTERVAL=1"});
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
 
   const Reply before = get(port, "/debug/memory/stats?format=json");
@@ -131,10 +131,13 @@ TEST_P(AllocatorStack, ServesTheBytesAndLiveheapSeesThemAtTheirLines) {
   // glibc's figures are served from the last read for a while after one (the history's
   // first point reads them at start): wait until a read made after the allocations shows.
   nlohmann::json stats_after;
-  wait_until(std::chrono::seconds(10), [&] {
-    stats_after = get(port, "/debug/memory/stats?format=json").json();
-    return in_use(stats_after, allocator) - in_use(stats_before, allocator) >= (exact ? 0.9 : 0.6) * kept;
-  }, std::chrono::milliseconds(100));
+  wait_until(
+      std::chrono::seconds(10),
+      [&] {
+        stats_after = get(port, "/debug/memory/stats?format=json").json();
+        return in_use(stats_after, allocator) - in_use(stats_before, allocator) >= (exact ? 0.9 : 0.6) * kept;
+      },
+      std::chrono::milliseconds(100));
   EXPECT_GE(in_use(stats_after, allocator) - in_use(stats_before, allocator), (exact ? 0.9 : 0.6) * kept)
       << stats_before["allocator"].dump() << " -> " << stats_after["allocator"].dump();
   if (!exact) {
@@ -144,13 +147,16 @@ TEST_P(AllocatorStack, ServesTheBytesAndLiveheapSeesThemAtTheirLines) {
   // The history's points carry the same figures: a point taken after the blocks
   // were kept sees them, in the allocator's own names.
   nlohmann::json history;
-  EXPECT_TRUE(wait_until(std::chrono::seconds(10), [&] {
-    history = get(port, "/debug/memory/history?format=json").json();
-    if (history["points"].empty()) return false;
-    const nlohmann::json last = history["points"].back();
-    return in_use({{"allocator", last["allocator"]}}, allocator) - in_use(stats_before, allocator) >=
-           (exact ? 0.9 : 0.6) * kept;
-  })) << "no history point saw the kept bytes: " << history["points"].dump();
+  EXPECT_TRUE(wait_until(std::chrono::seconds(10),
+                         [&] {
+                           history = get(port, "/debug/memory/history?format=json").json();
+                           if (history["points"].empty()) return false;
+                           const nlohmann::json last = history["points"].back();
+                           return in_use({{"allocator", last["allocator"]}}, allocator) -
+                                      in_use(stats_before, allocator) >=
+                                  (exact ? 0.9 : 0.6) * kept;
+                         }))
+      << "no history point saw the kept bytes: " << history["points"].dump();
   EXPECT_EQ(history["allocator"], allocator.name);
   nlohmann::json figures = stats_after["allocator"];
   figures.erase("name");
@@ -200,11 +206,10 @@ class ShrunkStrings : public testing::TestWithParam<ShrinkCase> {
 TEST_P(ShrunkStrings, ReadAsTheirTrueBytesInSampledMode) {
   const std::uint16_t port = free_port();
   constexpr std::size_t kLength = 104, kBlocks = (32u << 20) / kLength;
-  ChildProcess program({LIVEHEAP_SHRINK_PROGRAM, GetParam().pattern, std::to_string(kBlocks),
-                        std::to_string(kLength)},
-                       {preload(GetParam().allocator), "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-                        "LIVEHEAP_MODE=sampled", "LIVEHEAP_SAMPLE_INTERVAL=16384",
-                        "LIVEHEAP_HISTORY_INTERVAL=0"});
+  ChildProcess program(
+      {LIVEHEAP_SHRINK_PROGRAM, GetParam().pattern, std::to_string(kBlocks), std::to_string(kLength)},
+      {preload(GetParam().allocator), "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
+       "LIVEHEAP_MODE=sampled", "LIVEHEAP_SAMPLE_INTERVAL=16384", "LIVEHEAP_HISTORY_INTERVAL=0"});
   const std::string kept_line = program.read_line(60000).value_or("EOF");
   ASSERT_TRUE(kept_line.starts_with("KEPT ")) << kept_line;
   // The strings and the array of their pointers (one sampled block, p ~ 1).
@@ -243,7 +248,8 @@ ProgramRun run_program(const std::string& environment, const std::string& comman
   FILE* pipe = popen(("env " + environment + " " + command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return result;
   std::array<char, 4096> buffer;
-  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) result.out.append(buffer.data(), n);
+  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe))
+    result.out.append(buffer.data(), n);
   result.status = pclose(pipe);
   return result;
 }
@@ -254,15 +260,17 @@ const std::vector<std::pair<std::string, std::string>> kPrograms = {
     {"/usr/bin/python3",
      "/usr/bin/python3 -c 'import json,zlib; d=[{\"k\":i,\"v\":\"x\"*(i%97)} for i in range(60000)]; "
      "s=json.dumps(d).encode(); print(len(s), zlib.crc32(zlib.compress(s)))'"},
-    {"/usr/bin/perl", "/usr/bin/perl -e 'my %h; $h{$_} = \"v\" x ($_ % 50) for 1..100000; "
-                      "my $t = 0; $t += length $h{$_} for keys %h; print scalar(keys %h), \" $t\\n\"'"},
+    {"/usr/bin/perl",
+     "/usr/bin/perl -e 'my %h; $h{$_} = \"v\" x ($_ % 50) for 1..100000; "
+     "my $t = 0; $t += length $h{$_} for keys %h; print scalar(keys %h), \" $t\\n\"'"},
     {"/usr/bin/sqlite3",
      "/usr/bin/sqlite3 :memory: 'create table t(x, y); with recursive c(i) as (select 1 union all "
      "select i+1 from c where i<50000) insert into t select i, printf(\"%0*d\", i%40, i) from c; "
      "create index ty on t(y); select count(*), sum(length(y)) from t;'"},
     {"/usr/bin/git", "/usr/bin/git hash-object --stdin < /usr/bin/git"},
-    {"node", "node -e 'let a=[]; for (let i=0;i<200000;i++) a.push({i, s:String(i)}); "
-                      "console.log(JSON.stringify(a).length)'"},
+    {"node",
+     "node -e 'let a=[]; for (let i=0;i<200000;i++) a.push({i, s:String(i)}); "
+     "console.log(JSON.stringify(a).length)'"},
 };
 
 // One test per program: all of them in one test (60 runs of real programs) passed its
@@ -302,12 +310,12 @@ TEST(AllocatorStacks, DebiansNonPiePythonIsTrackedExactly) {
   for (const Allocator& allocator : allocators()) {
     if (!allocator.library.empty() && !std::filesystem::exists(allocator.library)) continue;
     const std::uint16_t port = free_port();
-    ChildProcess python({"/usr/bin/python3", "-u", "-c",
-                         "import sys\nprint('READY')\nsys.stdin.readline()\n"
-                         "kept = [bytearray(1000000) for i in range(64)]\nprint('ALLOCATED')\n"
-                         "sys.stdin.readline()\n"},
-                        {preload(allocator), "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-                         "LIVEHEAP_MODE=exact"});
+    ChildProcess python(
+        {"/usr/bin/python3", "-u", "-c",
+         "import sys\nprint('READY')\nsys.stdin.readline()\n"
+         "kept = [bytearray(1000000) for i in range(64)]\nprint('ALLOCATED')\n"
+         "sys.stdin.readline()\n"},
+        {preload(allocator), "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
     ASSERT_EQ(python.read_line(20000).value_or("EOF"), "READY") << allocator.name;
     const auto stats = get(port, "/debug/memory/stats?format=json").json();
     EXPECT_EQ(stats["mode"], "exact") << allocator.name << ": liveheap switched itself off";

@@ -3,6 +3,8 @@
 // line; naming the arena as plumbing must name the two callers' lines instead.
 //   prints READY, waits for a line on stdin, allocates, prints one
 //   "SITE <file>:<line> <bytes> <count>" per caller and ALLOCATED, waits for stdin to close.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>

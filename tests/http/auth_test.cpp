@@ -16,10 +16,17 @@ class AuthTest : public ServerTest {
 };
 
 TEST_F(AuthTest, EveryRouteNeedsTheToken) {
-  for (const auto& [method, path] :
-       {std::pair{"GET", "/stats"}, {"GET", "/diff"}, {"GET", "/top"}, {"GET", "/tracebacks"},
-        {"GET", "/baseline"}, {"POST", "/baseline"}, {"POST", "/start"}, {"POST", "/stop"},
-        {"POST", "/clear"}, {"POST", "/reset-peak"}, {"POST", "/trim"}}) {
+  for (const auto& [method, path] : {std::pair{"GET", "/stats"},
+                                     {"GET", "/diff"},
+                                     {"GET", "/top"},
+                                     {"GET", "/tracebacks"},
+                                     {"GET", "/baseline"},
+                                     {"POST", "/baseline"},
+                                     {"POST", "/start"},
+                                     {"POST", "/stop"},
+                                     {"POST", "/clear"},
+                                     {"POST", "/reset-peak"},
+                                     {"POST", "/trim"}}) {
     const std::string target = std::string("/debug/memory") + path + "?format=json";
     const Reply missing = send(port(), method, target);
     EXPECT_EQ(missing.status, 401) << path;
@@ -27,21 +34,19 @@ TEST_F(AuthTest, EveryRouteNeedsTheToken) {
     EXPECT_EQ(missing.json()["error"], "this server requires Authorization: Bearer <token>");
     const Reply wrong = send(port(), method, target, "Authorization: Bearer s3cret-tokeN\r\n");
     EXPECT_EQ(wrong.status, 401) << path;
-    EXPECT_EQ(wrong.header("www-authenticate"),
-              R"(Bearer realm="liveheap", error="invalid_token")");
+    EXPECT_EQ(wrong.header("www-authenticate"), R"(Bearer realm="liveheap", error="invalid_token")");
   }
   // Stopping was refused above: tracing is still on.
   EXPECT_TRUE(is_tracing());
 }
 
 TEST_F(AuthTest, TheRightTokenIsAccepted) {
-  for (const char* header : {"Authorization: Bearer s3cret-token\r\n",
-                             "Authorization: bearer s3cret-token\r\n",
-                             "authorization: BEARER   s3cret-token\r\n"})
+  for (const char* header :
+       {"Authorization: Bearer s3cret-token\r\n", "Authorization: bearer s3cret-token\r\n",
+        "authorization: BEARER   s3cret-token\r\n"})
     EXPECT_EQ(get(port(), "/debug/memory/stats", header).status, 200) << header;
-  for (const char* header : {"Authorization: Basic czNjcmV0LXRva2Vu\r\n",
-                             "Authorization: Bearer\r\n", "Authorization: Bearer \r\n",
-                             "Authorization: Bearer s3cret-token-and-more\r\n",
+  for (const char* header : {"Authorization: Basic czNjcmV0LXRva2Vu\r\n", "Authorization: Bearer\r\n",
+                             "Authorization: Bearer \r\n", "Authorization: Bearer s3cret-token-and-more\r\n",
                              "Authorization: Bearer s3cret\r\n", "Authorization: s3cret-token\r\n"})
     EXPECT_EQ(get(port(), "/debug/memory/stats", header).status, 401) << header;
 }

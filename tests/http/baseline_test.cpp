@@ -19,9 +19,7 @@ std::uint64_t addresses_asked(const nlohmann::json& stats) {
   return stats.at("symbolizer").at("addresses_asked").get<std::uint64_t>();
 }
 
-nlohmann::json stats_now(std::uint16_t port) {
-  return get(port, "/debug/memory/stats?format=json").json();
-}
+nlohmann::json stats_now(std::uint16_t port) { return get(port, "/debug/memory/stats?format=json").json(); }
 
 TEST_F(BaselineTest, TakingTheBaselineSymbolizesNothingTheDiffDoes) {
   const nlohmann::json before = stats_now(port());
@@ -71,8 +69,7 @@ TEST_F(BaselineTest, AWindowsStartSymbolizesNothing) {
 }
 
 TEST_F(BaselineTest, APprofWindowsStartSymbolizesNothing) {
-  const OpenedWindow window =
-      window_that_started_unsymbolized(port(), "/debug/memory/pprof/heap?seconds=1");
+  const OpenedWindow window = window_that_started_unsymbolized(port(), "/debug/memory/pprof/heap?seconds=1");
   ASSERT_EQ(window.reply.status, 200) << window.reply.body;
   ASSERT_GE(window.reply.body.size(), 2u);
   EXPECT_EQ(static_cast<unsigned char>(window.reply.body[0]), 0x1f);  // gzip's magic

@@ -19,7 +19,9 @@ class ChildProcess : public test_support::ChildProcess {
 
   using test_support::ChildProcess::read_line;
   using test_support::ChildProcess::wait;
-  std::optional<std::string> read_line(int timeout_ms) { return read_line(std::chrono::milliseconds(timeout_ms)); }
+  std::optional<std::string> read_line(int timeout_ms) {
+    return read_line(std::chrono::milliseconds(timeout_ms));
+  }
   int wait(int timeout_ms) { return wait(std::chrono::milliseconds(timeout_ms)); }
 };
 

@@ -50,8 +50,8 @@ void Connection::write(std::string_view bytes) {
 void Connection::half_close() { ::shutdown(fd_, SHUT_WR); }
 
 bool Connection::read_some(std::string& out, std::chrono::steady_clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   pollfd pfd{fd_, POLLIN, 0};
   if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
   char buffer[4096];
@@ -90,8 +90,7 @@ std::string Connection::read_response(int timeout_ms) {
   }
 }
 
-std::string send_raw(std::uint16_t port, std::string_view bytes, bool half_close,
-                     int timeout_ms) {
+std::string send_raw(std::uint16_t port, std::string_view bytes, bool half_close, int timeout_ms) {
   Connection connection(port);
   connection.write(bytes);
   if (half_close) connection.half_close();
@@ -103,8 +102,8 @@ int status_of(std::string_view raw) {
   return std::stoi(std::string(raw.substr(9, 3)));
 }
 
-Reply send(std::uint16_t port, std::string_view method, std::string_view target,
-           std::string_view headers, std::string_view body) {
+Reply send(std::uint16_t port, std::string_view method, std::string_view target, std::string_view headers,
+           std::string_view body) {
   namespace bh = boost::beast::http;
   liveheap::client::Request request;
   request.method_string(method);

@@ -24,13 +24,13 @@ using ClientExchange = ServerTest;
 client::Request get_request(const std::string& target) { return {bh::verb::get, target, 11}; }
 
 TEST_F(ClientExchange, AnAnswerOverTcp) {
-  const client::Result result =
-      client::exchange_now(client::Address::tcp("127.0.0.1", port()), get_request("/debug/memory/stats?format=json"), {});
+  const client::Result result = client::exchange_now(client::Address::tcp("127.0.0.1", port()),
+                                                     get_request("/debug/memory/stats?format=json"), {});
   ASSERT_TRUE(result.response.has_value()) << client::why(result);
   EXPECT_EQ(result.response->result_int(), 200u);
   EXPECT_TRUE(nlohmann::json::parse(result.response->body()).contains("traced"));
-  const client::Result missing =
-      client::exchange_now(client::Address::tcp("localhost", port()), get_request("/debug/memory/nowhere"), {});
+  const client::Result missing = client::exchange_now(client::Address::tcp("localhost", port()),
+                                                      get_request("/debug/memory/nowhere"), {});
   ASSERT_TRUE(missing.response.has_value()) << client::why(missing);
   EXPECT_EQ(missing.response->result_int(), 404u);  // any status is an answer
 }
@@ -63,7 +63,8 @@ TEST(ClientExchanges, AnAnswerOverAUnixSocketWithTheRequestAsSent) {
     (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
     ::close(fd);
   });
-  const client::Result result = client::exchange_now(client::Address::unix_socket(path), get_request("/x?y=1"), {});
+  const client::Result result =
+      client::exchange_now(client::Address::unix_socket(path), get_request("/x?y=1"), {});
   server.join();
   ::close(listener);
   ASSERT_TRUE(result.response.has_value()) << client::why(result);
@@ -80,7 +81,8 @@ TEST(ClientExchanges, ARefusedConnectionIsTheConnectStep) {
   EXPECT_FALSE(result.response.has_value());
   EXPECT_EQ(result.failed, client::Step::connect);
   EXPECT_FALSE(result.cancelled);
-  const client::Result unknown = client::exchange_now(client::Address::tcp("no-such-host.invalid", 80), get_request("/"), {});
+  const client::Result unknown =
+      client::exchange_now(client::Address::tcp("no-such-host.invalid", 80), get_request("/"), {});
   EXPECT_EQ(unknown.failed, client::Step::resolve);
 }
 

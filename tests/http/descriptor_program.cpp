@@ -28,7 +28,8 @@ int main() {
   if (child == 0) {
     int kept = 0;
     for (const int fd : mine) kept += fd >= 0 && ::fcntl(fd, F_GETFD) != -1;
-    const std::string said = "CHILD KEPT " + std::to_string(kept) + " OF " + std::to_string(mine.size()) + "\n";
+    const std::string said =
+        "CHILD KEPT " + std::to_string(kept) + " OF " + std::to_string(mine.size()) + "\n";
     (void)!::write(1, said.data(), said.size());
     ::_exit(0);
   }

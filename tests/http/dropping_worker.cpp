@@ -6,6 +6,8 @@
 //                     blocks of 1500 bytes and prints "WORKER <pid> <uid> <file>:<line>"
 //                     (or "DROP-FAILED <errno>"); both live until stdin closes
 // The lines are written with one write() each, so the processes' lines never interleave.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>

@@ -52,8 +52,8 @@ TEST(Handler, HandleAnswersOnTheCallingThreadAndDeclinesOthers) {
   EXPECT_EQ(res->result(), bh::status::ok);
   EXPECT_EQ(nlohmann::json::parse(res->body())["tracing"], true);
   // Converts to the message_generator a Beast handle_request returns.
-  const bh::message_generator generator = std::move(*handler.handle(
-      make_request(bh::verb::post, "/debug/memory/baseline")));
+  const bh::message_generator generator =
+      std::move(*handler.handle(make_request(bh::verb::post, "/debug/memory/baseline")));
   (void)generator;
   const auto diff = handler.handle(make_request(bh::verb::get, "/debug/memory/diff"));
   EXPECT_EQ(diff->result(), bh::status::ok) << diff->body();
@@ -69,13 +69,13 @@ TEST(Handler, HandleAsyncPostsTheAnswerToTheGivenExecutor) {
 
   std::vector<Response> answers;
   std::thread::id answered_on;
-  for (const char* target : {"/debug/memory/stats", "/debug/memory/top?seconds=1",
-                             "/debug/memory/top?limit=0"}) {
-    EXPECT_TRUE(handler.handle_async(make_request(bh::verb::get, target), ioc.get_executor(),
-                                     [&](Response res) {
-                                       answers.push_back(std::move(res));
-                                       answered_on = std::this_thread::get_id();
-                                     }));
+  for (const char* target :
+       {"/debug/memory/stats", "/debug/memory/top?seconds=1", "/debug/memory/top?limit=0"}) {
+    EXPECT_TRUE(
+        handler.handle_async(make_request(bh::verb::get, target), ioc.get_executor(), [&](Response res) {
+          answers.push_back(std::move(res));
+          answered_on = std::this_thread::get_id();
+        }));
   }
   const auto work = boost::asio::make_work_guard(ioc);  // the answers come from elsewhere
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -96,14 +96,14 @@ TEST(Handler, PendingAnswersAreDroppedWhenTheHandlerGoes) {
   bool called = false;
   {
     Handler handler;
-    handler.handle_async(make_request(bh::verb::get, "/debug/memory/diff?seconds=30"),
-                         ioc.get_executor(), [&](Response) { called = true; });
+    handler.handle_async(make_request(bh::verb::get, "/debug/memory/diff?seconds=30"), ioc.get_executor(),
+                         [&](Response) { called = true; });
     // The worker runs one request at a time, in order: once this one is answered, the
     // window's first snapshot is taken and its timer waits.
     bool probed = false;
     auto work = boost::asio::make_work_guard(ioc);  // run_one_for waits for the answer
-    handler.handle_async(make_request(bh::verb::get, "/debug/memory/top?limit=1"),
-                         ioc.get_executor(), [&](Response) { probed = true; });
+    handler.handle_async(make_request(bh::verb::get, "/debug/memory/top?limit=1"), ioc.get_executor(),
+                         [&](Response) { probed = true; });
     const auto deadline = std::chrono::steady_clock::now() + kPatience;
     while (!probed && std::chrono::steady_clock::now() < deadline)
       ioc.run_one_for(std::chrono::milliseconds(100));
@@ -123,10 +123,9 @@ TEST(Handler, ACancelledWindowStopsWaitingAndAnswersOnce) {
   boost::asio::cancellation_signal hangup;
   std::vector<Response> answers;
   const auto asked = std::chrono::steady_clock::now();
-  ASSERT_TRUE(handler.handle_async(make_request(bh::verb::get, "/debug/memory/diff?seconds=30"),
-                                   ioc.get_executor(),
-                                   [&](Response res) { answers.push_back(std::move(res)); },
-                                   hangup.slot()));
+  ASSERT_TRUE(handler.handle_async(
+      make_request(bh::verb::get, "/debug/memory/diff?seconds=30"), ioc.get_executor(),
+      [&](Response res) { answers.push_back(std::move(res)); }, hangup.slot()));
   const auto work = boost::asio::make_work_guard(ioc);
   ioc.run_for(std::chrono::milliseconds(300));  // the window is waiting on its timer now
   EXPECT_TRUE(answers.empty());
@@ -153,11 +152,12 @@ TEST(Handler, ABoundedReportQueueAndStatsBypassIt) {
   std::vector<Response> reports;
   std::vector<Response> stats;
   for (int i = 0; i < kReports; ++i) {
-    handler.handle_async(make_request(bh::verb::get, "/debug/memory/top?key=traceback&limit=10000&format=json"),
-                         ioc.get_executor(), [&](Response res) { reports.push_back(std::move(res)); });
+    handler.handle_async(
+        make_request(bh::verb::get, "/debug/memory/top?key=traceback&limit=10000&format=json"),
+        ioc.get_executor(), [&](Response res) { reports.push_back(std::move(res)); });
     if (i == kReports / 2)
-      handler.handle_async(make_request(bh::verb::get, "/debug/memory/stats?format=json"),
-                           ioc.get_executor(), [&](Response res) { stats.push_back(std::move(res)); });
+      handler.handle_async(make_request(bh::verb::get, "/debug/memory/stats?format=json"), ioc.get_executor(),
+                           [&](Response res) { stats.push_back(std::move(res)); });
   }
   const auto work = boost::asio::make_work_guard(ioc);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -222,8 +222,7 @@ TEST(AdminServer, BindErrorsNameTheAddress) {
     AdminServer second(Config{}, "127.0.0.1", first.port());
     FAIL() << "bound the same port twice";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(first.port())),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(first.port())), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(AdminServer(Config{}, "not an address", 0), std::runtime_error);

@@ -1,5 +1,7 @@
 // GET /history and the verdicts of /top and /diff over a real socket: known bytes at known
 // lines, recorded tick by tick, give exact series and the verdict of each shape.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <chrono>
 #include <cstdlib>
 #include <optional>

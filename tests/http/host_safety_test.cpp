@@ -135,8 +135,7 @@ TEST(HostSafety, ANonHolderRunsAShellPipelineQuietly) {
   RuntimeDir dir;
   const std::uint16_t port = free_port();
   Holder holder(dir, port);
-  const Finished run =
-      run_to_end({"/bin/bash", "-c", "sleep 1.5; seq 10 | wc -l"}, preload_env(dir, port));
+  const Finished run = run_to_end({"/bin/bash", "-c", "sleep 1.5; seq 10 | wc -l"}, preload_env(dir, port));
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "10\n");
   EXPECT_EQ(run.err, "") << "a process whose group holds the port says nothing";
@@ -175,8 +174,7 @@ TEST(HostSafety, GitGcUnderANonHolderSucceedsAsItDoesBare) {
       "git gc -q; git count-objects -v | grep -c '^count: 0$'";
   ::mkdir((repos / "bare").c_str(), 0700);
   ::mkdir((repos / "preloaded").c_str(), 0700);
-  const Finished bare_run =
-      run_to_end({"/bin/bash", "-c", script, "bash", repos / "bare"}, {});
+  const Finished bare_run = run_to_end({"/bin/bash", "-c", script, "bash", repos / "bare"}, {});
   const Finished preloaded =
       run_to_end({"/bin/bash", "-c", script, "bash", repos / "preloaded"}, preload_env(dir, port));
   ASSERT_EQ(bare_run.status, 0) << bare_run.err;
@@ -248,8 +246,8 @@ TEST(HostSafety, AForkedChildSaysNothingOnStderr) {
   EXPECT_EQ(master.wait(10000), 0);
   ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == 2; }))
       << "no worker took the port over";
-  EXPECT_EQ(read_file(err), "liveheap: serving http://127.0.0.1:" + std::to_string(port) +
-                                "/debug/memory/\n");
+  EXPECT_EQ(read_file(err),
+            "liveheap: serving http://127.0.0.1:" + std::to_string(port) + "/debug/memory/\n");
 }
 
 // A signal sent to the process while its main thread blocks it waits for the main thread:

@@ -1,5 +1,7 @@
 // GET /peak: per line, what was live when the traced heap reached its high-water mark, with
 // /top's parameters and shape; POST /reset-peak starts a new record from the heap now.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <chrono>
 #include <cstdlib>
 #include <string>

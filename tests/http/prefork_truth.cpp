@@ -10,6 +10,8 @@
 //                      "WORKER <k> <pid>"
 //     exit             the master exits; its workers live on (up to a minute, or until killed)
 // The lines are written with one write() each, so the processes' lines never interleave.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

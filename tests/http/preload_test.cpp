@@ -28,8 +28,7 @@ class PreloadTest : public ::testing::Test {
     program_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{LIVEHEAP_EXACT_TRUTH, "--phases"},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
-                                 "LIVEHEAP_MODE=exact"});
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=exact"});
     const auto ready = program_->read_line(20000);
     ASSERT_EQ(ready.value_or("EOF"), "BASELINE-READY");
   }
@@ -80,10 +79,9 @@ TEST_F(PreloadTest, LookingAtTheHeapDoesNotGrowIt) {
   ASSERT_EQ(post(port_, "/debug/memory/baseline").status, 200);
   for (int i = 0; i < 5; ++i)
     for (const char* target :
-         {"/debug/memory/stats", "/debug/memory/top?format=json&key=traceback",
-          "/debug/memory/diff?limit=50", "/debug/memory/tracebacks?format=json",
-          "/debug/memory/baseline", "/debug/memory/top?limit=0", "/debug/memory/",
-          "/debug/memory/nope", "/elsewhere"})
+         {"/debug/memory/stats", "/debug/memory/top?format=json&key=traceback", "/debug/memory/diff?limit=50",
+          "/debug/memory/tracebacks?format=json", "/debug/memory/baseline", "/debug/memory/top?limit=0",
+          "/debug/memory/", "/debug/memory/nope", "/elsewhere"})
       get(port_, target);
   const auto report = get(port_, "/debug/memory/diff?format=json&limit=10000").json();
   EXPECT_EQ(report["total"]["size_diff"], 0) << report.dump(1);
@@ -107,12 +105,13 @@ long resident_bytes(pid_t pid) { return status_bytes(pid, "VmRSS:"); }
 TEST_F(PreloadTest, LookingCostsTheProcessNoDebugInformation) {
   allocate();
   const long before = resident_bytes(program_->pid());
-  const long tracker_before = get(port_, "/debug/memory/stats?format=json").json()["tracker_memory"].get<long>();
+  const long tracker_before =
+      get(port_, "/debug/memory/stats?format=json").json()["tracker_memory"].get<long>();
   ASSERT_EQ(post(port_, "/debug/memory/baseline").status, 200);
   for (int i = 0; i < 4; ++i)
-    for (const char* target : {"/debug/memory/top?key=traceback&limit=1000", "/debug/memory/diff?limit=1000&verdicts=1",
-                               "/debug/memory/tracebacks?format=json", "/debug/memory/peak",
-                               "/debug/memory/pprof/heap"})
+    for (const char* target :
+         {"/debug/memory/top?key=traceback&limit=1000", "/debug/memory/diff?limit=1000&verdicts=1",
+          "/debug/memory/tracebacks?format=json", "/debug/memory/peak", "/debug/memory/pprof/heap"})
       ASSERT_EQ(get(port_, target).status, 200) << target;
   const nlohmann::json stats = get(port_, "/debug/memory/stats?format=json").json();
   const long grown = resident_bytes(program_->pid()) - before;
@@ -152,8 +151,10 @@ TEST(PreloadSymbolizer, WithoutItReportsNameFunctionsWithoutLinesAndSayWhy) {
       EXPECT_FALSE(frame["function"].get<std::string>().empty()) << frame.dump();
     }
   const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
-  EXPECT_NE(stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
-            std::string::npos) << stats.dump(1);
+  EXPECT_NE(
+      stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
+      std::string::npos)
+      << stats.dump(1);
   EXPECT_NE(get(port, "/debug/memory/stats").body.find("symbolizer: unavailable"), std::string::npos);
   program.write_line("go");
   while (program.read_line(2000)) {
@@ -174,8 +175,10 @@ TEST(PreloadSymbolizer, TheOneNamedAtStartStaysNamedWhenTheProgramClearsItsEnvir
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
   ASSERT_EQ(get(port, "/debug/memory/top?key=traceback&limit=3").status, 200);
   const nlohmann::json stats = get(port, "/debug/memory/stats?format=json").json();
-  EXPECT_NE(stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
-            std::string::npos) << stats.dump(1);
+  EXPECT_NE(
+      stats["symbolizer"].value("problem", "").find("LIVEHEAP_SYMBOLIZER=/nonexistent/liveheap-symbolizer"),
+      std::string::npos)
+      << stats.dump(1);
   EXPECT_EQ(program.wait(10000), 0);
 }
 
@@ -233,9 +236,10 @@ TEST(PreloadSymbolizer, NoHostGetsASigchldFromIt) {
 
   // PR_SET_CHILD_SUBREAPER (36) is kept across exec: the program adopts its orphans.
   const SymbolizerSeen kept = symbolizer_of_a_report(
-      link, {"/usr/bin/python3", "-c",
-             "import ctypes, os, sys; ctypes.CDLL(None).prctl(36, 1, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])",
-             LIVEHEAP_EXACT_TRUTH, "--phases"});
+      link,
+      {"/usr/bin/python3", "-c",
+       "import ctypes, os, sys; ctypes.CDLL(None).prctl(36, 1, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])",
+       LIVEHEAP_EXACT_TRUTH, "--phases"});
   ASSERT_GT(kept.pid, 0);
   EXPECT_EQ(kept.parent, kept.program) << "a subreaper adopts the symbolizer";
   EXPECT_NE(kept.command_line.find("--stay-with " + std::to_string(kept.program) + " "), std::string::npos)
@@ -260,7 +264,8 @@ std::string symbolizer_executable(std::uint16_t port) {
   const int pid = stats["symbolizer"].value("process", nlohmann::json::object()).value("pid", 0);
   if (pid <= 0) return "";
   std::error_code error;
-  const std::string executable = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", error);
+  const std::string executable =
+      std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", error);
   ::kill(pid, SIGTERM);
   return executable;
 }
@@ -300,7 +305,8 @@ TEST(PreloadSymbolizer, ARelativePreloadPathHoldsAfterTheProgramChangesDirectory
   copy_preload_files(dir.path());
   const std::uint16_t port = free_port();
   ChildProcess program({"/bin/sh", "-c",
-                        "cd \"$1\" && LD_PRELOAD=./libliveheap_preload.so exec /bin/sh -c 'cd / && echo READY && read x || true'",
+                        "cd \"$1\" && LD_PRELOAD=./libliveheap_preload.so exec /bin/sh -c 'cd / && echo "
+                        "READY && read x || true'",
                         "sh", dir.path()},
                        {"LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"});
   ASSERT_EQ(program.read_line(20000).value_or("EOF"), "READY");
@@ -349,8 +355,7 @@ TEST(PreloadPlumbing, ANamedArenaPointsKeyLineAtItsCallers) {
   for (const bool named : {false, true}) {
     const std::uint16_t port = free_port();
     std::vector<std::string> env{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port),
-                                 "LIVEHEAP_MODE=exact"};
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "LIVEHEAP_MODE=exact"};
     // Matches the name as shown ("(anonymous namespace)::arena_allocate"), not the full one.
     if (named) env.push_back("LIVEHEAP_PLUMBING=*/no_such_dir/*, function:*arena_allocate");
     ChildProcess program({LIVEHEAP_ARENA_PROGRAM}, env);
@@ -371,7 +376,8 @@ TEST(PreloadPlumbing, ANamedArenaPointsKeyLineAtItsCallers) {
       const std::string text = get(port, "/debug/memory/diff?key=line&limit=2").body;
       EXPECT_NE(text.find(":" + std::to_string(big.line) +
                           ": size=293 KiB (+293 KiB), count=3 (+3), average=97.7 KiB\n"),
-                std::string::npos) << text;
+                std::string::npos)
+          << text;
     } else {
       const nlohmann::json stat = find_site(diff, arena);
       ASSERT_FALSE(stat.is_null()) << diff.dump(1);
@@ -417,8 +423,7 @@ TEST(PreloadSampled, APythonBuildingListsPeaksWithinTwoMebibytesOrTwoPercentOfBa
   std::sort(bare.begin(), bare.end());
   std::sort(sampled.begin(), sampled.end());
   const long allowed = std::max(2L << 20, bare[1] / 50);
-  EXPECT_LE(sampled[1] - bare[1], allowed)
-      << "peak " << sampled[1] << " B sampled, " << bare[1] << " B bare";
+  EXPECT_LE(sampled[1] - bare[1], allowed) << "peak " << sampled[1] << " B sampled, " << bare[1] << " B bare";
 }
 
 // A sampled block never reaches glibc, but glibc's free of a large block of its own raises

@@ -48,7 +48,8 @@ std::vector<int> pidfds() {
   for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
     std::error_code ec;
     const std::string target = fs::read_symlink(entry.path(), ec).string();
-    if (target.find("pidfd") != std::string::npos) found.push_back(std::stoi(entry.path().filename().string()));
+    if (target.find("pidfd") != std::string::npos)
+      found.push_back(std::stoi(entry.path().filename().string()));
   }
   return found;
 }

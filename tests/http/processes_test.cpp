@@ -48,11 +48,14 @@ using namespace std::chrono_literals;
 // never did, for the caller's check to show).
 nlohmann::json wait_for_processes(std::uint16_t port, std::size_t count) {
   nlohmann::json list;
-  const testing::AssertionResult listed = wait_until(kPatience, [&] {
-    const Reply reply = get(port, "/debug/memory/processes?format=json");
-    if (reply.status == 200) list = reply.json()["processes"];
-    return list.size() == count;
-  }, std::chrono::milliseconds(100));
+  const testing::AssertionResult listed = wait_until(
+      kPatience,
+      [&] {
+        const Reply reply = get(port, "/debug/memory/processes?format=json");
+        if (reply.status == 200) list = reply.json()["processes"];
+        return list.size() == count;
+      },
+      std::chrono::milliseconds(100));
   if (!listed) ADD_FAILURE() << "/processes never listed " << count << " processes: " << listed.message();
   return list;
 }
@@ -92,8 +95,8 @@ struct Reaper {
 // holder: what that process itself says (a body, or "" when it did not answer in time).
 std::string get_direct(const std::string& socket, const std::string& target) {
   liveheap::client::Request request{boost::beast::http::verb::get, target, 11};
-  const liveheap::client::Result result =
-      liveheap::client::exchange_now(liveheap::client::Address::unix_socket(socket), std::move(request), {15s, 15s, 15s});
+  const liveheap::client::Result result = liveheap::client::exchange_now(
+      liveheap::client::Address::unix_socket(socket), std::move(request), {15s, 15s, 15s});
   if (!result.response && result.failed == liveheap::client::Step::connect)
     throw std::runtime_error("cannot connect to " + socket);
   return result.response ? result.response->body() : "";
@@ -101,7 +104,9 @@ std::string get_direct(const std::string& socket, const std::string& target) {
 
 // The ?seconds= windows a process counts open, by its own /stats.
 unsigned windows_of(const std::string& socket) {
-  return nlohmann::json::parse(get_direct(socket, "/debug/memory/stats?format=json")).at("windows").get<unsigned>();
+  return nlohmann::json::parse(get_direct(socket, "/debug/memory/stats?format=json"))
+      .at("windows")
+      .get<unsigned>();
 }
 
 // A request on a connection the test keeps open (its client "waits"; closing it hangs up).
@@ -238,8 +243,8 @@ TEST_F(Prefork, EachWorkerExactlyAndAllMerged) {
   EXPECT_EQ(merged["verdict"], "unknown") << merged.dump();
   const Reply text = get(port_, "/debug/memory/diff?pid=all&limit=1000");
   const std::string base = where.substr(where.rfind('/') + 1);
-  EXPECT_NE(text.body.find(base + ": size=9000 B (+9000 B), count=6 (+6), average=1500 B"),
-            std::string::npos) << text.body;
+  EXPECT_NE(text.body.find(base + ": size=9000 B (+9000 B), count=6 (+6), average=1500 B"), std::string::npos)
+      << text.body;
   const Reply top = get(port_, "/debug/memory/top?format=json&limit=1000&pid=all");
   ASSERT_EQ(top.status, 200) << top.body;
   EXPECT_EQ(stat_at(top.json(), where)["size"], sum);
@@ -289,7 +294,8 @@ TEST_F(Prefork, AWorkerThatJoinsAfterTheBaselineIsCountedWholeAndNamedNew) {
   }
   const std::string one_text = get(port_, "/debug/memory/diff").body;
   EXPECT_NE(one_text.find("\n(this is 1 of the 4 processes of this program: pid=all merges them all)\n"),
-            std::string::npos) << one_text;
+            std::string::npos)
+      << one_text;
   // The joined worker asked alone still has no baseline of its own.
   EXPECT_EQ(get(port_, "/debug/memory/diff?pid=" + std::to_string(joined)).status, 409);
   const Reply bad = get(port_, "/debug/memory/diff?missing_baseline=maybe");
@@ -304,7 +310,8 @@ TEST_F(Prefork, MergedReportsReadBackAsTheReportDocument) {
   const auto kept = keep();
   ASSERT_EQ(kept.size(), 2u);
   const std::string where = kept.begin()->second.first;
-  const std::string only = "include=*" + where.substr(where.rfind('/') + 1, where.rfind(':') - where.rfind('/') - 1);
+  const std::string only =
+      "include=*" + where.substr(where.rfind('/') + 1, where.rfind(':') - where.rfind('/') - 1);
   for (const std::string route : {"/diff?", "/top?", "/diff?key=traceback&", "/top?traceback=1&"}) {
     const Reply json = get(port_, "/debug/memory" + route + only + "&pid=all&format=json");
     ASSERT_EQ(json.status, 200) << json.body;
@@ -318,8 +325,8 @@ TEST_F(Prefork, MergedReportsReadBackAsTheReportDocument) {
     }
     const Reply text = get(port_, "/debug/memory" + route + only + "&pid=all");
     EXPECT_EQ(liveheap::to_text(report), text.body) << route;
-    const Reply one = get(port_, "/debug/memory" + route + only + "&format=json&pid=" +
-                                     std::to_string(kept.begin()->first));
+    const Reply one = get(
+        port_, "/debug/memory" + route + only + "&format=json&pid=" + std::to_string(kept.begin()->first));
     EXPECT_EQ(liveheap::to_json(liveheap::report_from_json(std::string_view(one.body))) + "\n", one.body);
   }
 }
@@ -356,7 +363,8 @@ TEST_F(Prefork, TheMergeIsTheSumOfTheProcessesOwnReports) {
   const auto kept = keep();
   ASSERT_EQ(kept.size(), 2u);
   const std::string where = kept.begin()->second.first;
-  const std::string only = "include=*" + where.substr(where.rfind('/') + 1, where.rfind(':') - where.rfind('/') - 1);
+  const std::string only =
+      "include=*" + where.substr(where.rfind('/') + 1, where.rfind(':') - where.rfind('/') - 1);
   for (const std::string route : {"/diff?", "/top?", "/top?key=function&"}) {
     const auto report = [&](const std::string& pid) {
       const Reply reply = get(port_, "/debug/memory" + route + only + "&format=json&limit=1000&pid=" + pid);
@@ -391,13 +399,14 @@ TEST_F(Prefork, TheMergeIsTheSumOfTheProcessesOwnReports) {
 TEST(Processes, MergedVerdictsStandWhenTheProcessesAgreeAndAreUnknownWhenNot) {
   using nlohmann::json;
   const auto stat = [](const char* verdict, json growth, json since) {
-    return json{{"size", 1}, {"verdict", verdict}, {"growth_per_min", growth}, {"since_last_growth_s", since}};
+    return json{
+        {"size", 1}, {"verdict", verdict}, {"growth_per_min", growth}, {"since_last_growth_s", since}};
   };
   json both = stat("growing", 6000, 2.0);
   liveheap::http::merge_verdict(both, stat("growing", 1000, 0.5));
   EXPECT_EQ(both["verdict"], "growing");
-  EXPECT_EQ(both["growth_per_min"], 7000.0);      // the sum grows by both
-  EXPECT_EQ(both["since_last_growth_s"], 0.5);    // and last grew when either did
+  EXPECT_EQ(both["growth_per_min"], 7000.0);    // the sum grows by both
+  EXPECT_EQ(both["since_last_growth_s"], 0.5);  // and last grew when either did
 
   json mixed = stat("growing", 6000, 0.0);
   liveheap::http::merge_verdict(mixed, stat("plateaued", 0, 300.0));
@@ -479,7 +488,8 @@ TEST_F(Prefork, AStoppedProcessIsNamedUnreachableWithinABoundedTime) {
   EXPECT_NE(std::string(all["failed"][0]["error"]).find("unreachable"), std::string::npos) << all.dump();
   const Reply text = get(port_, "/debug/memory/top?pid=all");
   EXPECT_NE(text.body.find("pid " + std::to_string(workers_[0]) + " did not answer: unreachable"),
-            std::string::npos) << text.body;
+            std::string::npos)
+      << text.body;
   // /processes too lists it, as unreachable, within its shorter bound.
   const auto listed = Clock::now();
   const Reply processes = get(port_, "/debug/memory/processes?format=json");
@@ -492,8 +502,8 @@ TEST_F(Prefork, AStoppedProcessIsNamedUnreachableWithinABoundedTime) {
 // A forwarded ?seconds= window waits off the holder's report worker: the holder's own /top
 // answers while it waits.
 TEST_F(Prefork, TheHoldersReportsDoNotWaitBehindAForwardedWindow) {
-  const auto window = ask_and_wait(port_, "/debug/memory/diff?seconds=60&format=json&pid=" +
-                                              std::to_string(workers_[1]));
+  const auto window =
+      ask_and_wait(port_, "/debug/memory/diff?seconds=60&format=json&pid=" + std::to_string(workers_[1]));
   ASSERT_TRUE(wait_until(kPatience, [&] { return windows_of(socket_of(workers_[1])) == 1; }))
       << "the worker never opened the forwarded window";
   for (int i = 0; i < 2; ++i) {
@@ -532,10 +542,10 @@ TEST(Processes, AMergedAnswerIsTruncatedAtTheReportCap) {
   const std::uint16_t port = free_port();
   std::vector<std::unique_ptr<ChildProcess>> programs;
   for (const char* seed : {"1", "2"}) {
-    programs.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{LIVEHEAP_MANY_STACKS, "--phases", "--allocs", "20000", "--keep", "9",
-                                 "--seed", seed},
-        preload_env(dir, port)));
+    programs.push_back(
+        std::make_unique<ChildProcess>(std::vector<std::string>{LIVEHEAP_MANY_STACKS, "--phases", "--allocs",
+                                                                "20000", "--keep", "9", "--seed", seed},
+                                       preload_env(dir, port)));
     ASSERT_EQ(programs.back()->read_line(20000).value_or("EOF"), "READY");
   }
   ASSERT_EQ(wait_for_processes(port, 2).size(), 2u);
@@ -654,17 +664,21 @@ TEST(Processes, WhenEveryRegistryIsTakenTheProcessSaysSoOnce) {
     ::chmod((open_dir.path + "/liveheap" + suffix).c_str(), 0777);
   }
   const std::uint16_t port2 = free_port();
-  ChildProcess program({"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_EXACT_TRUTH + " --phases 2>&1"},
-                       {"XDG_RUNTIME_DIR=" + open_dir.path, "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port2),
-                        "LIVEHEAP_MODE=exact", "LD_PRELOAD=" + std::string(LIVEHEAP_PRELOAD_LIBRARY)});
+  ChildProcess program(
+      {"/bin/sh", "-c", std::string("exec ") + LIVEHEAP_EXACT_TRUTH + " --phases 2>&1"},
+      {"XDG_RUNTIME_DIR=" + open_dir.path, "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port2),
+       "LIVEHEAP_MODE=exact", "LD_PRELOAD=" + std::string(LIVEHEAP_PRELOAD_LIBRARY)});
   // Said on the endpoint's thread: before or after the program's first line.
   std::string said;
   while (const auto line = program.read_line(5000)) {
     said += *line + "\n";
     if (said.find("BASELINE-READY") != std::string::npos && said.find("registry") != std::string::npos) break;
   }
-  EXPECT_NE(said.find("liveheap: this process is not reachable through the registry: the registry directory " +
-                      open_dir.path + "/liveheap has mode 0777"), std::string::npos) << said;
+  EXPECT_NE(
+      said.find("liveheap: this process is not reachable through the registry: the registry directory " +
+                open_dir.path + "/liveheap has mode 0777"),
+      std::string::npos)
+      << said;
   EXPECT_NE(said.find(open_dir.path + "/liveheap.1 to .8 are taken too)\n"), std::string::npos) << said;
   struct stat st {};
   ASSERT_EQ(::stat((open_dir.path + "/liveheap").c_str(), &st), 0);
@@ -734,11 +748,15 @@ TEST(Processes, AKilledHoldersPortIsTakenByAnotherOfItsGroupWhichRemovesItsSocke
   ASSERT_EQ(wait_for_processes(port, 2).size(), 2u);
   const std::string stale = dir.group(port) + "/" + std::to_string(holder->pid()) + ".sock";
   holder.reset();  // SIGKILL: no exit handler runs
-  EXPECT_TRUE(wait_until(kPatience, [&] {
-    std::error_code ec;
-    return fs::read_symlink(dir.group(port) + "/holder", ec).string() == std::to_string(other.pid()) &&
-           !fs::exists(stale);
-  }, std::chrono::milliseconds(10))) << "the other process did not take the port, or left the holder's socket";
+  EXPECT_TRUE(wait_until(
+      kPatience,
+      [&] {
+        std::error_code ec;
+        return fs::read_symlink(dir.group(port) + "/holder", ec).string() == std::to_string(other.pid()) &&
+               !fs::exists(stale);
+      },
+      std::chrono::milliseconds(10)))
+      << "the other process did not take the port, or left the holder's socket";
   const nlohmann::json listed = wait_for_processes(port, 1);
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0]["pid"], other.pid());

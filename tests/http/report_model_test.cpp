@@ -83,9 +83,9 @@ TEST_F(ReportModelTest, TextFromTheJsonIsTheServersText) {
     std::string route;
     TextStyle style;
   };
-  for (const Case& c : {Case{"/diff?" + only, {}}, Case{"/diff?key=function&" + only, {}},
-                        Case{"/top?" + only, {}}, Case{"/top?cumulative=1&" + only, {}},
-                        Case{"/tracebacks?" + only, {.stacks = true}}}) {
+  for (const Case& c :
+       {Case{"/diff?" + only, {}}, Case{"/diff?key=function&" + only, {}}, Case{"/top?" + only, {}},
+        Case{"/top?cumulative=1&" + only, {}}, Case{"/tracebacks?" + only, {.stacks = true}}}) {
     const Report report = round_trip(port(), "/debug/memory" + c.route + "&format=json");
     const Reply text = get(port(), "/debug/memory" + c.route);
     ASSERT_EQ(text.status, 200) << text.body;

@@ -14,40 +14,104 @@
 namespace http_test {
 namespace {
 
-std::string request(const std::string& method, const std::string& target,
-                    const std::string& headers = "") {
-  return method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
-         "\r\n";
+std::string request(const std::string& method, const std::string& target, const std::string& headers = "") {
+  return method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers + "\r\n";
 }
 
 std::vector<std::string> malformed_requests() {
   std::vector<std::string> out;
   const std::string p = "/debug/memory";
   // Bad keys, limits, formats, flags, windows, start options.
-  for (const char* query :
-       {"key=", "key=lines", "key=LINE", "key=line%00", "key=tracebacks", "key=%ff",
-        "key=line&key=line", "limit=0", "limit=-1", "limit=10001", "limit=abc", "limit=1.5",
-        "limit=1e3", "limit=", "limit=%201", "limit=1%20", "limit=0x10", "limit=+5",
-        "limit=18446744073709551616", "limit=99999999999999999999999999", "format=", "format=XML",
-        "format=json&format=text", "cumulative=2", "cumulative=true", "cumulative=",
-        "key=traceback&cumulative=1", "seconds=0", "seconds=61", "seconds=-1", "seconds=1s",
-        "seconds=99999999999", "nosuch=1", "=1", "&&=&&", "limit", "Key=line", "include=",
-        "exclude=", "include=function:", "include=%5B", "include=%5Babc", "include=%5B%21",
-        "exclude=function:%5Bx", "include=%", "include=%4", "include=%zz", "include=%G0",
-        "include=%C3%28", "include=%ED%A0%80", "include=%C0%AF", "include=%F5%80%80%80",
-        "include=%00", "include=%0A", "include=%7F", "include=a%0Db", "key=routes", "route=",
-        "route=%5B", "route=%ff", "route=a%00"})
+  for (const char* query : {"key=",
+                            "key=lines",
+                            "key=LINE",
+                            "key=line%00",
+                            "key=tracebacks",
+                            "key=%ff",
+                            "key=line&key=line",
+                            "limit=0",
+                            "limit=-1",
+                            "limit=10001",
+                            "limit=abc",
+                            "limit=1.5",
+                            "limit=1e3",
+                            "limit=",
+                            "limit=%201",
+                            "limit=1%20",
+                            "limit=0x10",
+                            "limit=+5",
+                            "limit=18446744073709551616",
+                            "limit=99999999999999999999999999",
+                            "format=",
+                            "format=XML",
+                            "format=json&format=text",
+                            "cumulative=2",
+                            "cumulative=true",
+                            "cumulative=",
+                            "key=traceback&cumulative=1",
+                            "seconds=0",
+                            "seconds=61",
+                            "seconds=-1",
+                            "seconds=1s",
+                            "seconds=99999999999",
+                            "nosuch=1",
+                            "=1",
+                            "&&=&&",
+                            "limit",
+                            "Key=line",
+                            "include=",
+                            "exclude=",
+                            "include=function:",
+                            "include=%5B",
+                            "include=%5Babc",
+                            "include=%5B%21",
+                            "exclude=function:%5Bx",
+                            "include=%",
+                            "include=%4",
+                            "include=%zz",
+                            "include=%G0",
+                            "include=%C3%28",
+                            "include=%ED%A0%80",
+                            "include=%C0%AF",
+                            "include=%F5%80%80%80",
+                            "include=%00",
+                            "include=%0A",
+                            "include=%7F",
+                            "include=a%0Db",
+                            "key=routes",
+                            "route=",
+                            "route=%5B",
+                            "route=%ff",
+                            "route=a%00"})
     out.push_back(request("GET", p + "/top?" + query));
-  for (const char* target :
-       {"/stats?limit=1", "/stats?seconds=1", "/tracebacks?key=line", "/tracebacks?cumulative=1",
-        "/baseline?key=line", "/tracebacks?seconds=5", "/%zz", "/st%61ts%", "/%00",
-        "/static/..", "/static/%2e%2e", "/static/%2e%2e%2fx", "/static/", "/static/a/b",
-        "/static/%5c", "/static/.x", "/static/nope.js", "/nope", "/stats/extra",
-        "/stats#fragment", "/diff?seconds=61", "/routes?route=GET*", "/routes?key=route",
-        "/history?route=x", "/routes?pid=x"})
+  for (const char* target : {"/stats?limit=1",
+                             "/stats?seconds=1",
+                             "/tracebacks?key=line",
+                             "/tracebacks?cumulative=1",
+                             "/baseline?key=line",
+                             "/tracebacks?seconds=5",
+                             "/%zz",
+                             "/st%61ts%",
+                             "/%00",
+                             "/static/..",
+                             "/static/%2e%2e",
+                             "/static/%2e%2e%2fx",
+                             "/static/",
+                             "/static/a/b",
+                             "/static/%5c",
+                             "/static/.x",
+                             "/static/nope.js",
+                             "/nope",
+                             "/stats/extra",
+                             "/stats#fragment",
+                             "/diff?seconds=61",
+                             "/routes?route=GET*",
+                             "/routes?key=route",
+                             "/history?route=x",
+                             "/routes?pid=x"})
     out.push_back(request("GET", p + target));
-  for (const char* query : {"mode=off", "mode=", "mode=EXACT", "frames=0", "frames=129",
-                            "frames=x", "sample_interval=0", "sample_interval=-5", "limit=5",
+  for (const char* query : {"mode=off", "mode=", "mode=EXACT", "frames=0", "frames=129", "frames=x",
+                            "sample_interval=0", "sample_interval=-5", "limit=5",
                             "max_tracker_memory=", "max_tracker_memory=1KiB", "max_tracker_memory=%ff"})
     out.push_back(request("POST", p + "/start?" + query));
   // Methods.
@@ -65,13 +129,17 @@ std::vector<std::string> malformed_requests() {
   out.push_back(request("GET", p + "/top?include=" + std::string(10000, 'x')));
   out.push_back("POST " + p + "/baseline HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n" +
                 std::string(5000, 'b'));
-  out.push_back("POST " + p + "/baseline HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                "1000\r\n" + std::string(4096, 'c') + "\r\n0\r\n\r\n");
+  out.push_back("POST " + p +
+                "/baseline HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                "1000\r\n" +
+                std::string(4096, 'c') + "\r\n0\r\n\r\n");
   out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n");
   out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n");
-  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
+  out.push_back("POST " + p +
+                "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
   out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\nshort");
-  out.push_back("POST " + p + "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  out.push_back("POST " + p +
+                "/clear HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
   // Raw garbage and broken HTTP.
   for (const char* raw :
        {"GARBAGE\r\n\r\n", "\r\n\r\n", "GET\r\n\r\n", "GET /debug/memory/stats\r\n\r\n",
@@ -80,7 +148,8 @@ std::vector<std::string> malformed_requests() {
         "GET /debug/memory/stats HTTP/1.1\r\nBad Header: x\r\n\r\n",
         "GET http://x/debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "GET * HTTP/1.1\r\n\r\n",
         "GET /debug/memory/st ats HTTP/1.1\r\n\r\n", "G ET /debug/memory/stats HTTP/1.1\r\n\r\n",
-        "GET /debug/memory/stats HTTP/1.1\nHost: 127.0.0.1\n\n", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+        "GET /debug/memory/stats HTTP/1.1\nHost: 127.0.0.1\n\n",
+        "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
         "GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nX: \x01\r\n\r\n", "\xff\xfe\xfd",
         "GET /debug/memory/stats HTTP/1.1\r\nHost: x", "GET /debug/memory/sta"})
     out.push_back(raw);
@@ -124,8 +193,12 @@ TEST_F(RobustnessTest, MalformedRequestsGet4xxAndTheServerLivesOn) {
 
 TEST_F(RobustnessTest, OversizedRequestsGetTheirOwnStatus) {
   const std::string p = "/debug/memory";
-  EXPECT_EQ(status_of(send_raw(port(), request("GET", p + "/stats", "X: " + std::string(9000, 'a') + "\r\n"))), 431);
-  EXPECT_EQ(status_of(send_raw(port(), "POST " + p + "/clear HTTP/1.1\r\nContent-Length: 2000\r\n\r\n" + std::string(2000, 'x'))), 413);
+  EXPECT_EQ(
+      status_of(send_raw(port(), request("GET", p + "/stats", "X: " + std::string(9000, 'a') + "\r\n"))),
+      431);
+  EXPECT_EQ(status_of(send_raw(port(), "POST " + p + "/clear HTTP/1.1\r\nContent-Length: 2000\r\n\r\n" +
+                                           std::string(2000, 'x'))),
+            413);
   EXPECT_EQ(status_of(send_raw(port(), "GARBAGE\r\n\r\n")), 400);
 }
 
@@ -218,9 +291,10 @@ TEST_F(RobustnessTest, AHalfSentRequestTimesOut) {
 
 TEST_F(RobustnessTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   Connection connection(port());
-  connection.write("GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                   "GET /debug/memory/top?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                   "GET /debug/memory/stats?format=json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  connection.write(
+      "GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+      "GET /debug/memory/top?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+      "GET /debug/memory/stats?format=json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   const std::string raw = connection.read_all(5000);
   std::size_t answers = 0;
   for (std::size_t at = 0; (at = raw.find("HTTP/1.1 200 OK", at)) != std::string::npos; ++at) ++answers;
@@ -232,13 +306,11 @@ TEST_F(RobustnessTest, KeepAliveServesSeveralRequestsOnOneConnection) {
 TEST_F(RobustnessTest, LookingDoesNotShowUpAsGrowth) {
   ASSERT_EQ(post(port(), "/debug/memory/baseline").status, 200);
   for (int i = 0; i < 5; ++i)
-    for (const char* target :
-         {"/debug/memory/stats", "/debug/memory/top?format=json&key=traceback",
-          "/debug/memory/diff?limit=50", "/debug/memory/tracebacks?format=json",
-          "/debug/memory/baseline", "/debug/memory/top?limit=0", "/debug/memory/nope"})
+    for (const char* target : {"/debug/memory/stats", "/debug/memory/top?format=json&key=traceback",
+                               "/debug/memory/diff?limit=50", "/debug/memory/tracebacks?format=json",
+                               "/debug/memory/baseline", "/debug/memory/top?limit=0", "/debug/memory/nope"})
       get(port(), target);
-  const auto report =
-      get(port(), "/debug/memory/diff?format=json&key=traceback&limit=10000").json();
+  const auto report = get(port(), "/debug/memory/diff?format=json&key=traceback&limit=10000").json();
   for (const auto& stat : report["stats"]) {
     if (stat["size_diff"].get<long>() <= 0) continue;
     for (const auto& frame : stat["traceback"]) {

@@ -108,8 +108,7 @@ TEST_F(RoutesTest, BaselineThenDiffFindsTheKnownLine) {
   EXPECT_EQ(stat["size"], 1000000);
   EXPECT_EQ(stat["count"], 10);
   EXPECT_EQ(stat["average"], 100000);
-  for (const char* field : {"key", "function", "module"})
-    EXPECT_TRUE(stat.contains(field)) << field;
+  for (const char* field : {"key", "function", "module"}) EXPECT_TRUE(stat.contains(field)) << field;
   EXPECT_FALSE(stat.contains("traceback")) << "whole stacks only where asked";
 
   const Reply text = get(port(), "/debug/memory/diff?limit=100");
@@ -129,11 +128,9 @@ TEST_F(RoutesTest, DiffKeysFiltersAndCumulative) {
     EXPECT_EQ(reply.status, 200) << query << ": " << reply.body;
     return reply.json();
   };
-  const auto has = [](const nlohmann::json& report, const std::string& field,
-                      const std::string& part) {
+  const auto has = [](const nlohmann::json& report, const std::string& field, const std::string& part) {
     for (const auto& stat : report["stats"])
-      if (stat.value(field, "").find(part) != std::string::npos && stat["size_diff"] >= 20000)
-        return true;
+      if (stat.value(field, "").find(part) != std::string::npos && stat["size_diff"] >= 20000) return true;
     return false;
   };
   EXPECT_TRUE(has(diff("key=file"), "file", kKnownFile));
@@ -149,7 +146,8 @@ TEST_F(RoutesTest, DiffKeysFiltersAndCumulative) {
   const auto included = diff(std::string("include=*") + kKnownFile);
   EXPECT_EQ(included["include"], nlohmann::json::array({std::string("*") + kKnownFile}));
   ASSERT_FALSE(find_known(included).is_null());
-  for (const auto& stat : included["stats"]) EXPECT_TRUE(stat["file"].get<std::string>().ends_with(kKnownFile));
+  for (const auto& stat : included["stats"])
+    EXPECT_TRUE(stat["file"].get<std::string>().ends_with(kKnownFile));
   EXPECT_TRUE(find_known(diff(std::string("exclude=*") + kKnownFile)).is_null());
   EXPECT_FALSE(find_known(diff(std::string("include=function:*") + kKnownFunction + "*")).is_null());
   EXPECT_TRUE(find_known(diff("include=function:no_such_function")).is_null());
@@ -213,7 +211,8 @@ TEST_F(RoutesTest, TracebacksAreWholeAndSymbolized) {
   EXPECT_NE(text.body.find(frame_line), std::string::npos) << text.body;
   if (std::ifstream(known_file).good()) {  // the test runs where the build put relative paths
     EXPECT_NE(text.body.find(frame_line + "    blocks[static_cast<std::size_t>(i)] = std::malloc(size);\n"),
-              std::string::npos) << text.body;
+              std::string::npos)
+        << text.body;
   }
   std::istringstream lines(text.body);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 200u) << line;
@@ -234,10 +233,9 @@ TEST_F(RoutesTest, WindowDiffsOverSeconds) {
     EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
     ASSERT_EQ(window.status, 200) << window.body;
     const auto stat = find_known(window.json());
-    ASSERT_FALSE(stat.is_null())
-        << route << ": allocated "
-        << std::chrono::duration_cast<std::chrono::milliseconds>(allocated).count()
-        << " ms after asking for the window (past its end?)";
+    ASSERT_FALSE(stat.is_null()) << route << ": allocated "
+                                 << std::chrono::duration_cast<std::chrono::milliseconds>(allocated).count()
+                                 << " ms after asking for the window (past its end?)";
     EXPECT_EQ(stat["size_diff"], 15000);
     EXPECT_EQ(stat["count_diff"], 5);
     EXPECT_EQ(window.json()["against"], "the heap 2 s ago");
@@ -294,10 +292,14 @@ TEST_F(RoutesTest, WrongMethodIs405WithAllow) {
     const char* method;
     const char* path;
     const char* allow;
-  } cases[] = {{"POST", "/stats", "GET"},       {"GET", "/start", "POST"},
-               {"GET", "/trim", "POST"},        {"PUT", "/diff", "GET"},
-               {"DELETE", "/baseline", "GET, POST"}, {"OPTIONS", "/top", "GET"},
-               {"POST", "/", "GET"},            {"POST", "/static/x.js", "GET"}};
+  } cases[] = {{"POST", "/stats", "GET"},
+               {"GET", "/start", "POST"},
+               {"GET", "/trim", "POST"},
+               {"PUT", "/diff", "GET"},
+               {"DELETE", "/baseline", "GET, POST"},
+               {"OPTIONS", "/top", "GET"},
+               {"POST", "/", "GET"},
+               {"POST", "/static/x.js", "GET"}};
   for (const auto& c : cases) {
     const Reply reply = send(port(), c.method, std::string("/debug/memory") + c.path, kJson);
     expect_error(reply, 405, "is not allowed here");
@@ -394,8 +396,7 @@ class WindowLimitTest : public ServerTest {
 
 TEST_F(WindowLimitTest, TooManyWindowsAre429) {
   // Four seconds: still open when the next request comes, even on a loaded machine.
-  auto first = std::async(std::launch::async,
-                          [&] { return get(port(), "/debug/memory/diff?seconds=4"); });
+  auto first = std::async(std::launch::async, [&] { return get(port(), "/debug/memory/diff?seconds=4"); });
   ASSERT_TRUE(windows_waiting(port())) << "the first window never opened";
   expect_error(get(port(), "/debug/memory/top?seconds=1"), 429, "already waiting");
   EXPECT_EQ(get(port(), "/debug/memory/stats").status, 200);  // others go on meanwhile
@@ -423,7 +424,9 @@ TEST_F(WindowLimitTest, AWindowWhoseClientHungUpGivesItsPlaceBack) {
   EXPECT_LT(std::chrono::steady_clock::now() - hung_up, std::chrono::seconds(10));
   // A client that half-closes after its request still gets its answer, unless it is a window.
   EXPECT_EQ(status_of(send_raw(port(), "GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")), 200);
-  EXPECT_EQ(status_of(send_raw(port(), "GET /debug/memory/top?key=lines HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")), 400);
+  EXPECT_EQ(
+      status_of(send_raw(port(), "GET /debug/memory/top?key=lines HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")),
+      400);
 }
 
 }  // namespace

@@ -12,9 +12,7 @@ namespace http_test {
 
 // A fresh private XDG_RUNTIME_DIR (mkdtemp's mode 0700), removed at the end.
 struct RuntimeDir {
-  std::string group(std::uint16_t port) const {
-    return path + "/liveheap/127.0.0.1-" + std::to_string(port);
-  }
+  std::string group(std::uint16_t port) const { return path + "/liveheap/127.0.0.1-" + std::to_string(port); }
   test_support::TempDir dir;
   std::string path = dir.path();
 };

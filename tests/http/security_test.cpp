@@ -23,15 +23,14 @@ class BrowserTest : public ServerTest {};
 
 // What a plain HTML form on another site sends: no preflight, the browser adds Origin.
 Reply form_post(std::uint16_t port, const std::string& route, const std::string& extra) {
-  return post(port, "/debug/memory" + route,
-              "Content-Type: application/x-www-form-urlencoded\r\n" + extra);
+  return post(port, "/debug/memory" + route, "Content-Type: application/x-www-form-urlencoded\r\n" + extra);
 }
 
 TEST_F(BrowserTest, ACrossSiteFormCannotChangeState) {
-  for (const char* route : {"/stop", "/clear", "/trim", "/reset-peak", "/baseline",
-                            "/start?mode=exact&frames=128"}) {
-    const Reply reply = form_post(port(), route,
-                                  "Origin: http://attacker.example\r\nSec-Fetch-Site: cross-site\r\n");
+  for (const char* route :
+       {"/stop", "/clear", "/trim", "/reset-peak", "/baseline", "/start?mode=exact&frames=128"}) {
+    const Reply reply =
+        form_post(port(), route, "Origin: http://attacker.example\r\nSec-Fetch-Site: cross-site\r\n");
     EXPECT_EQ(reply.status, 403) << route;
   }
   EXPECT_TRUE(is_tracing());  // /stop was refused
@@ -50,19 +49,22 @@ TEST_F(BrowserTest, ACrossSiteFormCannotChangeState) {
   }
   // A sandboxed frame or a file: page says "null"; another port is another origin.
   EXPECT_EQ(form_post(port(), "/stop", "Origin: null\r\n").status, 403);
-  EXPECT_EQ(post(port(), "/debug/memory/stop", "Host: 127.0.0.1:1\r\nOrigin: http://127.0.0.1:2\r\n").status, 403);
+  EXPECT_EQ(post(port(), "/debug/memory/stop", "Host: 127.0.0.1:1\r\nOrigin: http://127.0.0.1:2\r\n").status,
+            403);
   EXPECT_TRUE(is_tracing());
 }
 
 TEST_F(BrowserTest, TheDashboardAndScriptsStillWork) {
   const std::string self = "127.0.0.1:" + std::to_string(port());
   // The dashboard: same origin, as Chromium sends it.
-  const Reply dashboard = post(port(), "/debug/memory/reset-peak?format=json",
-                               "Host: " + self + "\r\nOrigin: http://" + self +
-                                   "\r\nSec-Fetch-Site: same-origin\r\n");
+  const Reply dashboard =
+      post(port(), "/debug/memory/reset-peak?format=json",
+           "Host: " + self + "\r\nOrigin: http://" + self + "\r\nSec-Fetch-Site: same-origin\r\n");
   EXPECT_EQ(dashboard.status, 200) << dashboard.body;
   // Default ports are left out of Origin by browsers and may be spelt in Host.
-  EXPECT_EQ(post(port(), "/debug/memory/reset-peak", "Host: localhost:80\r\nOrigin: http://localhost\r\n").status, 200);
+  EXPECT_EQ(
+      post(port(), "/debug/memory/reset-peak", "Host: localhost:80\r\nOrigin: http://localhost\r\n").status,
+      200);
   // curl, scripts: no Origin, no Sec-Fetch-Site.
   EXPECT_EQ(post(port(), "/debug/memory/clear").status, 200);
   // Reads are not state changes: a GET's Origin does not matter (the same-origin policy
@@ -72,9 +74,9 @@ TEST_F(BrowserTest, TheDashboardAndScriptsStillWork) {
 
 TEST_F(BrowserTest, AReboundNameIsRefusedWithoutAToken) {
   const std::string at_port = ":" + std::to_string(port());
-  for (const std::string& host : std::vector<std::string>{
-           "attacker.example" + at_port, "attacker.example", "10.1.2.3" + at_port,
-           "localhost.attacker.example", "127.0.0.1.nip.io", ""}) {
+  for (const std::string& host :
+       std::vector<std::string>{"attacker.example" + at_port, "attacker.example", "10.1.2.3" + at_port,
+                                "localhost.attacker.example", "127.0.0.1.nip.io", ""}) {
     const Reply reply = get(port(), "/debug/memory/stats", "Host: " + host + "\r\n");
     EXPECT_EQ(reply.status, 403) << host;
     EXPECT_EQ(reply.body, "Host '" + host +
@@ -85,9 +87,9 @@ TEST_F(BrowserTest, AReboundNameIsRefusedWithoutAToken) {
     // The dashboard and its files, too: the page would run under the attacker's name.
     EXPECT_EQ(get(port(), "/debug/memory/", "Host: " + host + "\r\n").status, 403) << host;
   }
-  for (const std::string& host : std::vector<std::string>{
-           "localhost" + at_port, "LOCALHOST", "127.0.0.1" + at_port, "127.5.6.7",
-           "[::1]" + at_port, "[::1]"})
+  for (const std::string& host :
+       std::vector<std::string>{"localhost" + at_port, "LOCALHOST", "127.0.0.1" + at_port, "127.5.6.7",
+                                "[::1]" + at_port, "[::1]"})
     EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: " + host + "\r\n").status, 200) << host;
 }
 
@@ -108,12 +110,15 @@ class TokenHostTest : public ServerTest {
 };
 
 TEST_F(TokenHostTest, WithATokenAnyHostIsServed) {
-  EXPECT_EQ(get(port(), "/debug/memory/stats",
-                "Host: heap.example.com\r\nAuthorization: Bearer t0ken\r\n").status, 200);
+  EXPECT_EQ(
+      get(port(), "/debug/memory/stats", "Host: heap.example.com\r\nAuthorization: Bearer t0ken\r\n").status,
+      200);
   EXPECT_EQ(get(port(), "/debug/memory/stats", "Host: heap.example.com\r\n").status, 401);
   // The token does not make a cross-site POST acceptable: a browser may hold it.
-  EXPECT_EQ(post(port(), "/debug/memory/stop",
-                 "Authorization: Bearer t0ken\r\nOrigin: http://attacker.example\r\n").status, 403);
+  EXPECT_EQ(
+      post(port(), "/debug/memory/stop", "Authorization: Bearer t0ken\r\nOrigin: http://attacker.example\r\n")
+          .status,
+      403);
   EXPECT_TRUE(is_tracing());
 }
 
@@ -140,7 +145,8 @@ class BoundedWorkTest : public ServerTest {};
 
 TEST_F(BoundedWorkTest, SampleIntervalHasAFloorOverHttp) {
   for (const char* interval : {"1", "16", "4095"}) {
-    const Reply reply = post(port(), std::string("/debug/memory/start?mode=sampled&sample_interval=") + interval);
+    const Reply reply =
+        post(port(), std::string("/debug/memory/start?mode=sampled&sample_interval=") + interval);
     EXPECT_EQ(reply.status, 400) << interval;
     EXPECT_EQ(reply.body, std::string("sample_interval='") + interval +
                               "' is not a whole number from 4096 to 1099511627776\n");
@@ -177,8 +183,9 @@ TEST(BoundedWork, HandleRefusesAWindowInsteadOfSleepingOnTheHostsThread) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(4500));
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result_int(), 400);
-  EXPECT_EQ(res->body(), "seconds= windows are not served by Handler::handle (it would sleep on "
-                         "this thread); mount liveheap with handle_async, or use the admin server\n");
+  EXPECT_EQ(res->body(),
+            "seconds= windows are not served by Handler::handle (it would sleep on "
+            "this thread); mount liveheap with handle_async, or use the admin server\n");
 }
 
 // A report is built in the host's memory; 10,000 stacks with tracebacks would be
@@ -199,7 +206,7 @@ TEST_F(SmallReportTest, ABigReportIsCutAtTheCapAndSaysSo) {
   std::vector<void*> deep;
   for (int depth = 0; depth < 64; ++depth) deep.push_back(keep_at_depth(depth));
   AdminServer whole({}, "127.0.0.1", 0);  // the default cap: the same report, uncut
-  IgnoreScope quiet;  // this thread's requests and parsing leave the heap as it is
+  IgnoreScope quiet;                      // this thread's requests and parsing leave the heap as it is
   const std::string target = "/debug/memory/top?format=json&key=traceback&limit=10000";
   const auto cut = get(port(), target);
   ASSERT_EQ(cut.status, 200);
@@ -245,7 +252,8 @@ TEST_F(SmallReportTest, FoldedStacksAreCutAtTheCapAndSaySo) {
     ASSERT_NE(last_line, std::string::npos) << target << ": " << reply.body;
     const std::string note = reply.body.substr(last_line + 1);
     EXPECT_TRUE(note.starts_with("# truncated at 16.0 KiB: ")) << target << ": " << note;
-    EXPECT_TRUE(note.ends_with(" stacks shown; narrow with include= or exclude=\n")) << target << ": " << note;
+    EXPECT_TRUE(note.ends_with(" stacks shown; narrow with include= or exclude=\n"))
+        << target << ": " << note;
     // Every other line is a whole stack with its count(s).
     std::size_t at = 0;
     for (std::size_t end; (end = reply.body.find('\n', at)) < last_line + 1; at = end + 1)
@@ -264,9 +272,8 @@ TEST_F(BrowserTest, ACrossSiteReadIsRefused) {
   for (const char* site : {"cross-site", "same-site"}) {
     for (const char* target :
          {"/debug/memory/stats", "/debug/memory/top?format=folded", "/debug/memory/tracebacks",
-          "/debug/memory/diff", "/debug/memory/history", "/debug/memory/pprof/heap",
-          "/debug/pprof/allocs", "/debug/memory/metrics", "/metrics", "/debug/memory/processes",
-          "/debug/memory/top?seconds=5"}) {
+          "/debug/memory/diff", "/debug/memory/history", "/debug/memory/pprof/heap", "/debug/pprof/allocs",
+          "/debug/memory/metrics", "/metrics", "/debug/memory/processes", "/debug/memory/top?seconds=5"}) {
       const Reply reply = get(port(), target, no_cors + "Sec-Fetch-Site: " + site + "\r\n");
       EXPECT_EQ(reply.status, 403) << site << " " << target;
       EXPECT_EQ(reply.body, "a " + std::string(site) +
@@ -276,16 +283,18 @@ TEST_F(BrowserTest, ACrossSiteReadIsRefused) {
           << target;
     }
     // A frame is not a page the user sees (and frame-ancestors forbids showing it).
-    EXPECT_EQ(get(port(), "/debug/memory/top", std::string("Sec-Fetch-Site: ") + site +
-                                                   "\r\nSec-Fetch-Mode: navigate\r\nSec-Fetch-Dest: iframe\r\n")
+    EXPECT_EQ(get(port(), "/debug/memory/top",
+                  std::string("Sec-Fetch-Site: ") + site +
+                      "\r\nSec-Fetch-Mode: navigate\r\nSec-Fetch-Dest: iframe\r\n")
                   .status,
               403);
     // The dashboard's page and files hold no data: a link from a wiki still opens it.
     for (const char* target : {"/debug/memory/", "/debug/memory/static/app.js", "/debug/memory/app.js"})
       EXPECT_EQ(get(port(), target, no_cors + "Sec-Fetch-Site: " + site + "\r\n").status, 200) << target;
     // A link the user follows to a report: a top-level navigation, shown to the user only.
-    EXPECT_EQ(get(port(), "/debug/memory/top", std::string("Sec-Fetch-Site: ") + site +
-                                                   "\r\nSec-Fetch-Mode: navigate\r\nSec-Fetch-Dest: document\r\n")
+    EXPECT_EQ(get(port(), "/debug/memory/top",
+                  std::string("Sec-Fetch-Site: ") + site +
+                      "\r\nSec-Fetch-Mode: navigate\r\nSec-Fetch-Dest: document\r\n")
                   .status,
               200);
   }
@@ -296,7 +305,10 @@ TEST_F(BrowserTest, ACrossSiteReadIsRefused) {
 }
 
 TEST(RequestPolicy, TokensThatCouldNeverMatchAreRefused) {
-  for (const char* bad : {" abc", "abc ", " abc ", "\tabc", "a\nb", "abc\r", "a\x01" "b", "a\x7f"})
+  for (const char* bad : {" abc", "abc ", " abc ", "\tabc", "a\nb", "abc\r",
+                          "a\x01"
+                          "b",
+                          "a\x7f"})
     EXPECT_THROW(Handler(Config{.token = bad}), std::invalid_argument) << bad;
   EXPECT_NO_THROW(Handler(Config{.token = "t0ken-with.all~kinds+of/chars="}));
   EXPECT_NO_THROW(Handler(Config{.token = "inner space is kept"}));
@@ -309,8 +321,8 @@ TEST(RequestPolicy, TokensThatCouldNeverMatchAreRefused) {
 TEST(RequestPolicy, AllowedHostsMustBeHostNames) {
   for (const char* good : {"heap.internal", "box:6060", "[fd00::1]", "[::1]:6060", "a-b_c.example"})
     EXPECT_EQ(allowed_host_problem(good), std::nullopt) << good;
-  for (const char* bad : {"http://heap.internal", "heap.internal/", "a b", "box:", "box:70000",
-                          "box:x", "[fd00::1", "[nope]", "user@box", "box:6060:1"})
+  for (const char* bad : {"http://heap.internal", "heap.internal/", "a b", "box:", "box:70000", "box:x",
+                          "[fd00::1", "[nope]", "user@box", "box:6060:1"})
     EXPECT_NE(allowed_host_problem(bad), std::nullopt) << bad;
 }
 
@@ -356,8 +368,10 @@ TEST(PeerOwner, TheClientsRowNamesItsOwner) {
 // GET /stats from a process that runs as `uid`, on a fresh connection: the raw answer.
 // After fork only async-signal-safe calls: the parent's threads may hold any lock.
 std::string get_stats_as(uid_t uid, std::uint16_t port, const std::string& headers = "") {
-  const std::string request = "GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                              "Connection: close\r\n" + headers + "\r\n";
+  const std::string request =
+      "GET /debug/memory/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Connection: close\r\n" +
+      headers + "\r\n";
   int out[2];
   if (::pipe(out) != 0) return "pipe failed";
   const pid_t child = ::fork();
@@ -379,13 +393,15 @@ std::string get_stats_as(uid_t uid, std::uint16_t port, const std::string& heade
       sent += static_cast<std::size_t>(n);
     }
     char buffer[4096];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) (void)!::write(out[1], buffer, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;)
+      (void)!::write(out[1], buffer, static_cast<std::size_t>(n));
     ::_exit(0);
   }
   ::close(out[1]);
   std::string raw;
   char buffer[4096];
-  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) raw.append(buffer, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;)
+    raw.append(buffer, static_cast<std::size_t>(n));
   ::close(out[0]);
   int status = 0;
   ::waitpid(child, &status, 0);
@@ -400,9 +416,10 @@ TEST_F(PeerOwnerTest, AnotherUsersClientIsRefusedWithoutAToken) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run a client as nobody";
   const std::string other = get_stats_as(kNobody, port());
   ASSERT_EQ(status_of(other), 403) << other;
-  EXPECT_TRUE(other.ends_with("\r\n\r\nwithout a token this server answers only its own user (uid 0) "
-                              "and root; this connection's socket belongs to uid 65534: set "
-                              "LIVEHEAP_TOKEN (Config::token) to let other users in\n"))
+  EXPECT_TRUE(
+      other.ends_with("\r\n\r\nwithout a token this server answers only its own user (uid 0) "
+                      "and root; this connection's socket belongs to uid 65534: set "
+                      "LIVEHEAP_TOKEN (Config::token) to let other users in\n"))
       << other;
   EXPECT_EQ(status_of(get_stats_as(0, port())), 200);  // this process's own user (and root)
   EXPECT_EQ(get(port(), "/debug/memory/stats").status, 200);
@@ -464,8 +481,8 @@ TEST(ListenPolicy, AddressesIncludingIpv6) {
   EXPECT_EQ(parsed("0.0.0.0:80"), "0.0.0.0 80");
   EXPECT_EQ(parsed("[::1]:6060"), "::1 6060");
   EXPECT_EQ(parsed("[fe80::1%lo]:0"), "fe80::1%lo 0");
-  for (const char* bad : {"", "host:port", "::1:6060", "[::1]", "[::1]6060", "[]:1", "[::1:6060",
-                          "1:70000", "-1"})
+  for (const char* bad :
+       {"", "host:port", "::1:6060", "[::1]", "[::1]6060", "[]:1", "[::1:6060", "1:70000", "-1"})
     EXPECT_THROW(parse_listen_address(bad), std::invalid_argument) << bad;
 }
 

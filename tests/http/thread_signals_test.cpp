@@ -68,8 +68,8 @@ TEST(ThreadSignals, EveryThreadLiveheapStartsBlocksTheHostsSignals) {
       << "only " << other_threads().size() << " threads started";
 
   for (const pid_t tid : other_threads())
-    for (const int signal : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2, SIGPIPE,
-                             SIGQUIT, SIGWINCH, SIGRTMIN + 2})
+    for (const int signal : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2, SIGPIPE, SIGQUIT,
+                             SIGWINCH, SIGRTMIN + 2})
       EXPECT_NE(blocked_mask(tid) & (std::uint64_t{1} << (signal - 1)), 0u)
           << "thread " << tid << " takes signal " << signal;
   // A fault in liveheap's thread still reaches the host's crash handler. (glibc blocks

@@ -32,11 +32,11 @@ class TrackerCapTest : public ::testing::Test {
   void start(int keep_of_9) {
     port_ = free_port();
     program_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{LIVEHEAP_MANY_STACKS, "--phases", "--allocs",
-                                 std::to_string(kAllocs), "--keep", std::to_string(keep_of_9)},
+        std::vector<std::string>{LIVEHEAP_MANY_STACKS, "--phases", "--allocs", std::to_string(kAllocs),
+                                 "--keep", std::to_string(keep_of_9)},
         std::vector<std::string>{std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_),
-                                 "LIVEHEAP_MODE=exact", "LIVEHEAP_MAX_TRACKER_MEMORY=24MiB"});
+                                 "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port_), "LIVEHEAP_MODE=exact",
+                                 "LIVEHEAP_MAX_TRACKER_MEMORY=24MiB"});
     ASSERT_EQ(program_->read_line(20000).value_or("EOF"), "READY");
   }
 
@@ -83,12 +83,16 @@ TEST_F(TrackerCapTest, StaysUnderTheCapAndEveryByteIsAccountedFor) {
   // (src/tracker/allocator.cpp): one the history thread made while the loop ran, slowed by
   // a loaded machine, is served for seconds. Figures read since the loop ended, then.
   nlohmann::json after;
-  ASSERT_TRUE(wait_until(kPatience, [&] {
-    after = stats();
-    const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - allocated_at);
-    return after["mallinfo"]["age_ms"].get<std::int64_t>() < since.count();
-  }, std::chrono::milliseconds(100))) << "the allocator's figures were never read after the loop";
+  ASSERT_TRUE(wait_until(
+      kPatience,
+      [&] {
+        after = stats();
+        const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - allocated_at);
+        return after["mallinfo"]["age_ms"].get<std::int64_t>() < since.count();
+      },
+      std::chrono::milliseconds(100)))
+      << "the allocator's figures were never read after the loop";
   const nlohmann::json& cap = after["tracker_memory_cap"];
   EXPECT_LE(after["tracker_memory"].get<std::int64_t>(), kCap) << after.dump(1);
   EXPECT_EQ(cap["reached"], true);
@@ -103,13 +107,11 @@ TEST_F(TrackerCapTest, StaysUnderTheCapAndEveryByteIsAccountedFor) {
   // what the cap left (plus a little: page tables, the server's buffers).
   const std::int64_t rss_growth = after["rss"].get<std::int64_t>() - before["rss"].get<std::int64_t>();
   const std::int64_t heap_growth = heap_bytes(after) - heap_bytes(before);
-  EXPECT_LE(rss_growth - heap_growth,
-            kCap - before["tracker_memory"].get<std::int64_t>() + (2 << 20))
+  EXPECT_LE(rss_growth - heap_growth, kCap - before["tracker_memory"].get<std::int64_t>() + (2 << 20))
       << "rss grew " << rss_growth << ", the heap " << heap_growth;
 
   // The reports add up to the program's heap, the folded blocks at one key.
-  const nlohmann::json diff =
-      get(port_, "/debug/memory/diff?format=json&limit=10000").json();
+  const nlohmann::json diff = get(port_, "/debug/memory/diff?format=json&limit=10000").json();
   EXPECT_EQ(diff["total"]["size_diff"], truth.bytes) << diff["total"].dump();
   EXPECT_EQ(diff["total"]["count_diff"], truth.blocks);
   EXPECT_EQ(diff["tracker_memory_cap"]["reached"], true);
@@ -132,14 +134,14 @@ TEST_F(TrackerCapTest, StaysUnderTheCapAndEveryByteIsAccountedFor) {
   const std::string note = "tracker-memory cap 24.0 MiB reached: " + std::to_string(folded) +
                            " allocations (" + format_size(static_cast<double>(folded * 64), false) +
                            ") folded into [over the tracker-memory cap], 0 dropped (0 B)";
-  for (const char* target : {"/debug/memory/stats", "/debug/memory/top?limit=3",
-                             "/debug/memory/diff?limit=3", "/debug/memory/tracebacks?limit=1"}) {
+  for (const char* target : {"/debug/memory/stats", "/debug/memory/top?limit=3", "/debug/memory/diff?limit=3",
+                             "/debug/memory/tracebacks?limit=1"}) {
     const Reply reply = get(port_, target);
     EXPECT_NE(reply.body.find(note), std::string::npos) << target << "\n" << reply.body;
   }
-  for (const char* target : {"/debug/memory/top?format=json&limit=1",
-                             "/debug/memory/tracebacks?format=json&limit=1",
-                             "/debug/memory/baseline?format=json"}) {
+  for (const char* target :
+       {"/debug/memory/top?format=json&limit=1", "/debug/memory/tracebacks?format=json&limit=1",
+        "/debug/memory/baseline?format=json"}) {
     const nlohmann::json j = get(port_, target).json();
     EXPECT_EQ(j["tracker_memory_cap"]["max_bytes"], kCap) << target;
   }

@@ -37,14 +37,15 @@ auto read_back(const Reply& reply, const std::string& target, Read read) -> decl
 TEST_F(TypedAnswers, StatsReadsBackByteForByte) {
   KnownAllocations known(3, 5000);
   const std::string target = "/debug/memory/stats?format=json";
-  const StatsReport stats = read_back(get(port(), target), target, [](const std::string& s) { return stats_report_from_json(s); });
+  const StatsReport stats =
+      read_back(get(port(), target), target, [](const std::string& s) { return stats_report_from_json(s); });
   EXPECT_TRUE(stats.tracing);
   EXPECT_GE(stats.traced_current, 15000);
   EXPECT_FALSE(stats.allocator.name.empty());
   // The answers of the routes that change tracing are the same document.
   ASSERT_EQ(post(port(), "/debug/memory/stop").status, 200);
-  const StatsReport stopped =
-      read_back(post(port(), "/debug/memory/start?format=json"), "POST start", [](const std::string& s) { return stats_report_from_json(s); });
+  const StatsReport stopped = read_back(post(port(), "/debug/memory/start?format=json"), "POST start",
+                                        [](const std::string& s) { return stats_report_from_json(s); });
   EXPECT_TRUE(stopped.tracing);
 }
 
@@ -59,9 +60,11 @@ TEST_F(TypedAnswers, TheStatsValueTheRoutesBuildReadsBackEqual) {
 TEST_F(TypedAnswers, BaselineReadsBackByteForByte) {
   const auto read = [](const std::string& s) { return baseline_report_from_json(s); };
   KnownAllocations known(3, 5000);
-  const BaselineReport posted = read_back(post(port(), "/debug/memory/baseline?format=json"), "POST baseline", read);
+  const BaselineReport posted =
+      read_back(post(port(), "/debug/memory/baseline?format=json"), "POST baseline", read);
   EXPECT_GE(posted.total_size, 15000);
-  const BaselineReport got = read_back(get(port(), "/debug/memory/baseline?format=json"), "GET baseline", read);
+  const BaselineReport got =
+      read_back(get(port(), "/debug/memory/baseline?format=json"), "GET baseline", read);
   EXPECT_EQ(got.taken_at_ms, posted.taken_at_ms);
   EXPECT_EQ(got.total_size, posted.total_size);
   EXPECT_EQ(to_text(got).substr(0, 15), "baseline taken ");

@@ -39,15 +39,19 @@ TEST(UidChange, AWorkerThatDropsPrivilegesStaysInItsGroup) {
 
   std::set<long> pids;
   std::string said;
-  EXPECT_TRUE(wait_until(kPatience, [&] {
-    const Reply reply = get(port, "/debug/memory/processes?format=json");
-    said = std::to_string(reply.status) + " " + reply.body;
-    pids.clear();
-    if (reply.status != 200) return false;
-    const nlohmann::json list = reply.json()["processes"];
-    for (const auto& p : list) pids.insert(p["pid"].get<long>());
-    return pids.size() == 2;
-  }, std::chrono::milliseconds(100))) << said;
+  EXPECT_TRUE(wait_until(
+      kPatience,
+      [&] {
+        const Reply reply = get(port, "/debug/memory/processes?format=json");
+        said = std::to_string(reply.status) + " " + reply.body;
+        pids.clear();
+        if (reply.status != 200) return false;
+        const nlohmann::json list = reply.json()["processes"];
+        for (const auto& p : list) pids.insert(p["pid"].get<long>());
+        return pids.size() == 2;
+      },
+      std::chrono::milliseconds(100)))
+      << said;
   EXPECT_EQ(pids, (std::set<long>{master_pid, worker_pid}));
   // Its socket is in the master's private group directory, none under nobody's.
   const std::string group = runtime.path() + "/liveheap/127.0.0.1-" + std::to_string(port);

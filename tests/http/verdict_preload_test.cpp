@@ -28,9 +28,11 @@ std::map<int, nlohmann::json> stats_by_line(std::uint16_t port, std::string* see
 // The shapes' lines, as the program printed them, and the verdict each must read as.
 std::map<int, std::string> expected_verdicts(const std::string& lines) {
   std::map<int, std::string> expected;
-  const std::pair<const char*, const char*> shapes[] = {
-      {"leak=", "growing"}, {"bursty=", "growing"}, {"lru=", "plateaued"}, {"cache=", "plateaued"},
-      {"startup=", "stable"}};
+  const std::pair<const char*, const char*> shapes[] = {{"leak=", "growing"},
+                                                        {"bursty=", "growing"},
+                                                        {"lru=", "plateaued"},
+                                                        {"cache=", "plateaued"},
+                                                        {"startup=", "stable"}};
   for (const auto& [name, verdict] : shapes) {
     const std::size_t at = lines.find(name);
     if (at != std::string::npos) expected[std::stoi(lines.substr(at + std::strlen(name)))] = verdict;
@@ -39,7 +41,8 @@ std::map<int, std::string> expected_verdicts(const std::string& lines) {
 }
 
 // Each expected line's verdict differs from the answer's: "line: verdict (wanted)", or "".
-std::string mismatches(const std::map<int, std::string>& expected, const std::map<int, nlohmann::json>& stats) {
+std::string mismatches(const std::map<int, std::string>& expected,
+                       const std::map<int, nlohmann::json>& stats) {
   std::string out;
   for (const auto& [line, verdict] : expected) {
     const auto it = stats.find(line);
@@ -78,16 +81,22 @@ TEST_P(VerdictPreload, EachShapeReadsAsWhatItIsWhileWorkingAndFifteenIdlePointsL
   // While it works: each shape's verdict once the history has seen enough of its work (the
   // cache is bounded once the program worked as long again after it filled: ~11 s).
   std::string seen, wrong;
-  ASSERT_TRUE(wait_until(std::chrono::seconds(40), [&] {
-    wrong = mismatches(expected, stats_by_line(port, &seen));
-    return wrong.empty();
-  }, std::chrono::milliseconds(250))) << wrong << "\n" << seen;
+  ASSERT_TRUE(wait_until(
+      std::chrono::seconds(40),
+      [&] {
+        wrong = mismatches(expected, stats_by_line(port, &seen));
+        return wrong.empty();
+      },
+      std::chrono::milliseconds(250)))
+      << wrong << "\n"
+      << seen;
 
   program.write_line("idle");
   ASSERT_EQ(program.read_line(5000).value_or("EOF"), "IDLE");
   const std::int64_t at_idle = last_point_ms(port);
-  ASSERT_TRUE(wait_until(std::chrono::seconds(30), [&] { return last_point_ms(port) >= at_idle + 16000; },
-                         std::chrono::milliseconds(250)));
+  ASSERT_TRUE(wait_until(
+      std::chrono::seconds(30), [&] { return last_point_ms(port) >= at_idle + 16000; },
+      std::chrono::milliseconds(250)));
 
   const std::map<int, nlohmann::json> stats = stats_by_line(port, &seen);
   EXPECT_EQ(mismatches(expected, stats), "") << seen;
@@ -98,7 +107,8 @@ TEST_P(VerdictPreload, EachShapeReadsAsWhatItIsWhileWorkingAndFifteenIdlePointsL
   EXPECT_GE(stat["retention"].get<double>(), 0.9) << stat.dump();
   const int lru = std::stoi(started.substr(started.find("lru=") + 4));
   ASSERT_TRUE(stats.contains(lru)) << seen;
-  EXPECT_LT(stats.at(lru)["retention"].get<double>(), 0.8) << stats.at(lru).dump();  // turns over: a leak keeps ~1
+  EXPECT_LT(stats.at(lru)["retention"].get<double>(), 0.8)
+      << stats.at(lru).dump();  // turns over: a leak keeps ~1
   // The history says why: the sixteen idle seconds are one idle point (so that they push no
   // point of work out of the window), the latest.
   const nlohmann::json all = points(port);

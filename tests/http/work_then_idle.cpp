@@ -10,6 +10,8 @@
 //            request while it fills (~5 s), then only hits (a oneDNN primitive cache's shape);
 //   startup  2 MiB made before the first request and kept.
 // Prints "LINES leak=N bursty=N lru=N cache=N startup=N" at start and "IDLE" once it stopped.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <poll.h>
 #include <unistd.h>
 

@@ -20,12 +20,10 @@ struct ProcessResult {
 // Runs `program` with LD_PRELOAD=the preload library and `env` prepended; captures output.
 ProcessResult run_preloaded(const std::string& env, const std::string& program) {
   // One file per test process and test: ctest runs these tests in parallel.
-  const std::string err_file = testing::TempDir() + "liveheap_env_err_" +
-                               std::to_string(::getpid()) + "_" +
-                               testing::UnitTest::GetInstance()->current_test_info()->name() +
-                               ".txt";
-  const std::string command = "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " " + program +
-                              " 2>" + err_file;
+  const std::string err_file = testing::TempDir() + "liveheap_env_err_" + std::to_string(::getpid()) + "_" +
+                               testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt";
+  const std::string command =
+      "env LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " " + env + " " + program + " 2>" + err_file;
   ProcessResult run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -47,36 +45,32 @@ int count_lines(const std::string& text) {
 }
 
 TEST(PreloadEnvironment, BadValuesAreReportedOnceAndTheProgramRunsOn) {
-  const char* bad[] = {"LIVEHEAP_MODE=bogus",      "LIVEHEAP_MODE=",
-                       "LIVEHEAP_FRAMES=0",        "LIVEHEAP_FRAMES=129",
-                       "LIVEHEAP_FRAMES=12abc",    "LIVEHEAP_FRAMES=-1",
-                       "LIVEHEAP_SAMPLE_INTERVAL=0", "LIVEHEAP_SAMPLE_INTERVAL=99999999999999999999",
-                       "LIVEHEAP_ADDR=host:port",  "LIVEHEAP_ADDR=127.0.0.1:70000",
-                       "LIVEHEAP_PLUMBING=function:[oops", "LIVEHEAP_PLUMBING=a,,b",
-                       "LIVEHEAP_PLUMBING=", "LIVEHEAP_PLUMBING=function:",
-                       "LIVEHEAP_MAX_TRACKER_MEMORY=256M", "LIVEHEAP_MAX_TRACKER_MEMORY=0",
-                       "LIVEHEAP_MAX_TRACKER_MEMORY=", "LIVEHEAP_MAX_TRACKER_MEMORY=2TiB",
-                       "LIVEHEAP_HISTORY_INTERVAL=abc", "LIVEHEAP_HISTORY_INTERVAL=-1",
-                       // The endpoint's variables, checked when the endpoint starts: each
-                       // keeps it off, instead of failing every request (or never matching).
-                       "LIVEHEAP_TOKEN=' abc ' LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_TOKEN='abc ' LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_TOKEN=\"$(printf 'ab\\001c')\" LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_METRICS_CALLSITES=abc LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_METRICS_CALLSITES=1001 LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_PREFIX=debug LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_PREFIX='/a b' LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_ALLOWED_HOSTS=http://heap.internal LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_ALLOWED_HOSTS='heap.internal:99999' LIVEHEAP_ADDR=127.0.0.1:0",
-                       "LIVEHEAP_ALLOW_OPEN=yes LIVEHEAP_ADDR=127.0.0.1:0"};
+  const char* bad[] = {
+      "LIVEHEAP_MODE=bogus", "LIVEHEAP_MODE=", "LIVEHEAP_FRAMES=0", "LIVEHEAP_FRAMES=129",
+      "LIVEHEAP_FRAMES=12abc", "LIVEHEAP_FRAMES=-1", "LIVEHEAP_SAMPLE_INTERVAL=0",
+      "LIVEHEAP_SAMPLE_INTERVAL=99999999999999999999", "LIVEHEAP_ADDR=host:port",
+      "LIVEHEAP_ADDR=127.0.0.1:70000", "LIVEHEAP_PLUMBING=function:[oops", "LIVEHEAP_PLUMBING=a,,b",
+      "LIVEHEAP_PLUMBING=", "LIVEHEAP_PLUMBING=function:", "LIVEHEAP_MAX_TRACKER_MEMORY=256M",
+      "LIVEHEAP_MAX_TRACKER_MEMORY=0", "LIVEHEAP_MAX_TRACKER_MEMORY=", "LIVEHEAP_MAX_TRACKER_MEMORY=2TiB",
+      "LIVEHEAP_HISTORY_INTERVAL=abc", "LIVEHEAP_HISTORY_INTERVAL=-1",
+      // The endpoint's variables, checked when the endpoint starts: each
+      // keeps it off, instead of failing every request (or never matching).
+      "LIVEHEAP_TOKEN=' abc ' LIVEHEAP_ADDR=127.0.0.1:0", "LIVEHEAP_TOKEN='abc ' LIVEHEAP_ADDR=127.0.0.1:0",
+      "LIVEHEAP_TOKEN=\"$(printf 'ab\\001c')\" LIVEHEAP_ADDR=127.0.0.1:0",
+      "LIVEHEAP_METRICS_CALLSITES=abc LIVEHEAP_ADDR=127.0.0.1:0",
+      "LIVEHEAP_METRICS_CALLSITES=1001 LIVEHEAP_ADDR=127.0.0.1:0",
+      "LIVEHEAP_PREFIX=debug LIVEHEAP_ADDR=127.0.0.1:0", "LIVEHEAP_PREFIX='/a b' LIVEHEAP_ADDR=127.0.0.1:0",
+      "LIVEHEAP_ALLOWED_HOSTS=http://heap.internal LIVEHEAP_ADDR=127.0.0.1:0",
+      "LIVEHEAP_ALLOWED_HOSTS='heap.internal:99999' LIVEHEAP_ADDR=127.0.0.1:0",
+      "LIVEHEAP_ALLOW_OPEN=yes LIVEHEAP_ADDR=127.0.0.1:0"};
   for (const char* env : bad) {
     const ProcessResult run = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
     EXPECT_EQ(run.status, 0) << env;
     EXPECT_NE(run.out.find("ALLOCATED"), std::string::npos) << env;
     EXPECT_EQ(count_lines(run.err), 1) << env << ": " << run.err;
     EXPECT_EQ(run.err.rfind("liveheap: ", 0), 0u) << env << ": " << run.err;
-    EXPECT_NE(run.err.find(std::string(env).substr(0, std::string(env).find('='))),
-              std::string::npos) << "the message names the variable: " << run.err;
+    EXPECT_NE(run.err.find(std::string(env).substr(0, std::string(env).find('='))), std::string::npos)
+        << "the message names the variable: " << run.err;
   }
 }
 
@@ -106,24 +100,28 @@ TEST(PreloadEnvironment, TheAdminServerIsNeverOpenByAccident) {
   }
   // A token no request could present is a configuration error, as an empty one is; the
   // message never repeats the token.
-  EXPECT_EQ(run_preloaded("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_TOKEN=' s3cret '", LIVEHEAP_EXACT_TRUTH_PATH).err,
-            "liveheap: admin server not started: LIVEHEAP_TOKEN has whitespace at its start or "
-            "end, which HTTP trims from the Authorization header: it could never match; remove it\n");
-  EXPECT_EQ(run_preloaded("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_METRICS_CALLSITES=abc", LIVEHEAP_EXACT_TRUTH_PATH).err,
-            "liveheap: admin server not started: LIVEHEAP_METRICS_CALLSITES must be 0..1000, got 'abc'\n");
+  EXPECT_EQ(
+      run_preloaded("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_TOKEN=' s3cret '", LIVEHEAP_EXACT_TRUTH_PATH).err,
+      "liveheap: admin server not started: LIVEHEAP_TOKEN has whitespace at its start or "
+      "end, which HTTP trims from the Authorization header: it could never match; remove it\n");
+  EXPECT_EQ(
+      run_preloaded("LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_METRICS_CALLSITES=abc", LIVEHEAP_EXACT_TRUTH_PATH)
+          .err,
+      "liveheap: admin server not started: LIVEHEAP_METRICS_CALLSITES must be 0..1000, got 'abc'\n");
   // Served, each says where when LIVEHEAP_LOG asks it to.
-  for (const char* env : {"LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_METRICS_CALLSITES=5 LIVEHEAP_PREFIX=/mem/ "
-                          "LIVEHEAP_ALLOWED_HOSTS='heap.internal, box:6060,[fd00::1]' "
-                          "LIVEHEAP_TOKEN='inner space'",
-                          "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_ALLOW_OPEN=1",
-                          "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_TOKEN=t0ken", "LIVEHEAP_ADDR=[::1]:0",
-                          "LIVEHEAP_ADDR=localhost:0"}) {
-    const ProcessResult run = run_preloaded(std::string("LIVEHEAP_LOG=stderr ") + env, LIVEHEAP_EXACT_TRUTH_PATH);
+  for (const char* env :
+       {"LIVEHEAP_ADDR=127.0.0.1:0 LIVEHEAP_METRICS_CALLSITES=5 LIVEHEAP_PREFIX=/mem/ "
+        "LIVEHEAP_ALLOWED_HOSTS='heap.internal, box:6060,[fd00::1]' "
+        "LIVEHEAP_TOKEN='inner space'",
+        "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_ALLOW_OPEN=1", "LIVEHEAP_ADDR=0.0.0.0:0 LIVEHEAP_TOKEN=t0ken",
+        "LIVEHEAP_ADDR=[::1]:0", "LIVEHEAP_ADDR=localhost:0"}) {
+    const ProcessResult run =
+        run_preloaded(std::string("LIVEHEAP_LOG=stderr ") + env, LIVEHEAP_EXACT_TRUTH_PATH);
     EXPECT_EQ(run.status, 0) << env;
     EXPECT_EQ(run.err.rfind("liveheap: serving http://", 0), 0u) << env << ": " << run.err;
   }
-  EXPECT_EQ(run_preloaded("LIVEHEAP_LOG=stderr LIVEHEAP_ADDR=[::1]:0", LIVEHEAP_EXACT_TRUTH_PATH).err.rfind(
-                "liveheap: serving http://[::1]:", 0),
+  EXPECT_EQ(run_preloaded("LIVEHEAP_LOG=stderr LIVEHEAP_ADDR=[::1]:0", LIVEHEAP_EXACT_TRUTH_PATH)
+                .err.rfind("liveheap: serving http://[::1]:", 0),
             0u);
 }
 
@@ -139,28 +137,29 @@ TEST(PreloadEnvironment, TheServingLineGoesOnlyWhereLiveheapLogSays) {
   }
   const std::string log = testing::TempDir() + "liveheap_log_" + std::to_string(::getpid());
   std::remove(log.c_str());
-  const ProcessResult logged = run_preloaded("LIVEHEAP_LOG=" + log + " LIVEHEAP_ADDR=127.0.0.1:0",
-                                             LIVEHEAP_EXACT_TRUTH_PATH);
+  const ProcessResult logged =
+      run_preloaded("LIVEHEAP_LOG=" + log + " LIVEHEAP_ADDR=127.0.0.1:0", LIVEHEAP_EXACT_TRUTH_PATH);
   EXPECT_EQ(logged.err, "");
   std::ifstream file(log);
   std::string line;
   ASSERT_TRUE(std::getline(file, line)) << "nothing in " << log;
   EXPECT_EQ(line.rfind("liveheap: serving http://127.0.0.1:", 0), 0u) << line;
   std::remove(log.c_str());
-  const ProcessResult bad = run_preloaded("LIVEHEAP_LOG=relative.log LIVEHEAP_ADDR=127.0.0.1:0",
-                                          LIVEHEAP_EXACT_TRUTH_PATH);
+  const ProcessResult bad =
+      run_preloaded("LIVEHEAP_LOG=relative.log LIVEHEAP_ADDR=127.0.0.1:0", LIVEHEAP_EXACT_TRUTH_PATH);
   EXPECT_EQ(bad.status, 0);
-  EXPECT_EQ(bad.err, "liveheap: LIVEHEAP_LOG='relative.log' is neither stderr nor an absolute path: "
-                     "liveheap's lines are not written\n");
+  EXPECT_EQ(bad.err,
+            "liveheap: LIVEHEAP_LOG='relative.log' is neither stderr nor an absolute path: "
+            "liveheap's lines are not written\n");
   EXPECT_NE(::access("relative.log", F_OK), 0);
 }
 
 TEST(PreloadEnvironment, EveryModeRunsRealProgramsQuietly) {
-  for (const char* env : {"LIVEHEAP_MODE=off", "LIVEHEAP_MODE=exact", "LIVEHEAP_MODE=sampled",
-                          "LIVEHEAP_MODE=exact LIVEHEAP_FRAMES=128",
-                          "LIVEHEAP_MODE=sampled LIVEHEAP_SAMPLE_INTERVAL=1",
-                          "LIVEHEAP_MODE=exact LIVEHEAP_MAX_TRACKER_MEMORY=1MiB",
-                          "LIVEHEAP_MODE=sampled LIVEHEAP_MAX_TRACKER_MEMORY=1MiB"}) {
+  for (const char* env :
+       {"LIVEHEAP_MODE=off", "LIVEHEAP_MODE=exact", "LIVEHEAP_MODE=sampled",
+        "LIVEHEAP_MODE=exact LIVEHEAP_FRAMES=128", "LIVEHEAP_MODE=sampled LIVEHEAP_SAMPLE_INTERVAL=1",
+        "LIVEHEAP_MODE=exact LIVEHEAP_MAX_TRACKER_MEMORY=1MiB",
+        "LIVEHEAP_MODE=sampled LIVEHEAP_MAX_TRACKER_MEMORY=1MiB"}) {
     const ProcessResult own = run_preloaded(env, LIVEHEAP_EXACT_TRUTH_PATH);
     EXPECT_EQ(own.status, 0) << env;
     EXPECT_EQ(own.err, "") << env;

@@ -56,13 +56,15 @@ std::pair<long, int> voluntary_switches(pid_t pid) {
 class IdleProcess : public test_support::ChildProcess {
  public:
   explicit IdleProcess(const std::vector<std::string>& extra)
-      : test_support::ChildProcess({"sleep", "60"}, environment(extra), {.stdin_pipe = false, .with_stderr = true}) {}
+      : test_support::ChildProcess({"sleep", "60"}, environment(extra),
+                                   {.stdin_pipe = false, .with_stderr = true}) {}
 
  private:
   static std::vector<std::string> environment(const std::vector<std::string>& extra) {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e)
-      if (std::string_view(*e).rfind("LD_PRELOAD=", 0) != 0 && std::string_view(*e).rfind("LIVEHEAP_", 0) != 0)
+      if (std::string_view(*e).rfind("LD_PRELOAD=", 0) != 0 &&
+          std::string_view(*e).rfind("LIVEHEAP_", 0) != 0)
         env.emplace_back(*e);
     env.push_back(std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_PATH);
     env.insert(env.end(), extra.begin(), extra.end());
@@ -76,30 +78,30 @@ struct Case {
   int threads;  // once settled: main, and the endpoint's and the recorders' threads
 };
 
-void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.mode << (c.endpoint ? " with an endpoint" : "");
-}
+void PrintTo(const Case& c, std::ostream* out) { *out << c.mode << (c.endpoint ? " with an endpoint" : ""); }
 
 class IdleWakeups : public testing::TestWithParam<Case> {};
 
 TEST_P(IdleWakeups, AnIdleTracedProcessIsWokenAtMostThreeTimesASecond) {
   const Case c = GetParam();
   test_support::TempDir registry;  // the endpoint's socket, left by the SIGKILL, goes with it
-  std::vector<std::string> env = {std::string("LIVEHEAP_MODE=") + c.mode, "XDG_RUNTIME_DIR=" + registry.path()};
+  std::vector<std::string> env = {std::string("LIVEHEAP_MODE=") + c.mode,
+                                  "XDG_RUNTIME_DIR=" + registry.path()};
   if (c.endpoint) env.push_back("LIVEHEAP_ADDR=127.0.0.1:0");
   IdleProcess process(env);
   ASSERT_GT(process.pid(), 0) << "cannot start sleep";
-  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
-    return voluntary_switches(process.pid()).second == c.threads;
-  })) << "the process never had its " << c.threads << " threads";
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience,
+                                       [&] { return voluntary_switches(process.pid()).second == c.threads; }))
+      << "the process never had its " << c.threads << " threads";
   std::this_thread::sleep_for(500ms);  // the threads' first steps (a history point, a look)
   const auto before = voluntary_switches(process.pid());
   std::this_thread::sleep_for(kWindow);
   const auto after = voluntary_switches(process.pid());
   ASSERT_EQ(after.second, c.threads);
-  const double per_second = static_cast<double>(after.first - before.first) / std::chrono::duration<double>(kWindow).count();
-  EXPECT_LE(per_second, kMostPerSecond) << after.first - before.first << " wake-ups in "
-                                        << kWindow.count() << " s";
+  const double per_second =
+      static_cast<double>(after.first - before.first) / std::chrono::duration<double>(kWindow).count();
+  EXPECT_LE(per_second, kMostPerSecond)
+      << after.first - before.first << " wake-ups in " << kWindow.count() << " s";
 }
 
 using test_support::free_port;
@@ -116,9 +118,8 @@ TEST(IdleWakeupsOfAGroup, AProcessWhosePortAnotherHoldsSleepsUntilTheHolderExits
     return voluntary_switches(holder.pid()).second == 3;  // main, the endpoint, the peak recorder
   }));
   IdleProcess other(env);
-  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
-    return voluntary_switches(other.pid()).second == 3;
-  }));
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience,
+                                       [&] { return voluntary_switches(other.pid()).second == 3; }));
   std::this_thread::sleep_for(500ms);
   const auto before = voluntary_switches(other.pid());
   std::this_thread::sleep_for(kWindow);

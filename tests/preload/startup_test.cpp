@@ -23,9 +23,7 @@ std::string maps_under(const std::string& env) {
   return out;
 }
 
-bool maps(const std::string& all, const char* library) {
-  return all.find(library) != std::string::npos;
-}
+bool maps(const std::string& all, const char* library) { return all.find(library) != std::string::npos; }
 
 TEST(PreloadStartup, AProcessThatAsksNothingMapsThePreloadLibraryAlone) {
   for (const char* env : {"LIVEHEAP_MODE=off", "LIVEHEAP_MODE=sampled", "LIVEHEAP_MODE=exact",
@@ -38,8 +36,8 @@ TEST(PreloadStartup, AProcessThatAsksNothingMapsThePreloadLibraryAlone) {
                           "LIVEHEAP_MODE=off LIVEHEAP_ADDR='[::1]:0'"}) {
     const std::string all = maps_under(env);
     EXPECT_TRUE(maps(all, "/libliveheap_preload.so")) << env << "\n" << all;
-    for (const char* absent : {"libliveheap_preload_full.so", "libstdc++", "libm.so", "libgcc_s",
-                               "libunwind", "libboost", "libz.so"})
+    for (const char* absent : {"libliveheap_preload_full.so", "libstdc++", "libm.so", "libgcc_s", "libunwind",
+                               "libboost", "libz.so"})
       EXPECT_FALSE(maps(all, absent)) << env << " mapped " << absent << "\n" << all;
   }
 }

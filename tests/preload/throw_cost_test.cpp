@@ -47,8 +47,9 @@ TEST(ThrowCost, IsTheSameWithLiveheapAsWithout) {
   const double off = per_throw(preload + " LIVEHEAP_MODE=off");
   const double sampled = per_throw(preload + " LIVEHEAP_MODE=sampled");
   const double exact = per_throw(preload + " LIVEHEAP_MODE=exact");
-  std::printf("instructions per throw: bare %.0f, off %.0f (%.3fx), sampled %.0f (%.3fx), exact %.0f (%.3fx)\n",
-              bare, off, off / bare, sampled, sampled / bare, exact, exact / bare);
+  std::printf(
+      "instructions per throw: bare %.0f, off %.0f (%.3fx), sampled %.0f (%.3fx), exact %.0f (%.3fx)\n", bare,
+      off, off / bare, sampled, sampled / bare, exact, exact / bare);
   EXPECT_LT(off / bare, 1.02);
   EXPECT_LT(sampled / bare, 1.02);
   // Exact mode traces the exception object's own allocation (one stack walk per throw).
@@ -59,8 +60,8 @@ TEST(ThrowCost, TheMeasurementSeesLibunwindsUnwinder) {
   // The failure this guards against, on purpose: libunwind's _Unwind_RaiseException first.
   const double bare = per_throw("LIVEHEAP_UNUSED=1");
   const double with_libunwind = per_throw("LD_PRELOAD=" LIVEHEAP_LIBUNWIND_PATH);
-  std::printf("instructions per throw: bare %.0f, libunwind's unwinder %.0f (%.2fx)\n", bare,
-              with_libunwind, with_libunwind / bare);
+  std::printf("instructions per throw: bare %.0f, libunwind's unwinder %.0f (%.2fx)\n", bare, with_libunwind,
+              with_libunwind / bare);
   EXPECT_GT(with_libunwind / bare, 2.0);
 }
 

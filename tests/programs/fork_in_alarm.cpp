@@ -18,7 +18,7 @@ constexpr int kForks = 20;
 volatile sig_atomic_t forks = 0;
 
 void on_alarm(int) {
-  if (forks >= kForks) return;  // a signal between the loop's last check and the timer's end
+  if (forks >= kForks) return;   // a signal between the loop's last check and the timer's end
   const pid_t child = ::fork();  // async-signal-safe; the child only exits
   if (child == 0) ::_exit(0);
   if (child > 0) forks = forks + 1;

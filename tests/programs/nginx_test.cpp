@@ -31,25 +31,32 @@ TEST(Nginx, ServesAStaticFileAndItsPortListsTheMasterAndBothWorkers) {
   std::ofstream(dir / "www/index.html") << "hello from nginx\n";
   const std::uint16_t port = http_test::free_port();
   const std::uint16_t admin_port = http_test::free_port();
-  std::ofstream(dir / "nginx.conf")
-      << "daemon off;\nmaster_process on;\nworker_processes 2;\n"
-      << (::geteuid() == 0 ? "user nobody nogroup;\n" : "")
-      << "pid " << dir / "nginx.pid" << ";\nerror_log " << dir / "error.log" << ";\n"
-      << "events { worker_connections 64; }\n"
-      << "http {\n  access_log off;\n"
-      << "  client_body_temp_path " << dir / "body" << ";\n  proxy_temp_path " << dir / "proxy"
-      << ";\n  fastcgi_temp_path " << dir / "fastcgi" << ";\n  uwsgi_temp_path " << dir / "uwsgi"
-      << ";\n  scgi_temp_path " << dir / "scgi" << ";\n"
-      << "  server { listen 127.0.0.1:" << port << "; root " << dir / "www" << "; }\n}\n";
+  std::ofstream(dir / "nginx.conf") << "daemon off;\nmaster_process on;\nworker_processes 2;\n"
+                                    << (::geteuid() == 0 ? "user nobody nogroup;\n" : "") << "pid "
+                                    << dir / "nginx.pid"
+                                    << ";\nerror_log " << dir / "error.log"
+                                    << ";\n"
+                                    << "events { worker_connections 64; }\n"
+                                    << "http {\n  access_log off;\n"
+                                    << "  client_body_temp_path " << dir / "body"
+                                    << ";\n  proxy_temp_path " << dir / "proxy"
+                                    << ";\n  fastcgi_temp_path " << dir / "fastcgi"
+                                    << ";\n  uwsgi_temp_path " << dir / "uwsgi"
+                                    << ";\n  scgi_temp_path " << dir / "scgi"
+                                    << ";\n"
+                                    << "  server { listen 127.0.0.1:" << port << "; root " << dir / "www"
+                                    << "; }\n}\n";
   http_test::ChildProcess nginx(
       {"/usr/sbin/nginx", "-p", dir.path(), "-c", dir / "nginx.conf", "-e", dir / "error.log"},
       clean_env(preload_env("exact", admin_port, dir / "runtime")));
 
   http_test::Reply page;
-  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
-    page = http_test::get(port, "/index.html");
-    return page.status == 200;
-  })) << "nginx never served the file; its error log:\n"
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience,
+                                       [&] {
+                                         page = http_test::get(port, "/index.html");
+                                         return page.status == 200;
+                                       }))
+      << "nginx never served the file; its error log:\n"
       << std::ifstream(dir / "error.log").rdbuf();
   EXPECT_EQ(page.body, "hello from nginx\n");
 

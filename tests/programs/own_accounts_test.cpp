@@ -22,8 +22,7 @@ constexpr int kLineTimeoutMs = 30000;
 class Stepped {
  public:
   Stepped(const std::vector<std::string>& argv, const std::string& runtime_dir)
-      : port_(http_test::free_port()),
-        process_(argv, clean_env(preload_env("exact", port_, runtime_dir))) {}
+      : port_(http_test::free_port()), process_(argv, clean_env(preload_env("exact", port_, runtime_dir))) {}
 
   // The next line it printed; fails the test (throws) when none comes in time.
   std::string line() {
@@ -54,9 +53,8 @@ class Stepped {
 testing::AssertionResult near(std::int64_t actual, std::int64_t expected, double fraction) {
   const double off = std::abs(static_cast<double>(actual - expected)) / static_cast<double>(expected);
   if (off <= fraction) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << "liveheap traced " << actual << " B, the program counts "
-                                     << expected << " B: " << off * 100 << "% off (bound "
-                                     << fraction * 100 << "%)";
+  return testing::AssertionFailure() << "liveheap traced " << actual << " B, the program counts " << expected
+                                     << " B: " << off * 100 << "% off (bound " << fraction * 100 << "%)";
 }
 
 TEST(OwnAccounts, Python3sGrowthIsTracemallocsGrowth) {
@@ -72,7 +70,8 @@ step("ready")
 before = tracemalloc.get_traced_memory()[0]
 blocks = [bytearray(1 << 20) for _ in range(64)]
 step("grew", tracemalloc.get_traced_memory()[0] - before)
-)"}, runtime.path());
+)"},
+                 runtime.path());
   ASSERT_EQ(python.line(), "ready");
   const std::int64_t before = python.traced();
   python.next();
@@ -100,7 +99,8 @@ const lines = require('readline').createInterface({input: process.stdin})[Symbol
   await lines.next();
   process.exit(buffers.length === 64 ? 0 : 1);
 })();
-)"}, runtime.path());
+)"},
+               runtime.path());
   const std::string ready = node.line();
   ASSERT_TRUE(ready.starts_with("ready ")) << ready;
   const std::int64_t before = node.traced();
@@ -119,11 +119,10 @@ TEST(OwnAccounts, Sqlite3sMemoryUsedIsWhatLiveheapTraces) {
   test_support::TempDir runtime;
   Stepped sqlite({"/usr/bin/sqlite3", ":memory:"}, runtime.path());
   // An in-memory database of ~25 MiB in sqlite's page cache: sqlite's heap is the program's.
-  for (const char* line : {
-           "CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);",
-           "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) "
-           "INSERT INTO t SELECT x, randomblob(200) FROM c;",
-           ".stats on", "SELECT count(*) FROM t;", ".stats off", ".print done"})
+  for (const char* line : {"CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);",
+                           "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) "
+                           "INSERT INTO t SELECT x, randomblob(200) FROM c;",
+                           ".stats on", "SELECT count(*) FROM t;", ".stats off", ".print done"})
     sqlite.send(line);
   std::int64_t memory_used = -1;
   static const std::regex kMemoryUsed(R"(^Memory Used: +(\d+) )");

@@ -68,9 +68,9 @@ class Postgres : public ::testing::Test {
   }
   // A client program against the cluster, as the user, bare.
   ProgramRun client(const std::string& program, std::vector<std::string> args,
-             std::chrono::milliseconds timeout) const {
-    args.insert(args.begin(), {kBin + program, "-h", dir_.path(), "-p", std::to_string(port_),
-                               "-U", "postgres"});
+                    std::chrono::milliseconds timeout) const {
+    args.insert(args.begin(),
+                {kBin + program, "-h", dir_.path(), "-p", std::to_string(port_), "-U", "postgres"});
     return run(as_user(args), {}, timeout, dir_.path());
   }
 
@@ -82,39 +82,39 @@ class Postgres : public ::testing::Test {
 };
 
 TEST_F(Postgres, APreloadedPostmasterServesPgbenchAndNamesItsExecutable) {
-  const ProgramRun init = run(as_user({kBin + "initdb", "-D", dir_ / "data", "-U", "postgres", "-A",
-                                "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"}),
-                       {}, kInitTimeout, dir_.path());
+  const ProgramRun init = run(as_user({kBin + "initdb", "-D", dir_ / "data", "-U", "postgres", "-A", "trust",
+                                       "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"}),
+                              {}, kInitTimeout, dir_.path());
   ASSERT_EQ(init.how(), "exit 0") << init.out << init.err;
 
   // env puts the preload library on postgres alone (not on setpriv).
   std::vector<std::string> command = {"/usr/bin/env"};
   for (const std::string& e : preload_env("exact", admin_port_, dir_.path())) command.push_back(e);
   command.insert(command.end(),
-                 {kBin + "postgres", "-D", dir_ / "data", "-k", dir_.path(), "-p",
-                  std::to_string(port_), "-c", "listen_addresses=", "-c", "shared_buffers=16MB",
-                  "-c", "max_connections=20", "-c", "fsync=off", "-c",
-                  "log_min_messages=panic"});  // quiet: the test reports what went wrong
+                 {kBin + "postgres", "-D", dir_ / "data", "-k", dir_.path(), "-p", std::to_string(port_),
+                  "-c", "listen_addresses=", "-c", "shared_buffers=16MB", "-c", "max_connections=20", "-c",
+                  "fsync=off", "-c", "log_min_messages=panic"});  // quiet: the test reports what went wrong
   postmaster_ = std::make_unique<http_test::ChildProcess>(as_user(command), clean_env({}));
 
   ProgramRun ready;
-  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
-    ready = client("pg_isready", {}, 10s);
-    return ready.how() == "exit 0";
-  })) << "the preloaded postmaster never accepted connections: pg_isready " << ready.how()
-      << ": " << ready.out << ready.err;
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience,
+                                       [&] {
+                                         ready = client("pg_isready", {}, 10s);
+                                         return ready.how() == "exit 0";
+                                       }))
+      << "the preloaded postmaster never accepted connections: pg_isready " << ready.how() << ": "
+      << ready.out << ready.err;
 
   const ProgramRun fill = client("pgbench", {"-i", "-q", "-s", "1", "postgres"}, kBenchTimeout);
   ASSERT_EQ(fill.how(), "exit 0") << fill.out << fill.err;
   // -C: a new connection, so a new forked backend, for every transaction.
-  const ProgramRun bench =
-      client("pgbench", {"-C", "-c", "4", "-T", "3", "-n", "postgres"}, kBenchTimeout);
+  const ProgramRun bench = client("pgbench", {"-C", "-c", "4", "-T", "3", "-n", "postgres"}, kBenchTimeout);
   ASSERT_EQ(bench.how(), "exit 0") << bench.out << bench.err;
   EXPECT_NE(bench.out.find("number of failed transactions: 0"), std::string::npos) << bench.out;
 
   nlohmann::json top;
-  ASSERT_NO_THROW(top = get_json(admin_port_, "/debug/memory/top?key=traceback&format=json&pid=all",
-                                 kReportTimeoutMs));
+  ASSERT_NO_THROW(
+      top = get_json(admin_port_, "/debug/memory/top?key=traceback&format=json&pid=all", kReportTimeoutMs));
   std::vector<std::string> modules;
   collect_modules(top, modules);
   ASSERT_FALSE(modules.empty()) << top.dump().substr(0, 2000);
@@ -125,8 +125,7 @@ TEST_F(Postgres, APreloadedPostmasterServesPgbenchAndNamesItsExecutable) {
     executable |= module.ends_with("/postgres") || module == "postgres";
   }
   EXPECT_TRUE(titles.empty()) << titles.size() << " frame modules are process titles, not the "
-                              << "executable, e.g. '" << (titles.empty() ? "" : *titles.begin())
-                              << "'";
+                              << "executable, e.g. '" << (titles.empty() ? "" : *titles.begin()) << "'";
   EXPECT_TRUE(executable) << "no frame names the postgres executable";
 
   // A fast shutdown ends every process of the cluster. A checkpointer forked while

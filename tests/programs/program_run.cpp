@@ -53,18 +53,16 @@ std::string ProgramRun::how() const {
 std::vector<std::string> clean_env(std::vector<std::string> env) {
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
-    if (!entry.starts_with("LD_PRELOAD=") && !entry.starts_with("LIVEHEAP_"))
-      env.emplace_back(entry);
+    if (!entry.starts_with("LD_PRELOAD=") && !entry.starts_with("LIVEHEAP_")) env.emplace_back(entry);
   }
   return env;
 }
 
 ProgramRun run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-        std::chrono::milliseconds timeout, const std::string& cwd) {
+               std::chrono::milliseconds timeout, const std::string& cwd) {
   int out[2];
   int err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-    throw std::runtime_error("pipe failed");
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -101,8 +99,8 @@ ProgramRun run(const std::vector<std::string>& argv, const std::vector<std::stri
   }
   auto left_ms = [&] {
     return static_cast<int>(std::max<std::int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(
-               deadline - std::chrono::steady_clock::now()).count()));
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+               .count()));
   };
   // Until both pipes close (every process that had them is gone) or the deadline.
   int out_fd = out[0];
@@ -128,8 +126,8 @@ ProgramRun run(const std::vector<std::string>& argv, const std::vector<std::stri
     while (drain(out_fd, err_fd, result.out, result.err, 1000)) {
     }
   }
-  result.took = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
+  result.took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   if (!result.timed_out) {
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
@@ -139,8 +137,8 @@ ProgramRun run(const std::vector<std::string>& argv, const std::vector<std::stri
 
 testing::AssertionResult installed(const std::string& path, const std::string& package) {
   if (::access(path.c_str(), X_OK) == 0) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << path << " is missing: this test needs Debian's "
-                                     << package << " (./build.sh test installs it)";
+  return testing::AssertionFailure() << path << " is missing: this test needs Debian's " << package
+                                     << " (./build.sh test installs it)";
 }
 
 std::string Configuration::name() const {
@@ -153,43 +151,39 @@ std::vector<std::string> preload_env(const std::string& mode, std::uint16_t port
           "LIVEHEAP_ADDR=127.0.0.1:" + std::to_string(port), "XDG_RUNTIME_DIR=" + runtime_dir};
 }
 
-PortHolder::PortHolder(const std::string& mode, std::uint16_t port,
-                       const std::string& runtime_dir) {
-  process_ = std::make_unique<http_test::ChildProcess>(
-      std::vector<std::string>{"/bin/sleep", "600"},
-      clean_env(preload_env(mode, port, runtime_dir)));
+PortHolder::PortHolder(const std::string& mode, std::uint16_t port, const std::string& runtime_dir) {
+  process_ = std::make_unique<http_test::ChildProcess>(std::vector<std::string>{"/bin/sleep", "600"},
+                                                       clean_env(preload_env(mode, port, runtime_dir)));
   const auto serving = test_support::wait_until(test_support::kPatience, [&] {
     return http_test::get(port, "/debug/memory/processes?format=json").status == 200;
   });
   if (!serving)
-    throw std::runtime_error("a preloaded sleep never served port " + std::to_string(port) +
-                             ": " + serving.message());
+    throw std::runtime_error("a preloaded sleep never served port " + std::to_string(port) + ": " +
+                             serving.message());
 }
 
 void for_each_configuration(
     const std::string& runtime_dir,
-    const std::function<void(const Configuration&, const std::vector<std::string>& env,
-                             std::uint16_t port)>& body) {
+    const std::function<void(const Configuration&, const std::vector<std::string>& env, std::uint16_t port)>&
+        body) {
   for (const Configuration& configuration : kConfigurations) {
     SCOPED_TRACE(configuration.name());
     const std::uint16_t port = http_test::free_port();
     std::unique_ptr<PortHolder> holder;
-    if (!configuration.holder)
-      holder = std::make_unique<PortHolder>(configuration.mode, port, runtime_dir);
+    if (!configuration.holder) holder = std::make_unique<PortHolder>(configuration.mode, port, runtime_dir);
     body(configuration, preload_env(configuration.mode, port, runtime_dir), port);
   }
 }
 
 nlohmann::json get_json(std::uint16_t port, const std::string& target, int timeout_ms) {
   const std::string raw = http_test::send_raw(
-      port, "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-      false, timeout_ms);
+      port, "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", false, timeout_ms);
   const int status = http_test::status_of(raw);
   const auto body = raw.find("\r\n\r\n");
   if (status != 200 || body == std::string::npos)
-    throw std::runtime_error("GET " + target + ": " +
-                             (status == 0 ? "no answer within " + std::to_string(timeout_ms) + " ms"
-                                          : raw.substr(0, 300)));
+    throw std::runtime_error(
+        "GET " + target + ": " +
+        (status == 0 ? "no answer within " + std::to_string(timeout_ms) + " ms" : raw.substr(0, 300)));
   return nlohmann::json::parse(raw.substr(body + 4));
 }
 

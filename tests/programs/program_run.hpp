@@ -23,8 +23,8 @@ using namespace std::chrono_literals;
 
 // How a bounded run ended, with everything it wrote.
 struct ProgramRun {
-  int exit_code = -1;    // when it exited
-  int signal = 0;        // when a signal ended it
+  int exit_code = -1;      // when it exited
+  int signal = 0;          // when a signal ended it
   bool timed_out = false;  // then its process group was killed
   std::string out;
   std::string err;
@@ -38,7 +38,7 @@ struct ProgramRun {
 // a copy of ours without LD_PRELOAD and LIVEHEAP_*, in `cwd` (ours when empty), stdin from
 // /dev/null. Past `timeout` the whole group is killed: a hang fails a test, never stalls it.
 ProgramRun run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-        std::chrono::milliseconds timeout, const std::string& cwd = "");
+               std::chrono::milliseconds timeout, const std::string& cwd = "");
 
 // A test fails (not skips) when a program is missing: ./build.sh test installs them all.
 testing::AssertionResult installed(const std::string& path, const std::string& package);
@@ -77,8 +77,8 @@ class PortHolder {
 // Each call is traced with the configuration's name.
 void for_each_configuration(
     const std::string& runtime_dir,
-    const std::function<void(const Configuration&, const std::vector<std::string>& env,
-                             std::uint16_t port)>& body);
+    const std::function<void(const Configuration&, const std::vector<std::string>& env, std::uint16_t port)>&
+        body);
 
 // GET `target` on 127.0.0.1:port; its JSON body, or throws (status and body in the message).
 // A report over many processes symbolizes each of them: seconds on a loaded machine.

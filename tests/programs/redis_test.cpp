@@ -34,10 +34,9 @@ class Redis {
     std::vector<std::string> env = preload_env(mode, admin_port_, dir.path());
     env.push_back("LIVEHEAP_SAMPLE_INTERVAL=" + std::to_string(kSampleInterval));
     server_ = std::make_unique<http_test::ChildProcess>(
-        std::vector<std::string>{"/usr/bin/redis-server", "--port", std::to_string(port_),
-                                 "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                 "--dir", dir.path(), "--logfile", dir / "redis.log",
-                                 "--enable-debug-command", "local"},
+        std::vector<std::string>{"/usr/bin/redis-server", "--port", std::to_string(port_), "--bind",
+                                 "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.path(),
+                                 "--logfile", dir / "redis.log", "--enable-debug-command", "local"},
         clean_env(env));
   }
   ~Redis() {
@@ -81,15 +80,14 @@ void expect_traced_near_used_memory(const std::string& mode, double bound_of) {
   ASSERT_TRUE(installed("/usr/bin/redis-benchmark", "redis-tools"));
   test_support::TempDir dir;
   Redis redis(mode, dir);
-  ASSERT_TRUE(test_support::wait_until(test_support::kPatience,
-                                       [&] { return redis.cli({"PING"}) == "PONG\n"; }))
-      << "redis-server never answered PING";
-  ASSERT_EQ(redis.cli({"DEBUG", "POPULATE", std::to_string(kKeys), "key",
-                       std::to_string(kValueBytes)}),
+  ASSERT_TRUE(test_support::wait_until(test_support::kPatience, [&] {
+    return redis.cli({"PING"}) == "PONG\n";
+  })) << "redis-server never answered PING";
+  ASSERT_EQ(redis.cli({"DEBUG", "POPULATE", std::to_string(kKeys), "key", std::to_string(kValueBytes)}),
             "OK\n");
   ASSERT_EQ(redis.cli({"DBSIZE"}), std::to_string(kKeys) + "\n");
-  const ProgramRun bench = redis.benchmark({"-q", "-t", "lpush", "-n", std::to_string(kPushes),
-                                            "-d", std::to_string(kValueBytes), "-P", "16"});
+  const ProgramRun bench = redis.benchmark(
+      {"-q", "-t", "lpush", "-n", std::to_string(kPushes), "-d", std::to_string(kValueBytes), "-P", "16"});
   ASSERT_EQ(bench.how(), "exit 0") << bench.err;
   ASSERT_EQ(redis.cli({"LLEN", "mylist"}), std::to_string(kPushes) + "\n");
   const std::int64_t used = redis.used_memory();
@@ -102,8 +100,8 @@ void expect_traced_near_used_memory(const std::string& mode, double bound_of) {
   const double bound = bound_of * static_cast<double>(used);
   EXPECT_LE(std::abs(static_cast<double>(traced - used)), bound)
       << mode << ": liveheap traced " << traced << " B, redis used_memory " << used << " B ("
-      << 100.0 * static_cast<double>(traced) / static_cast<double>(used) << "%), bound +-"
-      << 100.0 * bound_of << "%";
+      << 100.0 * static_cast<double>(traced) / static_cast<double>(used) << "%), bound +-" << 100.0 * bound_of
+      << "%";
 }
 
 TEST(Redis, ExactModeTracesRedisUsedMemoryWithinAFewPercent) {
@@ -115,8 +113,8 @@ TEST(Redis, ExactModeTracesRedisUsedMemoryWithinAFewPercent) {
 // this load of ~40 MB). The bound is four deviations plus exact mode's allowance: a false
 // failure is about one in 15000 runs.
 TEST(Redis, SampledModeEstimatesRedisUsedMemoryWithinItsStatisticalBound) {
-  const double samples = static_cast<double>(kKeys + kPushes) * (kValueBytes + 40) /
-                         static_cast<double>(kSampleInterval);
+  const double samples =
+      static_cast<double>(kKeys + kPushes) * (kValueBytes + 40) / static_cast<double>(kSampleInterval);
   expect_traced_near_used_memory("sampled", kRounding + 4.0 / std::sqrt(samples));
 }
 

@@ -20,16 +20,14 @@ constexpr auto kRunTimeout = 30s;  // any run: a few seconds bare, on a loaded m
 // `preloaded` did what `bare` did: same stdout and exit, nothing on stderr (liveheap says
 // nothing there unless LIVEHEAP_LOG asks), in time.
 void expect_like_bare(const ProgramRun& bare, const ProgramRun& preloaded, const std::string& what) {
-  EXPECT_FALSE(preloaded.timed_out) << what << ": hung (bare took " << bare.took.count()
-                                    << " ms)";
+  EXPECT_FALSE(preloaded.timed_out) << what << ": hung (bare took " << bare.took.count() << " ms)";
   EXPECT_EQ(preloaded.how(), bare.how()) << what << "\nstderr: " << preloaded.err;
   EXPECT_EQ(preloaded.out, bare.out) << what;
   EXPECT_EQ(preloaded.err, "") << what;
 }
 
 // Runs `argv` bare (which must succeed quietly) and in every configuration.
-void expect_every_configuration_like_bare(const std::vector<std::string>& argv,
-                                          const std::string& cwd = "") {
+void expect_every_configuration_like_bare(const std::vector<std::string>& argv, const std::string& cwd = "") {
   test_support::TempDir runtime;
   const ProgramRun bare = run(argv, {}, kRunTimeout, cwd);
   ASSERT_EQ(bare.how(), "exit 0") << argv.back() << "\nstderr: " << bare.err;
@@ -39,21 +37,19 @@ void expect_every_configuration_like_bare(const std::vector<std::string>& argv,
   });
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST(RealPrograms, BashPipelinesSubshellsAndSubstitutionsRunAsBare) {
   ASSERT_TRUE(installed("/bin/bash", "bash"));
   // The sleeps let liveheap's threads start (they wait 100 ms) before bash forks; the last
   // command counts the descriptors a child that is not preloaded inherits (ls's own, plus
   // anything leaked to it across fork and exec).
-  for (const std::string script : {
-           "sleep 1.5; seq 10 | wc -l",
-           "sleep 0.3; x=$(seq 1 200 | sort -rn | head -3 | tr '\\n' ' '); echo \"[$x]\"; "
-           "(cd / && pwd; (echo nested | tr a-z A-Z)); echo $(( $(seq 100 | wc -l) * 2 )); "
-           "for i in 1 2 3; do echo $i; done | while read n; do echo $((n * n)); done; "
-           "env -u LD_PRELOAD ls /proc/self/fd | wc -l"}) {
+  for (const std::string script :
+       {"sleep 1.5; seq 10 | wc -l",
+        "sleep 0.3; x=$(seq 1 200 | sort -rn | head -3 | tr '\\n' ' '); echo \"[$x]\"; "
+        "(cd / && pwd; (echo nested | tr a-z A-Z)); echo $(( $(seq 100 | wc -l) * 2 )); "
+        "for i in 1 2 3; do echo $i; done | while read n; do echo $((n * n)); done; "
+        "env -u LD_PRELOAD ls /proc/self/fd | wc -l"}) {
     expect_every_configuration_like_bare({"/bin/bash", "-c", script});
   }
 }
@@ -61,11 +57,14 @@ TEST(RealPrograms, BashPipelinesSubshellsAndSubstitutionsRunAsBare) {
 TEST(RealPrograms, GitCommitsAndCollectsGarbageAsBare) {
   ASSERT_TRUE(installed("/usr/bin/git", "git"));
   // Fixed identities and dates make the commit hashes the same in every run.
-  const std::vector<std::string> git_env = {
-      "GIT_AUTHOR_NAME=Test",          "GIT_AUTHOR_EMAIL=test@example.com",
-      "GIT_COMMITTER_NAME=Test",       "GIT_COMMITTER_EMAIL=test@example.com",
-      "GIT_AUTHOR_DATE=1700000000 +0000", "GIT_COMMITTER_DATE=1700000000 +0000",
-      "GIT_CONFIG_NOSYSTEM=1",         "GIT_CONFIG_GLOBAL=/dev/null"};
+  const std::vector<std::string> git_env = {"GIT_AUTHOR_NAME=Test",
+                                            "GIT_AUTHOR_EMAIL=test@example.com",
+                                            "GIT_COMMITTER_NAME=Test",
+                                            "GIT_COMMITTER_EMAIL=test@example.com",
+                                            "GIT_AUTHOR_DATE=1700000000 +0000",
+                                            "GIT_COMMITTER_DATE=1700000000 +0000",
+                                            "GIT_CONFIG_NOSYSTEM=1",
+                                            "GIT_CONFIG_GLOBAL=/dev/null"};
   // The whole story in a fresh repository; every command's output and exit, in order.
   auto story = [&](const std::vector<std::string>& env, const std::string& dir) {
     std::vector<std::string> all = git_env;
@@ -126,8 +125,7 @@ SELECT count(*) FROM t WHERE name LIKE 'name-1%';
   test_support::TempDir runtime;
   int runs = 0;
   auto sqlite = [&](const std::vector<std::string>& env) {
-    return run({"/usr/bin/sqlite3", dir / ("db" + std::to_string(runs++)), script}, env,
-               kRunTimeout);
+    return run({"/usr/bin/sqlite3", dir / ("db" + std::to_string(runs++)), script}, env, kRunTimeout);
   };
   const ProgramRun bare = sqlite({});
   ASSERT_EQ(bare.how(), "exit 0") << bare.err;
@@ -153,8 +151,7 @@ print(subprocess.run(["/bin/echo", "from a child"], capture_output=True, text=Tr
 blocks = [bytearray(1 << 20) for _ in range(32)]
 print(sum(len(b) for b in blocks))
 )");
-  expect_every_configuration_like_bare(
-      {"/usr/bin/python3", "-B", dir / "script.py"});
+  expect_every_configuration_like_bare({"/usr/bin/python3", "-B", dir / "script.py"});
 }
 
 TEST(RealPrograms, NodeAllocatesArrayBuffersAsBare) {

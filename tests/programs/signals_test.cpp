@@ -59,9 +59,10 @@ TEST(Signals, ASingleThreadedProgramThatForksInASigalrmHandlerWhileAllocatingNev
   ASSERT_EQ(bare.how(), "exit 0") << bare.err;
   ASSERT_EQ(bare.out, "forked 20, reaped 20\n");
   for (const char* mode : {"exact", "sampled"})
-    if (expect_runs_as_bare(program, {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY,
-                                      std::string("LIVEHEAP_MODE=") + mode},
-                            bare))
+    if (expect_runs_as_bare(
+            program,
+            {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY, std::string("LIVEHEAP_MODE=") + mode},
+            bare))
       return;  // one hang is enough: the others would only add timeouts
 }
 
@@ -105,8 +106,7 @@ void expect_sigterm_reaches_sigwait(const std::vector<std::string>& env, std::ui
   })) << "SIGTERM was neither pending nor fatal";
   if (pending) program.write_line("done");  // (writing to a dead program's stdin: SIGPIPE)
   const auto said = program.read_line(10000);
-  EXPECT_EQ(said.value_or("<nothing: killed by SIGTERM, status 143 in a shell>"),
-            "got signal 15");
+  EXPECT_EQ(said.value_or("<nothing: killed by SIGTERM, status 143 in a shell>"), "got signal 15");
   EXPECT_EQ(program.wait(10000), 0) << "it did not exit 0: SIGTERM reached a thread that "
                                        "does not block it";
 }

@@ -33,8 +33,7 @@ TEST(PublicHeaders, DeclareTheirTypesInTheVersionedNamespace) {
   EXPECT_EQ(std::string(typeid(liveheap::Report).name()), "N8liveheap2v16ReportE");
   EXPECT_EQ(std::string(typeid(liveheap::Options).name()), "N8liveheap2v17OptionsE");
   EXPECT_EQ(std::string(typeid(liveheap::http::Handler).name()), "N8liveheap2v14http7HandlerE");
-  EXPECT_EQ(std::string(typeid(liveheap::settings::Range).name()),
-            "N8liveheap2v18settings5RangeE");
+  EXPECT_EQ(std::string(typeid(liveheap::settings::Range).name()), "N8liveheap2v18settings5RangeE");
   // The version is inline: the unversioned spelling names the same type.
   EXPECT_EQ(typeid(liveheap::Snapshot), typeid(liveheap::v1::Snapshot));
 }

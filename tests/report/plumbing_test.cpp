@@ -38,18 +38,16 @@ std::vector<std::string> line_keys(const Snapshot& s) {
 TEST(UserPlumbing, LineKeyNamesTheCallersOfNamedAllocators) {
   PlumbingGuard guard;
   const Snapshot s = arena_snapshot();
-  EXPECT_EQ(line_keys(s), (std::vector<std::string>{
-                              "/src/arena.cpp:30: size=400 B, count=4, average=100 B",
-                              "src/pool.c:700: size=50 B, count=1, average=50 B"}));
+  EXPECT_EQ(line_keys(s), (std::vector<std::string>{"/src/arena.cpp:30: size=400 B, count=4, average=100 B",
+                                                    "src/pool.c:700: size=50 B, count=1, average=50 B"}));
   // A function glob on the name as shown (no return type, template arguments or
   // parameters), and a file glob.
   set_plumbing({"function:my::Arena::allocate<*>", "*/pool.c"});
   EXPECT_TRUE(is_plumbing(kArena));
   EXPECT_TRUE(is_plumbing(kPool));
-  EXPECT_EQ(line_keys(s), (std::vector<std::string>{
-                              "b.cpp:20: size=300 B, count=3, average=100 B",
-                              "a.cpp:10: size=100 B, count=1, average=100 B",
-                              "c.cpp:5: size=50 B, count=1, average=50 B"}));
+  EXPECT_EQ(line_keys(s), (std::vector<std::string>{"b.cpp:20: size=300 B, count=3, average=100 B",
+                                                    "a.cpp:10: size=100 B, count=1, average=100 B",
+                                                    "c.cpp:5: size=50 B, count=1, average=50 B"}));
   EXPECT_EQ(format_key(s.traces()[0].traceback, KeyType::traceback), "a.cpp:10");
   EXPECT_EQ(s.statistics(KeyType::function)[0].traceback.front().function, "make_b()");
 
@@ -67,7 +65,7 @@ TEST(UserPlumbing, BadGlobsAreErrorsAndChangeNothing) {
   set_plumbing({"*/pool.c"});
   for (const char* bad : {"function:[oops", "", "function:", "[a-"})
     EXPECT_THROW(set_plumbing({"*.cpp", bad}), std::invalid_argument) << bad;
-  EXPECT_TRUE(is_plumbing(kPool));                          // the old list stands
+  EXPECT_TRUE(is_plumbing(kPool));                           // the old list stands
   EXPECT_FALSE(is_plumbing(user("a.cpp", 10, "make_a()")));  // "*.cpp" never applied
 }
 

@@ -25,14 +25,16 @@ Frame interpreter(const char* function, const char* module = "/usr/bin/python3.1
 
 const Frame kBytearray = python("/srv/app.py", 22, "return_bytesio");
 const Frame kModule = python("/srv/app.py", 40, "<module>");
-const Frame kAgg{"RendererAgg::RendererAgg(unsigned int, unsigned int, double)", "src/_backend_agg.cpp", 54,
-                 "/usr/lib/python3/dist-packages/matplotlib/backends/_backend_agg.cpython-311-x86_64-linux-gnu.so",
-                 0x7f0000001000};
+const Frame kAgg{
+    "RendererAgg::RendererAgg(unsigned int, unsigned int, double)", "src/_backend_agg.cpp", 54,
+    "/usr/lib/python3/dist-packages/matplotlib/backends/_backend_agg.cpython-311-x86_64-linux-gnu.so",
+    0x7f0000001000};
 
 Snapshot mixed() {
   return hand_built::snap(
       {{{kMalloc, interpreter("PyObject_Malloc"), interpreter("bytearray___init__"), kBytearray,
-         interpreter("_PyEval_EvalFrameDefault.cold", "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"), kModule},
+         interpreter("_PyEval_EvalFrameDefault.cold", "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"),
+         kModule},
         1 << 20,
         1},
        {{kMalloc, kAgg, interpreter("type_call"), python("/srv/app.py", 30, "draw"), kModule}, 480000, 1}});
@@ -41,7 +43,8 @@ Snapshot mixed() {
 TEST(PythonFrameReports, LineKeyNamesThePythonLineOrTheExtensionsLine) {
   const std::vector<Statistic> stats = mixed().statistics(KeyType::line);
   ASSERT_EQ(stats.size(), 2u);
-  EXPECT_EQ(format_statistic(stats[0], KeyType::line), "/srv/app.py:22: size=1024 KiB, count=1, average=1024 KiB");
+  EXPECT_EQ(format_statistic(stats[0], KeyType::line),
+            "/srv/app.py:22: size=1024 KiB, count=1, average=1024 KiB");
   EXPECT_EQ(format_statistic(stats[1], KeyType::line),
             "src/_backend_agg.cpp:54: size=469 KiB, count=1, average=469 KiB");
 }
@@ -50,7 +53,8 @@ TEST(PythonFrameReports, InterpreterModulesArePlumbingAndPythonFramesAreNot) {
   EXPECT_TRUE(is_plumbing(interpreter("f", "/usr/bin/python3.11")));
   EXPECT_TRUE(is_plumbing(interpreter("f", "/opt/pyenv/versions/3.11.7/bin/python3.11d")));
   EXPECT_TRUE(is_plumbing(interpreter("f", "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0")));
-  EXPECT_TRUE(is_plumbing(interpreter("f", "/usr/lib/python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so")));
+  EXPECT_TRUE(
+      is_plumbing(interpreter("f", "/usr/lib/python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so")));
   EXPECT_FALSE(is_plumbing(interpreter("f", "/usr/bin/python_server")));
   EXPECT_FALSE(is_plumbing(kAgg));
   EXPECT_FALSE(is_plumbing(kBytearray));
@@ -83,7 +87,8 @@ TEST(PythonFrameReports, CumulativeIncludeShowsTheAppsLinesWhereverTheyAreInTheS
   std::vector<std::string> keys;
   for (const ReportLine& line : report.lines) keys.push_back(line.key + " " + std::to_string(line.size));
   // The extension's allocation counts at the app's draw line, and both at <module>.
-  EXPECT_EQ(keys, (std::vector<std::string>{"/srv/app.py:40 1528576", "/srv/app.py:22 1048576", "/srv/app.py:30 480000"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"/srv/app.py:40 1528576", "/srv/app.py:22 1048576",
+                                            "/srv/app.py:30 480000"}));
   // Without cumulative=1 an include glob still tests the line's own frame.
   request.cumulative = false;
   ASSERT_EQ(make_report(mixed(), request).lines.size(), 1u);

@@ -32,8 +32,7 @@ TEST(ShortFunction, ElidesTemplatesParametersAndReturnTypes) {
        "boost::asio::detail::composed_op<…>::complete"},
       {"leaky::(anonymous namespace)::Figure::Figure(unsigned long)",
        "leaky::(anonymous namespace)::Figure::Figure"},
-      {"(anonymous namespace)::pool::free(void*) [clone .constprop.4]",
-       "(anonymous namespace)::pool::free"},
+      {"(anonymous namespace)::pool::free(void*) [clone .constprop.4]", "(anonymous namespace)::pool::free"},
       {"decltype (((*((std::optional<std::basic_string_view<char, std::char_traits<char> > > "
        "const* const)0)).(operator()<kStoryRoutes>))(static_cast<kStoryRoutes&&>({parm#1}))) "
        "kStoryRoutes::{lambda(auto:1)#2}::_FUN<std::optional<std::basic_string_view<char> > >("
@@ -41,10 +40,8 @@ TEST(ShortFunction, ElidesTemplatesParametersAndReturnTypes) {
        "kStoryRoutes::{lambda(…)#2}::_FUN<…>"},
       {"operator()<std::optional<std::basic_string_view<char> > >", "operator()<…>"},
       {"main::{lambda()#1}::operator()() const", "main::{lambda()#1}::operator()"},
-      {"run(int)::{lambda(int, char)#3}::operator()(int, char) const",
-       "run::{lambda(…)#3}::operator()"},
-      {"run_story[abi:cxx11](boost::beast::http::verb, std::basic_string_view<char>)",
-       "run_story"},
+      {"run(int)::{lambda(int, char)#3}::operator()(int, char) const", "run::{lambda(…)#3}::operator()"},
+      {"run_story[abi:cxx11](boost::beast::http::verb, std::basic_string_view<char>)", "run_story"},
       {"boost::asio::detail::scheduler::run(boost::system::error_code&) [clone .isra.0]",
        "boost::asio::detail::scheduler::run"},
       {"unsigned long const& std::max<unsigned long>(unsigned long const&, unsigned long const&)",
@@ -52,8 +49,7 @@ TEST(ShortFunction, ElidesTemplatesParametersAndReturnTypes) {
       {"std::enable_if<call_traits<impl, F>::overload == call_member, void>::type "
        "boost_asio_execution_execute_fn::impl::operator()<E, F>(E&&, F&&) const",
        "boost_asio_execution_execute_fn::impl::operator()<…>"},
-      {"bool std::operator< <char>(std::string const&, std::string const&)",
-       "std::operator< <…>"},
+      {"bool std::operator< <char>(std::string const&, std::string const&)", "std::operator< <…>"},
       {"Money::operator<=>(Money const&) const", "Money::operator<=>"},
       {"Money::operator<(Money const&) const", "Money::operator<"},
       {"Stream::operator<<(int)", "Stream::operator<<"},
@@ -152,8 +148,7 @@ TEST(ReadableTraceback, FramesSourceLinesAndFoldedLibraryRuns) {
       "void render_figure() { g_open.emplace(id, std::make_unique<Figure>(id)); }\n");
   const Traceback tb{
       {"operator new(unsigned long)", "", 0, "/usr/lib/libliveheap.so", 0x1},
-      std_frame("std::__new_allocator<char>::allocate(unsigned long, void const*)",
-                "new_allocator.h", 137),
+      std_frame("std::__new_allocator<char>::allocate(unsigned long, void const*)", "new_allocator.h", 137),
       std_frame("std::vector<unsigned char, std::allocator<unsigned char> >::vector(unsigned "
                 "long, std::allocator<unsigned char> const&)",
                 "stl_vector.h", 552),
@@ -161,8 +156,7 @@ TEST(ReadableTraceback, FramesSourceLinesAndFoldedLibraryRuns) {
       std_frame("make_unique<leaky::(anonymous namespace)::Figure, long unsigned int const&>",
                 "liveheap_no_such_unique_ptr.h", 1065),
       {"leaky::render_figure()", src.path(), 3, "/bin/app", 0x40},
-      asio_frame("void boost::asio::detail::composed_op<A<B>, C>::operator()<D>(D&&)",
-                 "compose.hpp", 107),
+      asio_frame("void boost::asio::detail::composed_op<A<B>, C>::operator()<D>(D&&)", "compose.hpp", 107),
       {"void boost::beast::http::detail::read_op<S, B>::operator()<Self>(Self&)",
        "/usr/include/boost/beast/http/impl/read.hpp", 307, "/bin/app", 0x50},
       asio_frame("boost::asio::io_context::run()", "impl/io_context.ipp", 63),
@@ -189,8 +183,9 @@ TEST(ReadableTraceback, FramesSourceLinesAndFoldedLibraryRuns) {
   const std::vector<std::string> plain = format_traceback(tb, {.source = false, .fold = false});
   ASSERT_EQ(plain.size(), tb.size());
   EXPECT_EQ(plain[0], "  File \"/usr/lib/libliveheap.so\", in operator new");
-  EXPECT_EQ(plain[6], "  File \"/usr/include/boost/asio/compose.hpp\", line 107, in "
-                      "boost::asio::detail::composed_op<\u2026>::operator()<\u2026>");
+  EXPECT_EQ(plain[6],
+            "  File \"/usr/include/boost/asio/compose.hpp\", line 107, in "
+            "boost::asio::detail::composed_op<\u2026>::operator()<\u2026>");
 }
 
 TEST(ReadableTraceback, TwoLibraryFramesFoldOneDoesNot) {
@@ -201,13 +196,12 @@ TEST(ReadableTraceback, TwoLibraryFramesFoldOneDoesNot) {
       std_frame("std::function<void ()>::operator()() const", "std_function.h", 591),
       {"main", "/src/a.cpp", 9, "/bin/app", 0x2},
   };
-  EXPECT_EQ(format_traceback(tb, {.source = false}),
-            (std::vector<std::string>{
-                "  \u2026 2 frames in std \u2026",
-                "  File \"/src/a.cpp\", line 5, in work",
-                "  File \"/usr/include/c++/12/bits/std_function.h\", line 591, in "
-                "std::function<\u2026>::operator()",
-                "  File \"/src/a.cpp\", line 9, in main"}));
+  EXPECT_EQ(
+      format_traceback(tb, {.source = false}),
+      (std::vector<std::string>{"  \u2026 2 frames in std \u2026", "  File \"/src/a.cpp\", line 5, in work",
+                                "  File \"/usr/include/c++/12/bits/std_function.h\", line 591, in "
+                                "std::function<\u2026>::operator()",
+                                "  File \"/src/a.cpp\", line 9, in main"}));
 }
 
 // Folded stacks (flamegraph's input) leave out what the text folds above the user's frame:
@@ -237,19 +231,17 @@ TEST(ReadableTraceback, AStrippedProgramUnderUsrLibKeepsItsFrames) {
     std::snprintf(name, sizeof name, "+0x%llx", static_cast<unsigned long long>(offset));
     return Frame{module.substr(module.rfind('/') + 1) + name, "", 0, module, offset};
   };
-  const Traceback tb{in(libc, 0x9a0), in(libc, 0x9b0), in(postgres, 0x100), in(postgres, 0x200),
+  const Traceback tb{in(libc, 0x9a0),     in(libc, 0x9b0),   in(postgres, 0x100), in(postgres, 0x200),
                      in(postgres, 0x300), in(libc, 0x271ca), in(postgres, 0x400)};
   const std::vector<std::string> expected = {
-      "  \u2026 2 frames in libc.so.6 \u2026",
-      "  File \"" + postgres + "\", in postgres+0x100",
-      "  File \"" + postgres + "\", in postgres+0x200",
-      "  File \"" + postgres + "\", in postgres+0x300",
-      "  File \"" + libc + "\", in libc.so.6+0x271ca",
-      "  File \"" + postgres + "\", in postgres+0x400",
+      "  \u2026 2 frames in libc.so.6 \u2026",          "  File \"" + postgres + "\", in postgres+0x100",
+      "  File \"" + postgres + "\", in postgres+0x200", "  File \"" + postgres + "\", in postgres+0x300",
+      "  File \"" + libc + "\", in libc.so.6+0x271ca",  "  File \"" + postgres + "\", in postgres+0x400",
   };
   EXPECT_EQ(format_traceback(tb, {.source = false}), expected);
   // With a frame of the program's own code elsewhere, library frames fold as before.
-  const Traceback mixed{in(postgres, 0x100), in(postgres, 0x200), {"main", "/src/main.cpp", 9, "/bin/app", 0x30}};
+  const Traceback mixed{
+      in(postgres, 0x100), in(postgres, 0x200), {"main", "/src/main.cpp", 9, "/bin/app", 0x30}};
   EXPECT_EQ(format_traceback(mixed, {.source = false}),
             (std::vector<std::string>{"  \u2026 2 frames in postgres \u2026",
                                       "  File \"/src/main.cpp\", line 9, in main"}));
@@ -264,8 +256,7 @@ TEST(ReadableTraceback, MoreThanThreeLibrariesAreCounted) {
       {"e::f()", "/usr/include/spdlog/x.h", 1, "", 0},
   };
   EXPECT_EQ(format_traceback(tb),
-            std::vector<std::string>{
-                "  \u2026 5 frames in boost::asio, boost::beast, std (+2 more) \u2026"});
+            std::vector<std::string>{"  \u2026 5 frames in boost::asio, boost::beast, std (+2 more) \u2026"});
 }
 
 TEST(ReadableTraceback, EveryLineFitsTheColumns) {

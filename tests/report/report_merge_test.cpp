@@ -37,8 +37,8 @@ Report diff_of(std::vector<ReportLine> lines, std::string against = "the baselin
 
 TEST(ReportMerge, EachLineIsTheSumOfTheProcessesLinesOfItsKey) {
   const Report a = diff_of({line("a.cpp:1", 3000, 3, 3000, 3), line("b.cpp:2", 100, 1, 0, 0)});
-  const Report b = diff_of({line("a.cpp:1", 6000, 3, 6000, 3), line("c.cpp:3", 50, 1, 50, 1)},
-                           kAgainstNothing);
+  const Report b =
+      diff_of({line("a.cpp:1", 6000, 3, 6000, 3), line("c.cpp:3", 50, 1, 50, 1)}, kAgainstNothing);
   const Report merged = merge({{41, a}, {42, b}}, {{43, 502, "unreachable"}}, 2, false);
   EXPECT_EQ(merged.total, (ReportTotal{9150, 8, 9050, 7}));
   EXPECT_EQ(merged.keys, 3u);

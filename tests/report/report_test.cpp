@@ -159,10 +159,12 @@ TEST(ReportJson, StatisticsHaveNoDiffFieldsAndStacksWhereAsked) {
 TEST(ReportJson, TracebackWithKeyLineCarriesTheBiggestWholeStack) {
   const Frame from_a{"serve_a()", "/src/a.cpp", 3, "/bin/app", 0x70};
   const Frame from_b{"serve_b()", "/src/b.cpp", 8, "/bin/app", 0x80};
-  const Snapshot old({{Traceback{kAlloc, kHandle, from_a}, 500, 1}, {Traceback{kAlloc, kHandle, from_b}, 100, 1}},
-                     info_at(kOldMs));
-  const Snapshot now({{Traceback{kAlloc, kHandle, from_a}, 600, 2}, {Traceback{kAlloc, kHandle, from_b}, 400, 3}},
-                     info_at(kNowMs));
+  const Snapshot old(
+      {{Traceback{kAlloc, kHandle, from_a}, 500, 1}, {Traceback{kAlloc, kHandle, from_b}, 100, 1}},
+      info_at(kOldMs));
+  const Snapshot now(
+      {{Traceback{kAlloc, kHandle, from_a}, 600, 2}, {Traceback{kAlloc, kHandle, from_b}, 400, 3}},
+      info_at(kNowMs));
   for (const KeyType key : {KeyType::line, KeyType::function, KeyType::file}) {
     ReportRequest request;
     request.key = key;
@@ -270,7 +272,8 @@ TEST(ReportText, MergedProcesses) {
             "(truncated at 300 B: 1 of 2 rows shown; ask for a smaller limit= or narrow with include=)\n");
   const json j = to_json_value(merged_report());
   EXPECT_EQ(j["pids"], json::array({101, 102}));
-  EXPECT_EQ(j["failed"], json::array({{{"pid", 103}, {"status", 409}, {"error", "no baseline to diff against"}}}));
+  EXPECT_EQ(j["failed"],
+            json::array({{{"pid", 103}, {"status", 409}, {"error", "no baseline to diff against"}}}));
 }
 
 // to_json -> report_from_json -> to_json gives the same bytes, and the text reads the same.
@@ -299,7 +302,7 @@ TEST(ReportJson, RoundTrips) {
   EXPECT_TRUE(back.request.traceback);
   ASSERT_EQ(back.lines.size(), 1u);
   EXPECT_EQ(back.lines[0].frame, (Frame{"handle(int)", "/src/app.cpp", 12, "/bin/app", 0}));
-  ASSERT_EQ(back.lines[0].traceback->size(), 2u);  // the whole stack
+  ASSERT_EQ(back.lines[0].traceback->size(), 2u);      // the whole stack
   EXPECT_EQ(back.lines[0].traceback->at(1), kHandle);  // with its address
   EXPECT_EQ(back.lines[0].verdict->trend, Trend::growing);
   EXPECT_EQ(back.lines[0].verdict->growth_per_min, 1200.0);
@@ -346,7 +349,8 @@ TEST(ReportJson, MalformedDocumentsAreRefusedNamingTheField) {
   EXPECT_EQ(with("/mode"_json_pointer, "fast"),
             "report JSON: mode is not known: unknown mode 'fast' (expected off, exact or sampled)");
   EXPECT_EQ(with("/key"_json_pointer, "stack"),
-            "report JSON: key is not known: unknown key 'stack' (expected line, file, function, traceback or route)");
+            "report JSON: key is not known: unknown key 'stack' (expected line, file, function, traceback or "
+            "route)");
   EXPECT_EQ(with("/stats/0/verdict"_json_pointer, "soaring"),
             "report JSON: stats[0].verdict is not known: 'soaring' (expected growing, plateaued, stable, "
             "shrinking or unknown)");
@@ -357,7 +361,8 @@ TEST(ReportJson, MalformedDocumentsAreRefusedNamingTheField) {
   EXPECT_EQ(with("/stats/0/retention"_json_pointer, "all"),
             "report JSON: stats[0].retention is a string, not a number or null");
   EXPECT_EQ(without("/stats/0/idle_s"_json_pointer), "") << "an older server's report has no reasons";
-  EXPECT_EQ(without("/stats/0/short_function"_json_pointer), "report JSON: stats[0].short_function is missing");
+  EXPECT_EQ(without("/stats/0/short_function"_json_pointer),
+            "report JSON: stats[0].short_function is missing");
   EXPECT_EQ(with("/stats/0/line"_json_pointer, 1LL << 40),
             "report JSON: stats[0].line is too large, not a whole number");
 
@@ -369,7 +374,8 @@ TEST(ReportJson, MalformedDocumentsAreRefusedNamingTheField) {
   EXPECT_EQ(refusal(no_stack), "report JSON: stats[1].traceback is missing");
   json bad_address = stacks;
   bad_address["stats"][0]["traceback"][1]["address"] = "42";
-  EXPECT_EQ(refusal(bad_address), "report JSON: stats[0].traceback[1].address '42' is not a hex address like 0x1f");
+  EXPECT_EQ(refusal(bad_address),
+            "report JSON: stats[0].traceback[1].address '42' is not a hex address like 0x1f");
 
   ReportRequest some;
   some.traceback = true;

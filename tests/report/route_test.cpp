@@ -21,8 +21,10 @@ Trace in_route(const char* route, unsigned line, std::int64_t size) {
 }
 
 Snapshot three_routes() {
-  return snap({in_route("GET /figure", 10, 6000), in_route("GET /figure", 11, 100),
-               in_route("POST /upload", 10, 500), {Traceback{kMalloc, user("app.cpp", 12)}, 7, 1}});
+  return snap({in_route("GET /figure", 10, 6000),
+               in_route("GET /figure", 11, 100),
+               in_route("POST /upload", 10, 500),
+               {Traceback{kMalloc, user("app.cpp", 12)}, 7, 1}});
 }
 
 TEST(RouteKey, GroupsTracesByTheirRequestsRouteAndOutsideAnyAsNoRequest) {

@@ -13,8 +13,8 @@ namespace settings {
 namespace {
 
 TEST(Settings, WholeNumbersAreDigitsWithinTheirRange) {
-  for (const Range range : {kFrames, kSampleInterval, kHttpSampleInterval, kHistoryInterval, kLimit,
-                            kSeconds, kPid, kMetricsCallsites}) {
+  for (const Range range : {kFrames, kSampleInterval, kHttpSampleInterval, kHistoryInterval, kLimit, kSeconds,
+                            kPid, kMetricsCallsites}) {
     const std::string min = std::to_string(range.min);
     const std::string max = std::to_string(range.max);
     EXPECT_EQ(parse_whole(min, range), range.min);
@@ -23,8 +23,8 @@ TEST(Settings, WholeNumbersAreDigitsWithinTheirRange) {
     if (range.min > 0) {
       EXPECT_EQ(parse_whole(std::to_string(range.min - 1), range), std::nullopt) << min;
     }
-    for (const std::string& bad : std::vector<std::string>{"", "-1", "+" + max, " " + max, max + " ",
-                                                           max + "x", "0x10", "1.0", "99999999999999999999999"})
+    for (const std::string& bad : std::vector<std::string>{
+             "", "-1", "+" + max, " " + max, max + " ", max + "x", "0x10", "1.0", "99999999999999999999999"})
       EXPECT_EQ(parse_whole(bad, range), std::nullopt) << "'" << bad << "'";
   }
   EXPECT_EQ(kFrames.max, 128u);
@@ -34,7 +34,8 @@ TEST(Settings, WholeNumbersAreDigitsWithinTheirRange) {
 }
 
 TEST(Settings, OneMessagePerKindOfMistake) {
-  EXPECT_EQ(not_a_whole_number("frames", "'129'", kFrames), "frames='129' is not a whole number from 1 to 128");
+  EXPECT_EQ(not_a_whole_number("frames", "'129'", kFrames),
+            "frames='129' is not a whole number from 1 to 128");
   try {
     whole("LIVEHEAP_FRAMES", "12abc", kFrames);
     ADD_FAILURE() << "accepted";

@@ -36,7 +36,6 @@ std::shared_ptr<const Table> table() {
   return std::make_shared<const Table>(Table{kMalloc, kA, kAOther, kB, kMain});
 }
 
-
 TEST(Traceback, CopiesShareTheTable) {
   const auto frames = table();
   const Traceback tb(frames, {0, 1, 4});
@@ -65,10 +64,10 @@ TEST(Traceback, OwnTableFromFramesOrList) {
 
 TEST(Traceback, EqualityIsFrameByFrameAcrossTables) {
   const auto frames = table();
-  EXPECT_EQ(Traceback(frames, {1, 3}), (Traceback{kA, kB}));        // another table
-  EXPECT_NE(Traceback(frames, {1, 3}), (Traceback{kB, kA}));        // order matters
-  EXPECT_NE(Traceback(frames, {1, 3}), Traceback(frames, {1}));     // size matters
-  EXPECT_NE(Traceback(frames, {1}), Traceback(frames, {2}));        // so does the address
+  EXPECT_EQ(Traceback(frames, {1, 3}), (Traceback{kA, kB}));     // another table
+  EXPECT_NE(Traceback(frames, {1, 3}), (Traceback{kB, kA}));     // order matters
+  EXPECT_NE(Traceback(frames, {1, 3}), Traceback(frames, {1}));  // size matters
+  EXPECT_NE(Traceback(frames, {1}), Traceback(frames, {2}));     // so does the address
   EXPECT_EQ(Traceback(frames, {3, 3}), (Traceback{kB, kB}));
 }
 
@@ -90,7 +89,8 @@ TEST(Traceback, IteratesAsConstFrames) {
   EXPECT_EQ(std::find(tb.begin(), tb.end(), kB) - tb.begin(), 2);
   const std::vector<Frame> reversed(tb.rbegin(), tb.rend());
   EXPECT_EQ(reversed, (std::vector<Frame>{kMain, kB, kA, kMalloc}));
-  EXPECT_EQ(testing::PrintToString(tb), "{ :0 in malloc, a.cpp:10 in f(), b.cpp:20 in g(), main.cpp:3 in main }");
+  EXPECT_EQ(testing::PrintToString(tb),
+            "{ :0 in malloc, a.cpp:10 in f(), b.cpp:20 in g(), main.cpp:3 in main }");
 }
 
 TEST(Traceback, SliceSharesTheTable) {
@@ -151,7 +151,7 @@ TEST(Traceback, SnapshotsWithDifferentTablesCompareByKey) {
   const Snapshot now = snap({
       {Traceback(new_frames, {3, 2, 0}), 1500, 12},  // a.cpp:10 from its other address
       {Traceback(new_frames, {3, 1, 0}), 300, 3},
-      {Traceback(new_frames, {3, 0}), 64, 1},        // main.cpp:3 is new
+      {Traceback(new_frames, {3, 0}), 64, 1},  // main.cpp:3 is new
   });
   const auto diff = now.compare_to(old, KeyType::line);
   ASSERT_EQ(diff.size(), 3u);

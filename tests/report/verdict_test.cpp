@@ -25,7 +25,8 @@ class Work {
   std::vector<std::int64_t> cumulative() const {
     std::vector<std::int64_t> out;
     std::int64_t total = 1 << 20;
-    for (std::size_t i = 0; i < per_interval_.size(); ++i) out.push_back(total += i == 0 ? 0 : per_interval_[i]);
+    for (std::size_t i = 0; i < per_interval_.size(); ++i)
+      out.push_back(total += i == 0 ? 0 : per_interval_[i]);
     return out;
   }
 
@@ -100,7 +101,7 @@ TEST(Verdict, DrainingPoolIsShrinking) {
   for (int i = 0; i < 20; ++i) sizes.push_back(1000000 - 30000 * i);
   const Verdict v = classify(times(sizes.size()), sizes);
   EXPECT_EQ(v.trend, Trend::shrinking);
-  EXPECT_DOUBLE_EQ(v.growth_per_min, -180000.0);  // -30,000 per 10 s
+  EXPECT_DOUBLE_EQ(v.growth_per_min, -180000.0);   // -30,000 per 10 s
   EXPECT_DOUBLE_EQ(v.since_last_growth_s, 190.0);  // the first point was the high
 }
 
@@ -121,10 +122,11 @@ TEST(Verdict, TextNamesTrendRetentionAndIdleTime) {
   std::vector<std::int64_t> sizes, allocated;
   for (int i = 0; i < 30; ++i) sizes.push_back(1000 * i), allocated.push_back(1000 * i);
   for (int i = 0; i < 62; ++i) sizes.push_back(29000), allocated.push_back(29000);  // 620 s idle
-  EXPECT_EQ(verdict_text(classify(times(sizes.size()), sizes, allocated, Work(sizes.size()).at(30, 0).cumulative(), 0)),
+  EXPECT_EQ(verdict_text(classify(times(sizes.size()), sizes, allocated,
+                                  Work(sizes.size()).at(30, 0).cumulative(), 0)),
             " [growing, retains 100%, idle 620 s]");
-  EXPECT_EQ(verdict_text(classify(times(30), std::vector<std::int64_t>(30, 4096), std::vector<std::int64_t>(30, 4096),
-                                  Work(30).cumulative(), 0)),
+  EXPECT_EQ(verdict_text(classify(times(30), std::vector<std::int64_t>(30, 4096),
+                                  std::vector<std::int64_t>(30, 4096), Work(30).cumulative(), 0)),
             " [stable, allocated nothing]");
   EXPECT_EQ(verdict_text(Verdict{}), " [unknown]");
 }
@@ -329,12 +331,21 @@ TEST(HistoryIndex, GroupsStacksUnderTheReportKey) {
   for (int i = 0; i < 3; ++i) h.points.push_back({1000 * i, 0, 0, 0, 0, 0});
   // Two stacks through leak.cpp:10 (from different callers), one through cache.cpp:20.
   // Live bytes, blocks; allocated bytes, blocks (cumulative).
-  h.stacks.push_back({Traceback{frame("leak", "leak.cpp", 10), frame("a", "main.cpp", 1)}, {100, 200, 300}, {1, 2, 3},
-                      {100, 200, 300}, {1, 2, 3}});
-  h.stacks.push_back({Traceback{frame("leak", "leak.cpp", 10), frame("b", "main.cpp", 2)}, {0, 50, 100}, {0, 1, 2},
-                      {4000, 4050, 4100}, {40, 41, 42}});
-  h.stacks.push_back({Traceback{frame("cache", "cache.cpp", 20), frame("a", "main.cpp", 1)}, {500, 500, 500}, {5, 5, 5},
-                      {500, 500, 500}, {5, 5, 5}});
+  h.stacks.push_back({Traceback{frame("leak", "leak.cpp", 10), frame("a", "main.cpp", 1)},
+                      {100, 200, 300},
+                      {1, 2, 3},
+                      {100, 200, 300},
+                      {1, 2, 3}});
+  h.stacks.push_back({Traceback{frame("leak", "leak.cpp", 10), frame("b", "main.cpp", 2)},
+                      {0, 50, 100},
+                      {0, 1, 2},
+                      {4000, 4050, 4100},
+                      {40, 41, 42}});
+  h.stacks.push_back({Traceback{frame("cache", "cache.cpp", 20), frame("a", "main.cpp", 1)},
+                      {500, 500, 500},
+                      {5, 5, 5},
+                      {500, 500, 500},
+                      {5, 5, 5}});
   HistoryIndex index(h, KeyType::line, false, {});
   ASSERT_EQ(index.all().size(), 2u);
   EXPECT_EQ(index.all()[0].sizes, (std::vector<std::int64_t>{500, 500, 500}));  // biggest last

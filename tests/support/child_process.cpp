@@ -59,8 +59,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vect
   if (options.with_stderr) posix_spawn_file_actions_adddup2(&actions, out[1], 2);
   std::vector<std::string> args = argv;
   std::vector<std::string> envs = env;
-  const int rc = ::posix_spawnp(&pid_, args[0].c_str(), &actions, nullptr, pointers(args).data(),
-                                pointers(envs).data());
+  const int rc =
+      ::posix_spawnp(&pid_, args[0].c_str(), &actions, nullptr, pointers(args).data(), pointers(envs).data());
   posix_spawn_file_actions_destroy(&actions);
   if (options.stdin_pipe) ::close(in[0]);
   ::close(out[1]);
@@ -75,8 +75,10 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vect
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), stdin_fd_(std::exchange(other.stdin_fd_, -1)),
-      output_fd_(std::exchange(other.output_fd_, -1)), pending_(std::move(other.pending_)),
+    : pid_(std::exchange(other.pid_, -1)),
+      stdin_fd_(std::exchange(other.stdin_fd_, -1)),
+      output_fd_(std::exchange(other.output_fd_, -1)),
+      pending_(std::move(other.pending_)),
       all_(std::move(other.all_)) {}
 
 ChildProcess::~ChildProcess() {

@@ -16,16 +16,16 @@
 namespace test_support {
 
 struct ChildOptions {
-  bool stdin_pipe = true;   // else the child reads the caller's stdin
-  bool with_stderr = false; // stderr into the same pipe as stdout
+  bool stdin_pipe = true;    // else the child reads the caller's stdin
+  bool with_stderr = false;  // stderr into the same pipe as stdout
 };
 
 // How a child ended (ChildProcess::finish).
 struct ChildExit {
-  int exit_code = -1;     // the exit status, or -1 when killed by a signal
-  int signal = 0;         // the signal that ended it, 0 if it exited
+  int exit_code = -1;  // the exit status, or -1 when killed by a signal
+  int signal = 0;      // the signal that ended it, 0 if it exited
   bool timed_out = false;
-  std::string output;     // everything it wrote to the pipe
+  std::string output;         // everything it wrote to the pipe
   double cpu_seconds = 0;     // user + system CPU time of the child (not of its children)
   double peak_rss_bytes = 0;  // its peak resident set (ru_maxrss)
 

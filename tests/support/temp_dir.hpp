@@ -24,8 +24,7 @@ class TempDir {
     while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
     const testing::TestInfo* test = testing::UnitTest::GetInstance()->current_test_info();
     const std::string test_name = test ? std::string(test->name()).substr(0, 24) : "test";
-    std::string name =
-        parent + "/liveheap-" + test_name + "-" + std::to_string(::getpid()) + "-XXXXXX";
+    std::string name = parent + "/liveheap-" + test_name + "-" + std::to_string(::getpid()) + "-XXXXXX";
     if (::mkdtemp(name.data()) == nullptr)
       throw std::runtime_error("cannot make a temporary directory like " + name);
     path_ = name;

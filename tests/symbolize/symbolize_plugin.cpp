@@ -6,8 +6,8 @@ extern "C" [[gnu::visibility("default"), gnu::noinline]] int plugin_alpha_entry(
   return x * 3 + 1;  // LIVEHEAP_PLUGIN_LINE
 }
 #else
-
-
+// This build's function starts further down than the other's: a line of its own
+// (symbolize_test.cpp pins both lines).
 extern "C" [[gnu::visibility("default"), gnu::noinline]] int plugin_gamma_entry(int x) {
   return x * 3 + 1;  // LIVEHEAP_PLUGIN_LINE
 }

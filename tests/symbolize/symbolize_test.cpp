@@ -209,20 +209,24 @@ TEST(Symbolizer, NamesAreTheOnesTheProcessWouldHaveReadItself) {
     for (std::uintptr_t a : stack_here()) addresses.push_back(a);
   };
   through_function();
-  for (const void* code : {reinterpret_cast<const void*>(&qsort), reinterpret_cast<const void*>(&malloc),
-                           reinterpret_cast<const void*>(&snprintf), reinterpret_cast<const void*>(&stack_here),
-                           reinterpret_cast<const void*>(&named_in_process)})
-    for (std::uintptr_t offset = 1; offset < 200; offset += 13) addresses.push_back(reinterpret_cast<std::uintptr_t>(code) + offset);
+  for (const void* code :
+       {reinterpret_cast<const void*>(&qsort), reinterpret_cast<const void*>(&malloc),
+        reinterpret_cast<const void*>(&snprintf), reinterpret_cast<const void*>(&stack_here),
+        reinterpret_cast<const void*>(&named_in_process)})
+    for (std::uintptr_t offset = 1; offset < 200; offset += 13)
+      addresses.push_back(reinterpret_cast<std::uintptr_t>(code) + offset);
   ASSERT_GT(addresses.size(), 60u);
 
-  backtrace_state* state = backtrace_create_state(nullptr, 0, [](void*, const char*, int) {}, nullptr);
+  backtrace_state* state = backtrace_create_state(
+      nullptr, 0, [](void*, const char*, int) {}, nullptr);
   ASSERT_NE(state, nullptr);
   const auto named = liveheap::symbolize::symbolize(addresses);
   ASSERT_EQ(named.size(), addresses.size());
   int with_lines = 0;
   for (std::size_t i = 0; i < addresses.size(); ++i) {
     const std::vector<liveheap::Frame> expected = named_in_process(state, addresses[i]);
-    ASSERT_EQ(named[i].size(), expected.size()) << "at " << std::hex << addresses[i] << " " << expected.back().function;
+    ASSERT_EQ(named[i].size(), expected.size())
+        << "at " << std::hex << addresses[i] << " " << expected.back().function;
     for (std::size_t k = 0; k < expected.size(); ++k) {
       EXPECT_EQ(named[i][k].function, expected[k].function) << std::hex << addresses[i];
       EXPECT_EQ(named[i][k].file, expected[k].file) << std::hex << addresses[i];
@@ -327,7 +331,8 @@ TEST_F(SymbolizerProcess, StayingWithItsParentItStartsAfreshWhenIdleInsteadOfExi
   EXPECT_EQ(first->files, 1);
   EXPECT_FALSE(exited_within(std::chrono::milliseconds(2500))) << "it exited: its parent would get a SIGCHLD";
   const std::int64_t idle = resident_bytes();
-  EXPECT_LT(idle, first->rss_bytes - (2 << 20)) << "the debug information it read is still held: " << idle << " B now, " << first->rss_bytes << " B after reading";
+  EXPECT_LT(idle, first->rss_bytes - (2 << 20)) << "the debug information it read is still held: " << idle
+                                                << " B now, " << first->rss_bytes << " B after reading";
   const auto again = ask();
   ASSERT_TRUE(again);
   EXPECT_EQ(again->pid, pid_) << "the same process";

@@ -1,4 +1,6 @@
 // Cumulative allocation totals per stack: exact counts in exact mode, kept across clear().
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <cstdlib>
 #include <cstring>
 

@@ -39,16 +39,15 @@ TEST(AllocatorFigures, GlibcMallinfoIsReadAtMostOncePerThousandTimesItsCost) {
   // no fresh read.
   for (void*& p : more) p = std::malloc(200);
   const liveheap::AllocatorInfo second = liveheap::read_allocator();
-  const double since_first_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - first_at).count();
+  const double since_first_ms = std::chrono::duration<double, std::milli>(Clock::now() - first_at).count();
   ASSERT_LT(since_first_ms, first.read_ms * 1000) << "the machine stalled: nothing to check";
   EXPECT_EQ(figure(second, "uordblks"), used_before) << "served from the first read";
   EXPECT_GE(static_cast<double>(second.figures_age_ms), since_first_ms - 1);
   EXPECT_EQ(second.read_ms, first.read_ms);
 
   // Past the quiet time, a fresh read sees the frees.
-  std::this_thread::sleep_until(first_at + std::chrono::microseconds(
-                                               static_cast<std::int64_t>(first.read_ms * 1000 * 1000) + 10'000));
+  std::this_thread::sleep_until(
+      first_at + std::chrono::microseconds(static_cast<std::int64_t>(first.read_ms * 1000 * 1000) + 10'000));
   const liveheap::AllocatorInfo third = liveheap::read_allocator();
   EXPECT_GE(figure(third, "uordblks"), used_before + 200 * 40'000) << "read fresh";
   EXPECT_LE(third.figures_age_ms, 50);

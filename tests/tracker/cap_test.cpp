@@ -19,16 +19,15 @@ using liveheap::Options;
 
 TEST(TrackerMemoryCap, FromTheEnvironmentStrictly) {
   const std::pair<const char*, std::uint64_t> good[] = {
-      {"1048576", 1048576},         {"1MiB", 1048576},           {"256MiB", 268435456},
-      {"1GiB", 1073741824},         {"4096KiB", 4194304},        {"3000000B", 3000000},
-      {"1TiB", std::uint64_t{1} << 40}};
+      {"1048576", 1048576}, {"1MiB", 1048576},     {"256MiB", 268435456},           {"1GiB", 1073741824},
+      {"4096KiB", 4194304}, {"3000000B", 3000000}, {"1TiB", std::uint64_t{1} << 40}};
   for (const auto& [text, bytes] : good) {
     ::setenv("LIVEHEAP_MAX_TRACKER_MEMORY", text, 1);
     EXPECT_EQ(liveheap::options_from_environment(Mode::exact)->max_tracker_memory, bytes) << text;
   }
-  for (const char* bad : {"", "256M", "256mib", "256 MiB", " 256MiB", "256MiB ", "1.5GiB", "-1",
-                          "0", "1048575", "1023KiB", "2TiB", "1025GiB", "MiB", "0x100000",
-                          "+1048576", "99999999999999999999", "17179869184GiB"}) {
+  for (const char* bad :
+       {"", "256M", "256mib", "256 MiB", " 256MiB", "256MiB ", "1.5GiB", "-1", "0", "1048575", "1023KiB",
+        "2TiB", "1025GiB", "MiB", "0x100000", "+1048576", "99999999999999999999", "17179869184GiB"}) {
     ::setenv("LIVEHEAP_MAX_TRACKER_MEMORY", bad, 1);
     try {
       liveheap::options_from_environment(Mode::exact);
@@ -41,13 +40,12 @@ TEST(TrackerMemoryCap, FromTheEnvironmentStrictly) {
     }
   }
   ::unsetenv("LIVEHEAP_MAX_TRACKER_MEMORY");
-  EXPECT_EQ(liveheap::options_from_environment(Mode::exact)->max_tracker_memory,
-            std::uint64_t{1} << 30);
+  EXPECT_EQ(liveheap::options_from_environment(Mode::exact)->max_tracker_memory, std::uint64_t{1} << 30);
 }
 
 TEST(TrackerMemoryCap, OptionsOutOfRangeAreRefused) {
-  for (std::uint64_t bad : {std::uint64_t{0}, liveheap::kMinTrackerMemory - 1,
-                            liveheap::kMaxTrackerMemory + 1}) {
+  for (std::uint64_t bad :
+       {std::uint64_t{0}, liveheap::kMinTrackerMemory - 1, liveheap::kMaxTrackerMemory + 1}) {
     Options o;
     o.max_tracker_memory = bad;
     EXPECT_THROW(liveheap::start(o), std::invalid_argument) << bad;
@@ -67,9 +65,16 @@ std::uint64_t g_path = 0;
   void* p;
   const std::uint64_t branch = g_path % 3;
   g_path /= 3;
-  if (branch == 0) { p = descend(depth - 1, size); asm volatile("nop" ::: "memory"); }
-  else if (branch == 1) { p = descend(depth - 1, size); asm volatile("nop\n nop" ::: "memory"); }
-  else { p = descend(depth - 1, size); asm volatile("nop\n nop\n nop" ::: "memory"); }
+  if (branch == 0) {
+    p = descend(depth - 1, size);
+    asm volatile("nop" ::: "memory");
+  } else if (branch == 1) {
+    p = descend(depth - 1, size);
+    asm volatile("nop\n nop" ::: "memory");
+  } else {
+    p = descend(depth - 1, size);
+    asm volatile("nop\n nop\n nop" ::: "memory");
+  }
   return p;
 }
 
@@ -85,8 +90,7 @@ void allocate_new_stacks(std::vector<void*>& keep, std::uint64_t first, int n, s
 
 const liveheap::Trace* over_cap_trace(const liveheap::Snapshot& s) {
   for (const liveheap::Trace& t : s.traces())
-    if (t.traceback.size() == 1 && t.traceback[0].function == liveheap::kOverCapFunction)
-      return &t;
+    if (t.traceback.size() == 1 && t.traceback[0].function == liveheap::kOverCapFunction) return &t;
   return nullptr;
 }
 

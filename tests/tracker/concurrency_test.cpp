@@ -1,5 +1,7 @@
 // Threads allocating and freeing while snapshots are taken, fork in a tracked program, and
 // the unwinder loaded without hijacking C++ exception handling.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <atomic>
 #include <cstdlib>
 #include <dlfcn.h>

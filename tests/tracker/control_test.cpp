@@ -1,5 +1,7 @@
 // start/stop/clear/peak semantics (tracemalloc's), option validation, the tracker's own
 // memory kept out of every report, and the allocation functions' C contracts under tracking.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <cerrno>
 #include <cstdlib>
 #include <malloc.h>

@@ -1,4 +1,6 @@
 // The exact-mode truth test: known bytes at known lines, and the diff must say exactly that.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <cstdlib>
 #include <cstring>
 #include <string>

@@ -1,5 +1,7 @@
 // The tracker's history: known bytes at known lines over ticks, exact series and verdicts;
 // the thread's interval, stop and fork; the tick's cost at 10,000 stacks.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <sys/wait.h>
 #include <unistd.h>
 

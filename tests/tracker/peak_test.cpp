@@ -1,5 +1,7 @@
 // take_peak_snapshot: what was live at the traced heap's high-water mark, recorded by a
 // liveheap thread, exactly, after the blocks that made the peak are gone.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <chrono>
 #include <cstdlib>
 #include <functional>

@@ -1,5 +1,7 @@
 // RequestComparison: the reference and the comparisons happen on a liveheap thread with the
 // exact growth, and host requests that arrive while a comparison runs do not wait for it.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <algorithm>
 #include <atomic>
 #include <chrono>

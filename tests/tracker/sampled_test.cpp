@@ -1,5 +1,7 @@
 // Sampled mode: unbiased estimates of known truth, and sampled blocks that behave like any
 // other block (freed anywhere, realloc'd across the sampled/unsampled line, aligned).
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -2,6 +2,8 @@
 // symbolized() asks the symbolizer each distinct address once (for a pair, the union);
 // the result is the Snapshot take_snapshot() gives; ids survive clear, stop/start and fork;
 // code unloaded since is never named, and an id the process never interned is refused.
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -98,7 +98,8 @@ wire::Reply answer(server::FileDebugInfo& info, std::string_view body) {
   try {
     const wire::Request request = wire::decode_request(body);
     reply.answers.reserve(request.queries.size());
-    for (const wire::Query& q : request.queries) reply.answers.push_back(info.resolve(request.objects[q.object], q.pc));
+    for (const wire::Query& q : request.queries)
+      reply.answers.push_back(info.resolve(request.objects[q.object], q.pc));
   } catch (const std::exception& e) {
     reply.answers.clear();
     reply.error = e.what();
@@ -134,7 +135,8 @@ int listening_socket(const Settings& s) {
   if (listener < 0) return -1;
   socklen_t length = 0;
   const sockaddr_un address = wire::abstract_address(s.socket, length);
-  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0 || ::listen(listener, 64) != 0) {
+  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
+      ::listen(listener, 64) != 0) {
     ::close(listener);
     return -1;
   }
@@ -146,8 +148,8 @@ int listening_socket(const Settings& s) {
   ::fcntl(listener, F_SETFD, 0);
   std::string fd = std::to_string(listener), parent = std::to_string(s.stay_with),
               idle = std::to_string(s.idle_exit_s);
-  std::string a[] = {"liveheap-symbolizer", "--socket", s.socket, "--stay-with", parent,
-                     "--listen-fd", fd, "--idle-exit", idle};
+  std::string a[] = {"liveheap-symbolizer", "--socket", s.socket,      "--stay-with", parent,
+                     "--listen-fd",         fd,         "--idle-exit", idle};
   char* argv[std::size(a) + 1] = {};
   for (std::size_t i = 0; i < std::size(a); ++i) argv[i] = a[i].data();
   ::execv("/proc/self/exe", argv);

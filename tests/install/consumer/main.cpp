@@ -1,6 +1,8 @@
 // Keeps 3 blocks of 1000 bytes at a known line and checks that the installed library's
 // snapshot finds exactly them there: the public API links and works from outside, with
 // liveheap::liveheap alone (no nlohmann_json: the core headers must not include it).
+// Not reformatted: an allocation and the __LINE__ that names it share a line or a fixed offset.
+// clang-format off
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
