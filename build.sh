@@ -20,7 +20,7 @@ BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
 TEST_PACKAGES=(libgtest-dev chromium valgrind libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
                python3 perl sqlite3 git golang-go golang-github-google-pprof-dev prometheus
                python3-flask gunicorn python3-matplotlib python3-torch clang libclang-rt-14-dev
-               redis-server redis-tools nginx postgresql-15 nodejs libpython3.11-dev)
+               redis-server redis-tools nginx postgresql-15 nodejs libpython3.11-dev clang-format)
 # The fuzzers: clang's libFuzzer and sanitizer runtimes (docs/fuzzing.md).
 FUZZ_PACKAGES=(libgtest-dev clang libclang-rt-14-dev)
 # python3-matplotlib and python3-torch (~136 MB of archives): the real workloads of the bench rows.
