@@ -33,7 +33,7 @@ const freePort = () => new Promise((resolve) => {
   });
 });
 
-// [size, sizeDiff, count, countDiff] of the row for `where` ("prefork_truth.cpp:33"), or null.
+// [size, sizeDiff, count, countDiff] of the row for `where` ("prefork_truth.cpp:42"), or null.
 const rowOf = (page, where) => page.evaluate((w) => {
   const tr = [...document.querySelectorAll('tr.site')].find((r) => r.querySelector('.site-main')?.textContent === w);
   return tr ? ['.size', '.size-diff', '.count', '.count-diff'].map((c) => tr.querySelector(c)?.textContent) : null;
