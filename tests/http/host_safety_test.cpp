@@ -142,14 +142,17 @@ TEST(HostSafety, ANonHolderRunsAShellPipelineQuietly) {
 }
 
 // A program that closes every descriptor and opens its own under the numbers liveheap's
-// sockets had: its forked child keeps all of them.
+// sockets had: its forked child keeps all of them, and liveheap writes into none of them
+// while the program works, forks again and exits.
 TEST(HostSafety, AChildKeepsTheProgramsDescriptors) {
   for (const bool holds : {true, false}) {
     RuntimeDir dir;
     const std::uint16_t port = free_port();
     std::unique_ptr<Holder> other;
     if (!holds) other = std::make_unique<Holder>(dir, port);
-    ChildProcess program({LIVEHEAP_DESCRIPTOR_PROGRAM}, preload_env(dir, port));
+    std::vector<std::string> env = preload_env(dir, port);
+    env.push_back("LIVEHEAP_HISTORY_INTERVAL=1");  // the history ticks while the program writes
+    ChildProcess program({LIVEHEAP_DESCRIPTOR_PROGRAM}, env);
     const std::string ready = program.read_line(20000).value_or("EOF");
     ASSERT_TRUE(ready.starts_with("READY ")) << ready;
     ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == (holds ? 1u : 2u); }))
@@ -158,6 +161,7 @@ TEST(HostSafety, AChildKeepsTheProgramsDescriptors) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     program.write_line("go");
     EXPECT_EQ(program.read_line(20000).value_or("EOF"), "CHILD KEPT 10 OF 10") << "holds: " << holds;
+    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "UNTOUCHED") << "holds: " << holds;
     EXPECT_EQ(program.wait(20000), 0);
   }
 }
