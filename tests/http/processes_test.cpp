@@ -2,7 +2,6 @@
 // LD_PRELOAD: a prefork master whose forked workers keep known bytes, a wrapper that forks
 // the program, the registry's permissions, stale sockets, a child outliving its parent.
 // Each test has its own registry (XDG_RUNTIME_DIR in a fresh private directory).
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -13,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +25,7 @@
 
 #include "child_process.hpp"
 #include "../support/temp_dir.hpp"
+#include "../support/threads_of.hpp"
 #include "client.hpp"
 #include "exchange.hpp"
 #include "runtime_dir.hpp"
@@ -125,22 +126,14 @@ struct Resume {
 // Whether every thread of `pid` is stopped: kill(SIGSTOP) returns before the stop has
 // reached the threads, and a thread still running may answer one more request.
 bool all_threads_stopped(pid_t pid) {
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  DIR* dir = ::opendir(tasks.c_str());
-  if (dir == nullptr) return false;
-  bool stopped = true, any = false;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream stat(tasks + "/" + e->d_name + "/stat");
+  const std::vector<pid_t> threads = test_support::threads_of(pid);
+  return !threads.empty() && std::all_of(threads.begin(), threads.end(), [pid](pid_t tid) {
+    std::ifstream stat(test_support::task_dir(pid) + "/" + std::to_string(tid) + "/stat");
     std::string line;
     std::getline(stat, line);
     const auto after_name = line.rfind(')');  // the state follows the command's name
-    any = true;
-    stopped = stopped && after_name != std::string::npos && after_name + 2 < line.size() &&
-              line[after_name + 2] == 'T';
-  }
-  ::closedir(dir);
-  return any && stopped;
+    return after_name != std::string::npos && after_name + 2 < line.size() && line[after_name + 2] == 'T';
+  });
 }
 
 class Prefork : public ::testing::Test {

@@ -1,7 +1,6 @@
 // Every thread liveheap starts blocks the asynchronous signals: the host's handlers run on
 // the host's threads, and a signal the host waits for with sigwait() is never taken by
 // liveheap. Checked in the kernel's view of each thread (/proc/self/task/*/status, SigBlk).
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/threads_of.hpp"
 #include "../support/tracing_session.hpp"
 #include "../support/wait.hpp"
 #include "client.hpp"
@@ -24,14 +24,8 @@ using test_support::kPatience;
 using test_support::wait_until;
 
 std::vector<pid_t> other_threads() {
-  std::vector<pid_t> tids;
-  DIR* dir = ::opendir("/proc/self/task");
-  if (dir == nullptr) return tids;
-  while (const dirent* entry = ::readdir(dir)) {
-    const pid_t tid = std::atoi(entry->d_name);
-    if (tid > 0 && tid != ::getpid()) tids.push_back(tid);
-  }
-  ::closedir(dir);
+  std::vector<pid_t> tids = test_support::threads_of(::getpid());
+  std::erase(tids, ::getpid());
   return tids;
 }
 

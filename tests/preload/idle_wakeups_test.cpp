@@ -2,7 +2,6 @@
 // preload library, in each mode, with and without an endpoint, and as the second process of
 // a group; the voluntary context switches of all its threads over a few seconds (a peak
 // recorder that polled every 5 ms made 200 a second).
-#include <dirent.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +19,7 @@
 
 #include "../support/child_process.hpp"
 #include "../support/temp_dir.hpp"
+#include "../support/threads_of.hpp"
 #include "../support/wait.hpp"
 
 extern char** environ;
@@ -33,20 +33,15 @@ constexpr double kMostPerSecond = 3;
 
 // Voluntary context switches summed over the threads of `pid`, and how many threads.
 std::pair<long, int> voluntary_switches(pid_t pid) {
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
   long sum = 0;
   int threads = 0;
-  if (DIR* dir = ::opendir(tasks.c_str())) {
-    while (const dirent* e = ::readdir(dir)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream status(tasks + "/" + e->d_name + "/status");
-      for (std::string line; std::getline(status, line);)
-        if (line.rfind("voluntary_ctxt_switches:", 0) == 0) {
-          sum += std::atol(line.c_str() + line.find(':') + 1);
-          ++threads;
-        }
-    }
-    ::closedir(dir);
+  for (const pid_t tid : test_support::threads_of(pid)) {
+    std::ifstream status(test_support::task_dir(pid) + "/" + std::to_string(tid) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) {
+        sum += std::atol(line.c_str() + line.find(':') + 1);
+        ++threads;
+      }
   }
   return {sum, threads};
 }
