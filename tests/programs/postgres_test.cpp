@@ -8,11 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "../support/temp_dir.hpp"
+#include "../support/threads_of.hpp"
 #include "../support/wait.hpp"
 #include "program_run.hpp"
 
@@ -36,6 +40,45 @@ void collect_modules(const nlohmann::json& j, std::vector<std::string>& modules)
   } else if (j.is_array()) {
     for (const auto& value : j) collect_modules(value, modules);
   }
+}
+
+// A file's text, NULs as spaces ("" when it cannot be read).
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  for (char& c : s)
+    if (c == '\0') c = ' ';
+  return s;
+}
+
+// What a process that did not exit is doing, for the failure message: its command line and
+// each thread's name, state, kernel wait channel and system call; with gdb installed, every
+// thread's stack.
+std::string what_it_waits_on(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::string out = "pid " + std::to_string(pid) + ": " + file_text(proc + "/cmdline") + "\n";
+  for (const pid_t tid : test_support::threads_of(pid)) {
+    const std::string task = test_support::task_dir(pid) + "/" + std::to_string(tid);
+    const std::string stat = file_text(task + "/stat");
+    const std::size_t state = stat.rfind(") ");
+    std::string name = file_text(task + "/comm");
+    if (!name.empty() && name.back() == '\n') name.pop_back();
+    out += "  thread " + std::to_string(tid) + " " + name + " state " +
+           (state == std::string::npos ? "?" : stat.substr(state + 2, 1)) + " wchan " +
+           file_text(task + "/wchan") + " syscall " + file_text(task + "/syscall");
+  }
+  if (::access("/usr/bin/gdb", X_OK) == 0) {
+    const std::string command =
+        "/usr/bin/gdb -batch -p " + std::to_string(pid) + " -ex 'thread apply all bt' 2>&1 </dev/null";
+    if (FILE* gdb = ::popen(command.c_str(), "r")) {
+      char buffer[4096];
+      while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, gdb)) out.append(buffer, n);
+      ::pclose(gdb);
+    }
+  }
+  return out;
 }
 
 // postgres refuses to run as root: as root, every command runs as `postgres` (or `nobody`).
@@ -138,7 +181,12 @@ TEST_F(Postgres, APreloadedPostmasterServesPgbenchAndNamesItsExecutable) {
   });
   EXPECT_GE(cluster.size(), 4u) << "the postmaster and its checkpointer, writers and launcher";
   ::kill(postmaster_->pid(), SIGINT);
-  EXPECT_EQ(postmaster_->wait(30000), 0) << "the postmaster did not shut down within 30 s";
+  const int status = postmaster_->wait(30000);
+  std::string waiting;  // what the processes still there do, before any is killed
+  if (status != 0)
+    for (const pid_t pid : cluster)
+      if (::kill(pid, 0) == 0) waiting += what_it_waits_on(pid);
+  EXPECT_EQ(status, 0) << "the postmaster did not shut down within 30 s\n" << waiting;
   postmaster_.reset();
   for (const pid_t pid : cluster) {
     const bool gone = static_cast<bool>(test_support::wait_until(5s, [&] { return ::kill(pid, 0) != 0; }));
