@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/single_threaded.h>
 
+#include "fork_repairs.hpp"
 #include "live_table.hpp"
 #include "next_threshold.hpp"
 #include "next_usable.hpp"
@@ -492,11 +493,13 @@ void after_fork_in_child() noexcept {
     g_mode.store(Mode::off, std::memory_order_seq_cst);
     set_free_filter(Mode::off);
     g_fork_interrupted = false;
+    run_fork_repairs();  // tracking is off in this child, and its modules' locks free
     return;
   }
   g_sample_counting.store(0, std::memory_order_relaxed);
   g_sample_clearing.store(false, std::memory_order_relaxed);
   after_fork();
+  run_fork_repairs();
 }
 [[gnu::constructor(101)]] void register_fork_handlers() noexcept {
   pthread_atfork(before_fork, after_fork, after_fork_in_child);
