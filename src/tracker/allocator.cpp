@@ -12,7 +12,9 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <new>
 
+#include "fork_repairs.hpp"
 #include "fork_safe_once.hpp"
 #include "liveheap/tracker.hpp"
 
@@ -118,14 +120,15 @@ struct GlibcReads {
 };
 GlibcReads g_glibc;
 
-// Its lock is held across fork(), so that a child never inherits it locked by a thread it
-// does not have.
-GlibcReads& glibc_reads() noexcept {
-  static const int atfork = pthread_atfork([] { g_glibc.mutex.lock(); }, [] { g_glibc.mutex.unlock(); },
-                                           [] { g_glibc.mutex.unlock(); });
-  (void)atfork;
-  return g_glibc;
+// Its lock is held across fork(), and made afresh in the child (from the engine's repairs,
+// which every fork runs: see engine/fork_repairs.hpp), so that a child never inherits it
+// locked by a thread it does not have. Registered at load, before any thread reads.
+[[gnu::constructor]] void register_fork_handlers() noexcept {
+  pthread_atfork([] { g_glibc.mutex.lock(); }, [] { g_glibc.mutex.unlock(); }, nullptr);
+  engine::on_fork_child([] { new (&g_glibc.mutex) std::mutex; });
 }
+
+GlibcReads& glibc_reads() noexcept { return g_glibc; }
 
 double thread_cpu_ms() noexcept {
   timespec t{};

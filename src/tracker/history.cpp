@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -17,6 +18,8 @@
 
 #include "blocked_signals.hpp"
 #include "engine.hpp"
+#include "fork_repairs.hpp"
+#include "fork_safe_once.hpp"
 #include "liveheap/allocator.hpp"
 #include "liveheap/request_scope.hpp"
 #include "liveheap/tracker.hpp"
@@ -79,19 +82,25 @@ bool adopt_fork(Recorder& r) {
   return was_running;
 }
 
-Recorder& recorder() {
-  static Recorder* r = [] {
-    auto* made = new Recorder;  // never destroyed: the thread may outlive static destructors
-    ::pthread_atfork([] { recorder().mutex.lock(); }, [] { recorder().mutex.unlock(); },
-                     [] {
-                       Recorder& me = recorder();
-                       me.forked = true;
-                       me.mutex.unlock();
-                     });
-    return made;
-  }();
-  return *r;
+// fork(): the lock is held across it (the child's copy of the points is whole), and the
+// child makes it afresh, from the engine's repairs: a fork that began before these handlers
+// were registered runs neither, and the child's copy may then be held by a thread of the
+// parent.
+std::atomic<Recorder*> g_made{nullptr};  // the handlers' way to it: they must not make one
+
+Recorder* make_recorder() {
+  auto* made = new Recorder;  // never destroyed: the thread may outlive static destructors
+  g_made.store(made);
+  engine::on_fork_child([] {
+    Recorder* me = g_made.load(std::memory_order_relaxed);
+    new (&me->mutex) std::mutex;
+    me->forked = true;
+  });
+  ::pthread_atfork([] { g_made.load()->mutex.lock(); }, [] { g_made.load()->mutex.unlock(); }, nullptr);
+  return made;
 }
+
+Recorder& recorder() { return engine::fork_safe_once<Recorder, make_recorder>(); }
 
 void run(unsigned interval_s) {
   engine::begin_ignore();  // this thread's allocations are the tracker's own

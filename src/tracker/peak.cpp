@@ -15,6 +15,8 @@
 
 #include "blocked_signals.hpp"
 #include "engine.hpp"
+#include "fork_repairs.hpp"
+#include "fork_safe_once.hpp"
 #include "liveheap/tracker.hpp"
 #include "peak_signal.hpp"
 #include "wall_clock.hpp"
@@ -33,12 +35,23 @@ struct State {
   std::atomic<std::uint32_t> answered{0};    // the signal count the last look answered
 };
 
-State& state() {
-  static State* s = [] {
-    IgnoreScope ignore;
-    return new State;
-  }();
-  return *s;
+State* make_state();
+State& state() { return engine::fork_safe_once<State, make_state>(); }
+
+// fork() without exec, first of the child's handlers (engine/fork_repairs.hpp): the
+// parent's thread does not exist here, and a lock it held stays held.
+void repair_after_fork() {
+  State& s = state();
+  new (&s.recording) std::mutex;
+  new (&s.latest_mutex) std::mutex;
+  s.thread_running.store(false);
+}
+
+State* make_state() {
+  IgnoreScope ignore;
+  auto* made = new State;
+  engine::on_fork_child(repair_after_fork);
+  return made;
 }
 
 void add_stack(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, const engine::StackSums& sums) {
@@ -105,12 +118,9 @@ void start_thread(State& s) noexcept {
   }
 }
 
-// fork() without exec: the parent's thread does not exist here, and a lock it held stays held.
+// fork() without exec, after repair_after_fork: the child's own thread, or no one to wake.
 void after_fork_in_child() {
   State& s = state();
-  new (&s.recording) std::mutex;
-  new (&s.latest_mutex) std::mutex;
-  s.thread_running.store(false);
   if (engine::active() && s.restart_in_child.load()) start_thread(s);
   else engine::set_peak_mark(engine::kNoPeakMark);  // no one to wake until run()
 }

@@ -3,19 +3,20 @@
 #include "liveheap/tracker.hpp"
 
 #include <dlfcn.h>
-#include <pthread.h>
 
 #include <algorithm>
 #include <functional>
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <stdexcept>
 #include <string>
 
 #include "address_index.hpp"
 #include "engine.hpp"
+#include "fork_repairs.hpp"
 #include "history.hpp"
 #include "loaded_code.hpp"
 #include "main_program.hpp"
@@ -40,13 +41,18 @@ Options g_options;  // guarded by g_control
 bool g_recorders_waiting = false;
 bool g_recorders_released = false;
 
-// fork() without exec, in the child (one thread, g_control not ours to take): a deferring
-// session waits again, for the child's own start_recorders() (its endpoint calls it once
-// the child has lived a moment); most children exec at once and never need a thread.
+// fork() without exec, in the child (one thread): a deferring session waits again, for the
+// child's own start_recorders() (its endpoint calls it once the child has lived a moment);
+// most children exec at once and never need a thread. g_control is made afresh: a thread
+// of the parent may have held it (a takeover starting the session, a report clearing), and
+// the child's endpoint and exit would wait for that thread, which is not here, forever.
 void after_fork_in_child() {
+  new (&g_control) std::mutex;
   g_recorders_released = false;
   g_recorders_waiting = g_options.defer_recorders && engine::active();
 }
+// At load, before any thread can take g_control (see engine/fork_repairs.hpp).
+[[gnu::constructor]] void register_fork_repair() noexcept { engine::on_fork_child(after_fork_in_child); }
 
 engine::Mode to_engine(Mode mode) {
   switch (mode) {
@@ -118,8 +124,6 @@ void start_session(const Options& options, bool engine_started) {
       !engine::start({to_engine(options.mode), options.max_frames, options.sample_interval,
                       options.sample_seed, static_cast<std::int64_t>(options.max_tracker_memory)}))
     throw std::runtime_error("sampled mode could not reserve address space for its samples");
-  static std::once_flag at_fork;
-  std::call_once(at_fork, [] { ::pthread_atfork(nullptr, nullptr, after_fork_in_child); });
   // The recorders' state and threads are the tracker's own memory, not the caller's.
   IgnoreScope ignore;
   const bool run_now = !options.defer_recorders || g_recorders_released;

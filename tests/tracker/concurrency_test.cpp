@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <random>
+#include <signal.h>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -145,6 +146,40 @@ TEST(Concurrency, ForkedChildKeepsWorking) {
   std::int64_t count = 0;
   EXPECT_EQ(size_at_line(liveheap::take_snapshot(), parent_line, &count), 4242);
   std::free(parent_block);
+}
+
+// A child forked while another thread holds the tracker's control lock (clearing here; in
+// a PostgreSQL postmaster, liveheap's thread starting the session as a checkpointer was
+// forked) can still use and stop tracing, and so exit: the checkpointer once waited for the
+// parent's thread at its exit, forever, and the cluster never shut down.
+TEST(Concurrency, AChildForkedWhileAnotherThreadClearsCanStopTracing) {
+  TracingSession tracing({Mode::exact, 32});
+  std::atomic<bool> done{false};
+  std::thread clearing([&] {
+    while (!done.load()) liveheap::clear();
+  });
+  int hung = 0;
+  for (int i = 0; i < 40; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(10);  // a hang ends as SIGALRM
+      (void)liveheap::options();
+      liveheap::clear();
+      liveheap::stop();  // what an exit handler does
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+      ++hung;
+      break;  // one says it: each costs the alarm's seconds
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+  done = true;
+  clearing.join();
+  EXPECT_EQ(hung, 0) << "a child forked while another thread cleared hung";
 }
 
 std::string module_of(const char* symbol) {
