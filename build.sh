@@ -11,10 +11,6 @@ cd "$(dirname "$0")"
 
 BUILD_DIR=${LIVEHEAP_BUILD_DIR:-build}
 JOBS=${LIVEHEAP_JOBS:-$(nproc)}
-# Most tests wait (on real programs, sockets and history intervals): ctest runs twice as
-# many at once as there are CPUs (on 2 cores, every test but the sanitizer tier in ~2.4
-# minutes instead of ~4.5, with ~1.6 cores busy).
-TEST_JOBS=${LIVEHEAP_TEST_JOBS:-$((2 * JOBS))}
 
 # Debian packages each job needs (Boost 1.81: 1.74 lacks Beast's message_generator).
 BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
@@ -86,7 +82,7 @@ case "${1:-}" in
     cmake --build "$BUILD_DIR" -j "$JOBS"
     cd "$BUILD_DIR"
     status=0
-    ctest --output-on-failure --timeout 600 -j "$TEST_JOBS" -LE sanitizer || status=1
+    ctest --output-on-failure --timeout 600 -j "$JOBS" -LE sanitizer || status=1
     wait "$trees" || true
     ctest --output-on-failure --timeout 600 -j "$JOBS" -L sanitizer || status=1
     exit $status
