@@ -44,8 +44,9 @@ int main() {
   // Long enough for liveheap's threads to have work (the history ticks every second in the
   // test), with allocations and a fork among the writes.
   const std::string kLine = "a line of the program's own\n";
+  constexpr int kRounds = 15;
   std::vector<void*> kept;
-  for (int round = 0; round < 15; ++round) {
+  for (int round = 0; round < kRounds; ++round) {
     for (int k = 0; k < 64; ++k) kept.push_back(std::malloc(4096));
     for (std::size_t i = 6; i < mine.size(); ++i)
       if (::write(mine[i], kLine.data(), kLine.size()) != static_cast<ssize_t>(kLine.size())) return 3;
@@ -56,13 +57,13 @@ int main() {
     }
     ::usleep(100000);
   }
+  std::string expected;
+  for (int round = 0; round < kRounds; ++round) expected += kLine;
   std::string found;
   for (std::size_t i = 6; i < mine.size(); ++i) {
-    std::string text(kLine.size() * 16, '\0');
+    std::string text(expected.size() + kLine.size(), '\0');  // room to see a line too many
     const ssize_t n = ::pread(mine[i], text.data(), text.size(), 0);
     text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-    std::string expected;
-    for (int round = 0; round < 15; ++round) expected += kLine;
     if (text != expected)
       found += " file " + std::to_string(i - 6) + " holds " + std::to_string(text.size()) + " B";
   }

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "../support/read_file.hpp"
 #include "../support/temp_dir.hpp"
 #include "child_process.hpp"
 #include "client.hpp"
@@ -27,12 +27,7 @@ extern char** environ;
 namespace http_test {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test_support::read_file;
 
 struct Finished {
   int status = -1;  // the exit status, -1 when it did not exit in time (then it was killed)

@@ -128,11 +128,7 @@ struct Resume {
 bool all_threads_stopped(pid_t pid) {
   const std::vector<pid_t> threads = test_support::threads_of(pid);
   return !threads.empty() && std::all_of(threads.begin(), threads.end(), [pid](pid_t tid) {
-    std::ifstream stat(test_support::task_dir(pid) + "/" + std::to_string(tid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto after_name = line.rfind(')');  // the state follows the command's name
-    return after_name != std::string::npos && after_name + 2 < line.size() && line[after_name + 2] == 'T';
+    return test_support::thread_state(pid, tid) == 'T';
   });
 }
 

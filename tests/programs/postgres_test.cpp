@@ -8,13 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "../support/read_file.hpp"
 #include "../support/temp_dir.hpp"
 #include "../support/threads_of.hpp"
 #include "../support/wait.hpp"
@@ -42,32 +42,22 @@ void collect_modules(const nlohmann::json& j, std::vector<std::string>& modules)
   }
 }
 
-// A file's text, NULs as spaces ("" when it cannot be read).
-std::string file_text(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
-  for (char& c : s)
-    if (c == '\0') c = ' ';
-  return s;
-}
-
 // What a process that did not exit is doing, for the failure message: its command line and
 // each thread's name, state, kernel wait channel and system call; with gdb installed, every
 // thread's stack.
 std::string what_it_waits_on(pid_t pid) {
   const std::string proc = "/proc/" + std::to_string(pid);
-  std::string out = "pid " + std::to_string(pid) + ": " + file_text(proc + "/cmdline") + "\n";
+  std::string command_line = test_support::read_file(proc + "/cmdline");
+  std::replace(command_line.begin(), command_line.end(), '\0', ' ');
+  std::string out = "pid " + std::to_string(pid) + ": " + command_line + "\n";
   for (const pid_t tid : test_support::threads_of(pid)) {
     const std::string task = test_support::task_dir(pid) + "/" + std::to_string(tid);
-    const std::string stat = file_text(task + "/stat");
-    const std::size_t state = stat.rfind(") ");
-    std::string name = file_text(task + "/comm");
+    std::string name = test_support::read_file(task + "/comm");
+    const char state = test_support::thread_state(pid, tid);
     if (!name.empty() && name.back() == '\n') name.pop_back();
-    out += "  thread " + std::to_string(tid) + " " + name + " state " +
-           (state == std::string::npos ? "?" : stat.substr(state + 2, 1)) + " wchan " +
-           file_text(task + "/wchan") + " syscall " + file_text(task + "/syscall");
+    out += "  thread " + std::to_string(tid) + " " + name + " state " + (state != '\0' ? state : '?') +
+           " wchan " + test_support::read_file(task + "/wchan") + " syscall " +
+           test_support::read_file(task + "/syscall");
   }
   if (::access("/usr/bin/gdb", X_OK) == 0) {
     const std::string command =

@@ -5,12 +5,10 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include <gtest/gtest.h>
 
 #include "../http/client.hpp"
+#include "../support/read_file.hpp"
 #include "../support/temp_dir.hpp"
 #include "../support/wait.hpp"
 #include "program_run.hpp"
@@ -22,10 +20,7 @@ constexpr auto kForkTimeout = 10s;  // bare: ~0.1 s
 
 // /proc/<pid>/status, or "" when the process is gone.
 std::string proc_status(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/status");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
+  return test_support::read_file("/proc/" + std::to_string(pid) + "/status");
 }
 
 // Whether the signal mask on `field`'s line ("ShdPnd:\t0000000000004000") has `signal`.

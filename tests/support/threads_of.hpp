@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ inline std::vector<pid_t> threads_of(pid_t pid) {
     ::closedir(dir);
   }
   return tids;
+}
+
+// A thread's state letter from its stat line ('R', 'S', 'T', ...), or '\0' when it is gone.
+inline char thread_state(pid_t pid, pid_t tid) {
+  std::ifstream stat(task_dir(pid) + "/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto after_name = line.rfind(')');  // the state follows the command's name
+  return after_name != std::string::npos && after_name + 2 < line.size() ? line[after_name + 2] : '\0';
 }
 
 }  // namespace test_support
