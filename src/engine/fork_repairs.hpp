@@ -14,7 +14,11 @@ namespace liveheap::engine {
 
 // Runs `repair` in every child fork() makes after this call returns (once, however often
 // it is registered). A repair runs with the engine's locks free, on the child's only thread:
-// it makes its module's locks afresh and forgets the parent's threads. At most kForkRepairs.
+// it makes its module's locks afresh and forgets the parent's threads. It must not allocate:
+// it runs before the child handlers of the allocator beneath (jemalloc's, say), which may
+// still hold that allocator's locks. Work that allocates in the child (the endpoint's,
+// restarting a thread) stays in handlers that run later: boot::on_fork_child, or the
+// module's own pthread_atfork handler. At most kForkRepairs.
 LIVEHEAP_SHARED void on_fork_child(void (*repair)()) noexcept;
 inline constexpr int kForkRepairs = 16;
 
