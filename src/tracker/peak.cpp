@@ -38,18 +38,21 @@ struct State {
 State* make_state();
 State& state() { return engine::fork_safe_once<State, make_state>(); }
 
+std::atomic<State*> g_made{nullptr};  // the repair's way to it: a repair must not make one
+
 // fork() without exec, first of the child's handlers (engine/fork_repairs.hpp): the
 // parent's thread does not exist here, and a lock it held stays held.
 void repair_after_fork() {
-  State& s = state();
-  new (&s.recording) std::mutex;
-  new (&s.latest_mutex) std::mutex;
-  s.thread_running.store(false);
+  State* s = g_made.load(std::memory_order_relaxed);
+  new (&s->recording) std::mutex;
+  new (&s->latest_mutex) std::mutex;
+  s->thread_running.store(false);
 }
 
 State* make_state() {
   IgnoreScope ignore;
   auto* made = new State;
+  g_made.store(made);
   engine::on_fork_child(repair_after_fork);
   return made;
 }
