@@ -13,7 +13,7 @@ BUILD_DIR=${LIVEHEAP_BUILD_DIR:-build}
 JOBS=${LIVEHEAP_JOBS:-$(nproc)}
 
 # Debian packages each job needs (Boost 1.81: 1.74 lacks Beast's message_generator).
-BUILD_PACKAGES=(g++ cmake make libboost1.81-dev libboost-stacktrace1.81-dev
+BUILD_PACKAGES=(g++ cmake make ninja-build libboost1.81-dev libboost-stacktrace1.81-dev
                 nlohmann-json3-dev libunwind-dev zlib1g-dev curl)
 # The allocators, unmodified programs and ecosystem tools liveheap is tested with (the
 # servers among them run as the tests start them, on free ports, not as installed services).
@@ -26,6 +26,11 @@ TEST_PACKAGES=(libgtest-dev chromium valgrind libjemalloc2 libtcmalloc-minimal4 
 FUZZ_PACKAGES=(libgtest-dev clang libclang-rt-14-dev)
 # python3-matplotlib and python3-torch (~136 MB of archives): the real workloads of the bench rows.
 BENCH_PACKAGES=(heaptrack libjemalloc2 wrk python3 python3-matplotlib python3-torch python3-flask gunicorn)
+
+# Ninja for new build directories (an existing one keeps its generator): it compiles a
+# target's files while the libraries it links are still being built, which keeps both
+# cores busy to the end of the build (make waits for each library first).
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -70,12 +75,11 @@ case "${1:-}" in
     # on the CPU that the main build and then the other tests leave (most of those wait on
     # real programs, sockets and clocks); the sanitizer tier runs last, its asan_build and
     # tsan_build finding their trees built (a failed build fails there, with its output).
-    # Without clang there is no such target, and no such tier. set -m: a process group of
+    # Without clang there is no such script, and no such tier. set -m: a process group of
     # its own, ended with the script; not setsid, whose new session would be a scheduler
     # autogroup of its own, where nice is not weighed against the tests.
     set -m
-    nice -n 19 cmake --build "$BUILD_DIR" --target sanitizer_trees \
-      >"$BUILD_DIR/sanitizer_trees.log" 2>&1 &
+    nice -n 19 cmake -P "$BUILD_DIR/sanitizer_trees.cmake" >"$BUILD_DIR/sanitizer_trees.log" 2>&1 &
     trees=$!
     set +m
     trap 'kill -- -$trees 2>/dev/null || true' EXIT

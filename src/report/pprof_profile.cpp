@@ -12,11 +12,11 @@ LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
 // profile.proto's field numbers.
-namespace field {
+namespace profile_field {
 constexpr unsigned kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5, kStringTable = 6,
                    kTimeNanos = 9, kDurationNanos = 10, kPeriodType = 11, kPeriod = 12,
                    kDefaultSampleType = 14;
-}  // namespace field
+}  // namespace profile_field
 
 // alloc_objects, alloc_space, inuse_objects, inuse_space: Go's order.
 using Values = std::array<std::int64_t, 4>;
@@ -48,10 +48,10 @@ class ProfileBuilder {
 
   std::string encode(const SnapshotInfo& info, ProfileView view, std::int64_t duration_ns) {
     report::ProtoWriter p;
-    value_type(p, field::kSampleType, "alloc_objects", "count");
-    value_type(p, field::kSampleType, "alloc_space", "bytes");
-    value_type(p, field::kSampleType, "inuse_objects", "count");
-    value_type(p, field::kSampleType, "inuse_space", "bytes");
+    value_type(p, profile_field::kSampleType, "alloc_objects", "count");
+    value_type(p, profile_field::kSampleType, "alloc_space", "bytes");
+    value_type(p, profile_field::kSampleType, "inuse_objects", "count");
+    value_type(p, profile_field::kSampleType, "inuse_space", "bytes");
     for (const auto& [key, values] : samples_) {
       if (values == Values{}) continue;
       report::ProtoWriter s;
@@ -63,7 +63,7 @@ class ProfileBuilder {
         label.integer(2, static_cast<std::uint64_t>(key.second));
         s.bytes(3, label.data());
       }
-      p.bytes(field::kSample, s.data());
+      p.bytes(profile_field::kSample, s.data());
     }
     for (std::size_t i = 0; i < mappings_.size(); ++i) encode_mapping(p, i);
     for (const auto& [id, loc] : locations_) encode_location(p, id, loc);
@@ -73,16 +73,16 @@ class ProfileBuilder {
       f.integer(2, static_cast<std::uint64_t>(fn.first));
       f.integer(3, static_cast<std::uint64_t>(fn.first));
       f.integer(4, static_cast<std::uint64_t>(fn.second));
-      p.bytes(field::kFunction, f.data());
+      p.bytes(profile_field::kFunction, f.data());
     }
-    p.integer(field::kTimeNanos, static_cast<std::uint64_t>(info.taken_at_ms * 1'000'000));
-    p.integer_opt(field::kDurationNanos, static_cast<std::uint64_t>(duration_ns));
-    value_type(p, field::kPeriodType, "space", "bytes");
-    p.integer(field::kPeriod, info.mode == Mode::sampled ? info.sample_interval : 1);
+    p.integer(profile_field::kTimeNanos, static_cast<std::uint64_t>(info.taken_at_ms * 1'000'000));
+    p.integer_opt(profile_field::kDurationNanos, static_cast<std::uint64_t>(duration_ns));
+    value_type(p, profile_field::kPeriodType, "space", "bytes");
+    p.integer(profile_field::kPeriod, info.mode == Mode::sampled ? info.sample_interval : 1);
     if (view == ProfileView::allocs)
-      p.integer(field::kDefaultSampleType, static_cast<std::uint64_t>(string_id("alloc_space")));
+      p.integer(profile_field::kDefaultSampleType, static_cast<std::uint64_t>(string_id("alloc_space")));
     // The string table last: every string above is in it by now.
-    for (const std::string& s : strings_) p.bytes(field::kStringTable, s);
+    for (const std::string& s : strings_) p.bytes(profile_field::kStringTable, s);
     return p.take();
   }
 
@@ -180,7 +180,7 @@ class ProfileBuilder {
     w.integer_opt(6, static_cast<std::uint64_t>(string_id(m.build_id)));
     // Symbolized here, inline frames included: viewers need not look for the binaries.
     for (unsigned f = 7; f <= 10; ++f) w.boolean(f, true);
-    p.bytes(field::kMapping, w.data());
+    p.bytes(profile_field::kMapping, w.data());
   }
 
   void encode_location(report::ProtoWriter& p, std::uint64_t id, const Location& loc) {
@@ -194,7 +194,7 @@ class ProfileBuilder {
       l.integer_opt(2, static_cast<std::uint64_t>(line.line));
       w.bytes(4, l.data());
     }
-    p.bytes(field::kLocation, w.data());
+    p.bytes(profile_field::kLocation, w.data());
   }
 
   std::vector<Mapping> mappings_;  // by start address

@@ -21,7 +21,7 @@ double per(double total, std::uint64_t requests) {
 }
 
 template <typename T>
-T field(const json& j, const char* name, std::size_t i) {
+T route_field(const json& j, const char* name, std::size_t i) {
   const std::string at = "routes[" + std::to_string(i) + "]." + name;
   if (!j.contains(name)) throw std::invalid_argument("routes JSON: " + at + " is missing");
   try {
@@ -112,16 +112,16 @@ RouteReport route_report_from_json(std::string_view text) {
   for (std::size_t i = 0; i < j["routes"].size(); ++i) {
     const json& r = j["routes"][i];
     RouteLine l;
-    l.route = field<std::string>(r, "route", i);
-    l.requests = field<std::uint64_t>(r, "requests", i);
-    l.live_bytes = field<std::int64_t>(r, "live_bytes", i);
-    l.live_blocks = field<std::int64_t>(r, "live_blocks", i);
-    l.allocated_bytes = field<std::int64_t>(r, "allocated_bytes", i);
-    l.allocated_per_request = field<double>(r, "allocated_per_request", i);
-    l.retained_per_request = field<double>(r, "retained_per_request", i);
-    l.retained_bytes = field<std::int64_t>(r, "retained_bytes", i);
-    l.retained_requests = field<std::uint64_t>(r, "retained_requests", i);
-    l.verdict = field<std::string>(r, "verdict", i);
+    l.route = route_field<std::string>(r, "route", i);
+    l.requests = route_field<std::uint64_t>(r, "requests", i);
+    l.live_bytes = route_field<std::int64_t>(r, "live_bytes", i);
+    l.live_blocks = route_field<std::int64_t>(r, "live_blocks", i);
+    l.allocated_bytes = route_field<std::int64_t>(r, "allocated_bytes", i);
+    l.allocated_per_request = route_field<double>(r, "allocated_per_request", i);
+    l.retained_per_request = route_field<double>(r, "retained_per_request", i);
+    l.retained_bytes = route_field<std::int64_t>(r, "retained_bytes", i);
+    l.retained_requests = route_field<std::uint64_t>(r, "retained_requests", i);
+    l.verdict = route_field<std::string>(r, "verdict", i);
     report.routes.push_back(std::move(l));
   }
   return report;

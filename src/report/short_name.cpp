@@ -11,7 +11,7 @@
 LIVEHEAP_NAMESPACE_BEGIN
 namespace {
 
-constexpr std::string_view kEllipsis = "\u2026";
+constexpr std::string_view kElided = "\u2026";
 constexpr std::string_view kAnonymous = "(anonymous namespace)";
 
 bool is_identifier(char c) {
@@ -77,7 +77,7 @@ std::string elided(std::string_view group) {
   const char open = group.front();
   const std::string close(1, open == '(' ? ')' : '>');
   const bool empty = group.size() == 1 || (group.size() == 2 && group.back() == close[0]);
-  return std::string(1, open) + (empty ? "" : std::string(kEllipsis)) + close;
+  return std::string(1, open) + (empty ? "" : std::string(kElided)) + close;
 }
 
 // "{lambda(auto:1)#2}" -> "{lambda(…)#2}": the braces stay, groups inside are elided.
@@ -123,7 +123,7 @@ std::string short_function(std::string_view name) {
       std::size_t open = i + 8;
       while (open < name.size() && name[open] == ' ') ++open;
       if (open < name.size() && name[open] == '(') {
-        out += "decltype(" + std::string(kEllipsis) + ")";
+        out += "decltype(" + std::string(kElided) + ")";
         i = skip_group(name, open);
         continue;
       }

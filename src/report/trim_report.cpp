@@ -9,7 +9,7 @@ namespace {
 
 using namespace report;
 
-std::string size(std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); }
+std::string trim_size(std::int64_t bytes) { return format_size(static_cast<double>(bytes), false); }
 
 TrimReport read_trim(const json& j) {
   return {boolean(j, "", "released"),         text(j, "", "allocator"),     text(j, "", "action"),
@@ -36,9 +36,10 @@ TrimReport trim_report_from_json(std::string_view text) {
 }
 
 std::string to_text(const TrimReport& r) {
-  return r.action + ": rss " + size(r.rss_before) + " -> " + size(r.rss_after) +
-         (r.tracker_released > 0 ? "; liveheap gave back " + size(r.tracker_released) + " of freed samples"
-                                 : "");
+  return r.action + ": rss " + trim_size(r.rss_before) + " -> " + trim_size(r.rss_after) +
+         (r.tracker_released > 0
+              ? "; liveheap gave back " + trim_size(r.tracker_released) + " of freed samples"
+              : "");
 }
 
 LIVEHEAP_NAMESPACE_END
