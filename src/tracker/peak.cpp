@@ -87,7 +87,10 @@ std::uint32_t look(State& s) {
   if (engine::active() && engine::traced().current > engine::peak_mark()) {
     try {
       std::lock_guard lock(s.recording);
-      record(s);
+      // Asked again under the lock: a record taken on demand while this thread waited for
+      // it (record_now) moved the mark, and the heap may have fallen since; recording it
+      // now would replace the higher record with a lower heap.
+      if (engine::traced().current > engine::peak_mark()) record(s);
     } catch (...) {
       // Out of memory: the previous record stays; the next crossing tries again.
     }

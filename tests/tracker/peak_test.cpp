@@ -32,6 +32,19 @@ liveheap::Statistic at_line(const Snapshot& snapshot, int line) {
   return {};
 }
 
+// For a failure's message: what a record holds, and where the mark that wakes the recorder
+// stands now (a second record means the traced total crossed it).
+std::string held(const Snapshot& snapshot) {
+  std::string text = "the record (taken at " + std::to_string(snapshot.info().taken_at_ms) + " ms) holds " +
+                     std::to_string(snapshot.total_size()) + " B:";
+  for (const auto& s : snapshot.statistics(liveheap::KeyType::line))
+    text += " " + s.traceback.at(0).file + ":" + std::to_string(s.traceback.at(0).line) + " " +
+            std::to_string(s.size) + " B;";
+  const liveheap::TracedMemory traced = liveheap::traced_memory();
+  return text + " traced now " + std::to_string(traced.current) + " B, peak " + std::to_string(traced.peak) +
+         " B, mark " + std::to_string(liveheap::engine::peak_mark()) + " B";
+}
+
 // Until the peak record holds `bytes` at `line`.
 testing::AssertionResult wait_for_record(int line, std::int64_t bytes) {
   return test_support::wait_until(test_support::kPatience, [&] {
@@ -59,7 +72,7 @@ TEST(Peak, KeepsWhatWasLiveAtTheHighWaterMark) {
   ASSERT_TRUE(wait_for_recorder());  // the record stays
 
   const Snapshot peak = liveheap::take_peak_snapshot();
-  EXPECT_EQ(at_line(peak, line_a).size, kA);
+  EXPECT_EQ(at_line(peak, line_a).size, kA) << held(peak);
   EXPECT_EQ(at_line(peak, line_a).count, 1);
   EXPECT_EQ(at_line(peak, line_b).size, 0);
   EXPECT_EQ(peak.info().traced_current, peak.total_size());
@@ -94,6 +107,26 @@ TEST(Peak, ClearAndRestartForgetTheRecord) {
   liveheap::stop();
   liveheap::start({Mode::exact, 16});
   EXPECT_EQ(at_line(liveheap::take_peak_snapshot(), line_a2).size, 0);
+}
+
+// A record taken on demand (the first take_peak_snapshot of a session) while the recorder,
+// woken by the same rise, waits for its turn: the recorder must not then record the lower
+// heap of its own later turn over it. Each round clears the record, so that the rise wakes
+// the recorder and the snapshot records at once, and both race for the one lock.
+TEST(Peak, TheRecorderNeverReplacesARecordWithALowerHeap) {
+  TracingSession tracing({Mode::exact, 16});
+  ASSERT_TRUE(wait_for_recorder());
+  for (int round = 0; round < 400; ++round) {
+    liveheap::clear();  // no record; the mark at 0: the next allocation wakes the recorder
+    void* a = std::malloc(kA); const int line_a = __LINE__;
+    ASSERT_EQ(at_line(liveheap::take_peak_snapshot(), line_a).size, kA) << "round " << round;
+    std::free(a);
+    void* b = std::malloc(kB);
+    ASSERT_TRUE(wait_for_recorder());
+    const Snapshot peak = liveheap::take_peak_snapshot();
+    ASSERT_EQ(at_line(peak, line_a).size, kA) << "round " << round << ": " << held(peak);
+    std::free(b);
+  }
 }
 
 // A rise smaller than the margin (1/32 of the record, at least 64 KiB) keeps the old record.
