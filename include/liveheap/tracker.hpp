@@ -122,6 +122,9 @@ struct EngineStats {
   // included), and the most it may keep resident for reuse now.
   std::int64_t region_live_bytes = 0;
   std::int64_t region_kept_limit = 0;
+  // Sampled mode's region: bytes of the one-page runs threads keep for their next sample
+  // (at most one a thread), outside the kept runs and their limit.
+  std::int64_t region_thread_kept_bytes = 0;
 };
 EngineStats engine_stats() noexcept;
 

@@ -69,6 +69,12 @@ constexpr std::uint32_t kThreadSlots = kOwnerSlots;
 struct alignas(64) CurrentSlot {
   std::atomic<std::int64_t> bytes{0};
   std::atomic<std::int64_t> cleared{0};
+  // Sampled mode's, on the thread's own line as well (with two threads sampling, one shared
+  // counter of each bounced between their cores at every sample): the samples it counted
+  // less those it took off (negative when it frees others' samples: the sum is the count),
+  // and its SampleCounting scopes in flight.
+  std::atomic<std::int64_t> live_samples{0};
+  std::atomic<std::uint32_t> counting{0};
   std::int64_t counted() const noexcept {
     return bytes.load(std::memory_order_relaxed) - cleared.load(std::memory_order_relaxed);
   }
@@ -86,7 +92,6 @@ std::atomic<std::int64_t> g_high{0};
 // The traced bytes past which the peak recorder wants to look (set_peak_mark).
 std::atomic<std::int64_t> g_peak_mark{kNoPeakMark};
 std::atomic<std::int64_t> g_own_bytes{0};
-std::atomic<std::int64_t> g_live_samples{0};
 std::atomic<std::uint64_t> g_dropped{0};
 std::atomic<std::int64_t> g_dropped_bytes{0};
 std::atomic<std::uint64_t> g_folded{0};
@@ -100,15 +105,9 @@ std::atomic<std::uint32_t> g_session{1};
 // add or take-off is made before the zero (and zeroed with the rest) or not at all: a
 // sample taken while a clear runs is not counted. (An add checked afterwards and taken back
 // could land on either side of the zero: off by a sample's weight for good.) Samples are
-// rare, one per sample interval: two locked instructions each.
-std::atomic<std::uint32_t> g_sample_counting{0};
+// rare, one per sample interval: two locked instructions each, on the thread's own line
+// (CurrentSlot::counting; SampleCounting below).
 std::atomic<bool> g_sample_clearing{false};
-struct SampleCounting {
-  SampleCounting() noexcept { g_sample_counting.fetch_add(1, std::memory_order_seq_cst); }
-  ~SampleCounting() { g_sample_counting.fetch_sub(1, std::memory_order_release); }
-  SampleCounting(const SampleCounting&) = delete;
-  SampleCounting& operator=(const SampleCounting&) = delete;
-};
 std::atomic<std::uint64_t> g_sampler_threads{0};                // arrival order of threads this session
 constexpr std::uint64_t kOwnThreadsStream = ~std::uint64_t{0};  // see pass_sample_point
 Settings g_settings;            // written by start/stop only, before g_mode publishes it
@@ -128,6 +127,39 @@ bool g_started_before = false;  // by start only (serialized)
   return slot - 1;
 }
 
+// The slots a sum over threads reads: those taken, and the shared last one.
+template <typename Visit>
+void for_each_taken_slot(Visit visit) noexcept {
+  const std::uint32_t taken = g_slots_taken.load(std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < taken && i < kThreadSlots; ++i) visit(g_current[i]);
+  visit(g_current[kThreadSlots]);
+}
+
+// A sample's counting in flight (see g_sample_clearing), on this thread's slot.
+class SampleCounting {
+ public:
+  SampleCounting() noexcept : counting_(g_current[thread_slot()].counting) {
+    counting_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~SampleCounting() { counting_.fetch_sub(1, std::memory_order_release); }
+  SampleCounting(const SampleCounting&) = delete;
+  SampleCounting& operator=(const SampleCounting&) = delete;
+
+ private:
+  std::atomic<std::uint32_t>& counting_;
+};
+
+// Live samples counted by this thread (`by`: +1) or taken off (-1).
+void add_live_samples(std::int64_t by) noexcept {
+  g_current[thread_slot()].live_samples.fetch_add(by, std::memory_order_relaxed);
+}
+
+std::int64_t live_samples() noexcept {
+  std::int64_t sum = 0;
+  for_each_taken_slot([&](const CurrentSlot& s) { sum += s.live_samples.load(std::memory_order_relaxed); });
+  return sum;
+}
+
 // Adds to this thread's copy of the stack's totals (`bytes` and `count` positive on either
 // side). The owner of a stack adds to its inline totals with plain loads and stores, as a
 // thread to its traced bytes: nothing else writes them (StackTable::add).
@@ -138,11 +170,10 @@ template <Side side>
 }
 
 std::int64_t current_bytes() noexcept {
-  const std::uint32_t taken = g_slots_taken.load(std::memory_order_relaxed);
-  std::int64_t sum = g_current[kThreadSlots].counted();
   // A clear in exact mode takes what it uncounted off slot 0 (any slot would do for the
   // sum), the first taken: with none taken, nothing was ever counted or uncounted.
-  for (std::uint32_t i = 0; i < taken && i < kThreadSlots; ++i) sum += g_current[i].counted();
+  std::int64_t sum = 0;
+  for_each_taken_slot([&](const CurrentSlot& s) { sum += s.counted(); });
   return sum;
 }
 
@@ -428,14 +459,17 @@ void empty_tables(Mode was) noexcept {
   if (was == Mode::sampled) {
     // The flag is up and the session bumped (above): counting in flight finishes, and
     // none starts until the flag is down.
-    for (int spins = 0; g_sample_counting.load(std::memory_order_seq_cst) != 0; ++spins) {
-      if (spins > 64) sched_yield();  // a counting thread was preempted
-      else __builtin_ia32_pause();
-    }
+    for_each_taken_slot([](const CurrentSlot& s) {
+      for (int spins = 0; s.counting.load(std::memory_order_seq_cst) != 0; ++spins) {
+        if (spins > 64) sched_yield();  // a counting thread was preempted
+        else __builtin_ia32_pause();
+      }
+    });
     zero_stack_totals();
-    for (CurrentSlot& slot : g_current)
+    for (CurrentSlot& slot : g_current) {
       slot.cleared.store(slot.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    g_live_samples.store(0, std::memory_order_relaxed);
+      slot.live_samples.store(0, std::memory_order_relaxed);
+    }
     g_sample_clearing.store(false, std::memory_order_seq_cst);
   }
   reset_high(current_bytes());
@@ -496,7 +530,7 @@ void after_fork_in_child() noexcept {
     run_fork_repairs();  // tracking is off in this child, and its modules' locks free
     return;
   }
-  g_sample_counting.store(0, std::memory_order_relaxed);
+  for_each_taken_slot([](CurrentSlot& s) { s.counting.store(0, std::memory_order_relaxed); });
   g_sample_clearing.store(false, std::memory_order_relaxed);
   after_fork();
   run_fork_repairs();
@@ -648,7 +682,7 @@ LIVEHEAP_OWN_CODE void count_sample(SampleHeader* h, std::size_t size, std::uint
       g_session.load(std::memory_order_seq_cst) != session)
     return;
   add_to_totals<Side::alloc>(stack, w.bytes, w.count);
-  g_live_samples.fetch_add(1, std::memory_order_relaxed);
+  add_live_samples(1);
   h->session = session;
 }
 
@@ -661,7 +695,7 @@ void uncount_sample(const SampleHeader* h) noexcept {
       h->session == g_session.load(std::memory_order_seq_cst)) {
     const SampleWeight w = sample_weight(h->size, h->inverse);
     add_to_totals<Side::freed>(h->stack, w.bytes, w.count);
-    g_live_samples.fetch_sub(1, std::memory_order_relaxed);
+    add_live_samples(-1);
   }
 }
 
@@ -792,8 +826,7 @@ std::int64_t own_memory() noexcept {
 std::uint64_t stack_count() noexcept { return g_stacks.size(); }
 
 std::uint64_t live_blocks() noexcept {
-  if (mode() == Mode::sampled)
-    return static_cast<std::uint64_t>(g_live_samples.load(std::memory_order_relaxed));
+  if (mode() == Mode::sampled) return static_cast<std::uint64_t>(live_samples());
   return g_live.size();
 }
 

@@ -3,7 +3,8 @@
 // place into what follows it, as glibc's heap does; freed runs kept resident (and
 // coalesced) within a budget of what the region may need again, so that a large block
 // freed and allocated again costs no madvise and no page faults; runs given back to the
-// kernel coalesced and, at the end of the used range, returned to it.
+// kernel coalesced and, at the end of the used range, returned to it. A thread keeps the
+// one-page run it freed last for its next one-page sample, without the lock.
 #include "sample_region.hpp"
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "spin_lock.hpp"
+#include "thread_state.hpp"
 
 namespace liveheap::engine {
 
@@ -60,6 +62,26 @@ struct Taken {
   std::uint64_t dirty = 0;
 };
 
+// Per thread (the engine's thread slot, t_thread.slot), each on a line of its own: with two
+// threads sampling, each sample took the region's lock and lines, and the run it reused,
+// from the other thread's core. `cached`: the one-page run the thread freed last, for its
+// next one-page sample (0: none); still counted in g_live_run_bytes, shown as kept
+// (cached_bytes). `overhead`: header and rounding bytes of the live runs it allocated less
+// those it freed. Threads past kRunCacheSlots (or with no slot yet) share the last entry's
+// overhead and cache nothing: at most kRunCacheSlots pages are held so.
+constexpr std::uint32_t kRunCacheSlots = 64;
+struct alignas(64) ThreadRuns {
+  std::atomic<std::uintptr_t> cached{0};
+  std::atomic<std::int64_t> overhead{0};
+};
+ThreadRuns g_thread_runs[kRunCacheSlots + 1];
+
+ThreadRuns& thread_runs() noexcept {
+  const std::uint32_t slot = t_thread.slot;  // 1 + the slot, 0: none yet
+  return g_thread_runs[slot != 0 && slot <= kRunCacheSlots ? slot - 1 : kRunCacheSlots];
+}
+bool may_cache(const ThreadRuns& t) noexcept { return &t != &g_thread_runs[kRunCacheSlots]; }
+
 // Guarded by g_lock (the atomics are read without it).
 alignas(64) SpinLock g_lock;
 std::uintptr_t g_bump = 0;            // next never-used page (atomic loads: free() checks it)
@@ -71,8 +93,7 @@ FreeRun* g_given_bins[kBins] = {};
 FreeRun* g_oldest = nullptr;
 FreeRun* g_newest = nullptr;
 std::int64_t g_live_run_bytes = 0;
-std::atomic<std::int64_t> g_overhead{0};  // header + rounding bytes of live runs
-std::atomic<std::int64_t> g_kept{0};      // bytes of kept free runs
+std::atomic<std::int64_t> g_kept{0};  // bytes of kept free runs
 std::atomic<std::uint64_t> g_madvise_calls{0};
 
 std::uintptr_t bump() noexcept { return __atomic_load_n(&g_bump, __ATOMIC_RELAXED); }
@@ -353,11 +374,16 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::s
                            : alignment <= kPage      ? alignment
                                                      : alignment + kPage;
   const std::uint64_t pages = (lead + usable + kPage - 1) / kPage;
+  ThreadRuns& mine = thread_runs();
   Taken taken;
   Victim victims[kBatch];
   int n = 0;
   std::int64_t limit = 0;
-  {
+  if (pages == 1 && may_cache(mine) && mine.cached.load(std::memory_order_relaxed) != 0 &&
+      (taken.run = mine.cached.exchange(0, std::memory_order_acquire)) != 0) {
+    // The header of a one-page run is at its start: its freed header says what it wrote.
+    taken.dirty = reinterpret_cast<const SampleHeader*>(taken.run)->dirty;
+  } else {
     SpinGuard guard(g_lock);
     taken = take_run(pages);
     if (taken.run != 0) g_live_run_bytes += static_cast<std::int64_t>(pages * kPage);
@@ -380,7 +406,7 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::s
   const std::uintptr_t at = (block - 1) & ~(kPage - 1);
   *reinterpret_cast<SampleHeader*>(at) = SampleHeader{
       kMagic ^ at, taken.run, static_cast<std::uint32_t>(pages), kLive, size, usable, taken.dirty, 0, 0, 0};
-  g_overhead.fetch_add(static_cast<std::int64_t>(pages * kPage - size), std::memory_order_relaxed);
+  mine.overhead.fetch_add(static_cast<std::int64_t>(pages * kPage - size), std::memory_order_relaxed);
   return reinterpret_cast<void*>(block);
 }
 
@@ -414,8 +440,8 @@ bool region_resize(void* p, std::size_t size, std::size_t usable) noexcept {
   // What the program may have written up to the old usable size stays dirty.
   const std::uint64_t written = block + h->usable - h->run;
   if (written > h->dirty) h->dirty = written;
-  g_overhead.fetch_add(static_cast<std::int64_t>(h->size) - static_cast<std::int64_t>(size),
-                       std::memory_order_relaxed);
+  thread_runs().overhead.fetch_add(static_cast<std::int64_t>(h->size) - static_cast<std::int64_t>(size),
+                                   std::memory_order_relaxed);
   h->size = size;
   h->usable = usable;
   return true;
@@ -454,9 +480,9 @@ bool region_grow(void* p, std::size_t size, std::size_t usable) noexcept {
   const std::uint64_t written = block + h->usable - h->run;
   if (written > h->dirty) h->dirty = written;
   if (taken_dirty > 0 && end - h->run + taken_dirty > h->dirty) h->dirty = end - h->run + taken_dirty;
-  g_overhead.fetch_add(static_cast<std::int64_t>(more * kPage) -
-                           (static_cast<std::int64_t>(size) - static_cast<std::int64_t>(h->size)),
-                       std::memory_order_relaxed);
+  thread_runs().overhead.fetch_add(static_cast<std::int64_t>(more * kPage) -
+                                       (static_cast<std::int64_t>(size) - static_cast<std::int64_t>(h->size)),
+                                   std::memory_order_relaxed);
   h->run_pages = static_cast<std::uint32_t>(pages);
   h->size = size;
   h->usable = usable;
@@ -470,14 +496,21 @@ void region_release(void* p, bool keep) noexcept {
   const std::uint64_t bytes = pages * kPage;
   const std::uint64_t used = reinterpret_cast<std::uintptr_t>(p) + h->usable - run;
   const std::uint64_t dirty = h->dirty > used ? h->dirty : used;
-  g_overhead.fetch_sub(static_cast<std::int64_t>(bytes - h->size), std::memory_order_relaxed);
+  ThreadRuns& mine = thread_runs();
+  mine.overhead.fetch_sub(static_cast<std::int64_t>(bytes - h->size), std::memory_order_relaxed);
+  // A racing free of the same block finds it freed here (an exchange: cached runs take no lock).
+  if (__atomic_exchange_n(&h->state, kFreed, __ATOMIC_ACQ_REL) != kLive)
+    die("double free of sampled block ", p);
+  if (keep && pages == 1 && may_cache(mine) && mine.cached.load(std::memory_order_relaxed) == 0) {
+    h->dirty = dirty;  // read back when the run is taken again
+    mine.cached.store(run, std::memory_order_release);
+    return;
+  }
   Victim victims[kBatch];
   int n = 0;
   std::int64_t limit;
   {
     SpinGuard guard(g_lock);
-    if (h->state != kLive) die("double free of sampled block ", p);  // a racing free
-    h->state = kFreed;
     g_live_run_bytes -= static_cast<std::int64_t>(bytes);
     limit = budget();
     if (keep && static_cast<std::int64_t>(bytes) <= limit) {
@@ -490,7 +523,35 @@ void region_release(void* p, bool keep) noexcept {
   give_back_over(victims, n, limit);
 }
 
-std::int64_t region_trim() noexcept { return shrink_to(0); }
+namespace {
+
+// Bytes of the runs threads keep for their next sample (ThreadRuns::cached).
+std::int64_t cached_bytes() noexcept {
+  std::int64_t bytes = 0;
+  for (const ThreadRuns& t : g_thread_runs)
+    if (t.cached.load(std::memory_order_relaxed) != 0) bytes += kPage;
+  return bytes;
+}
+
+// The runs threads keep join the kept runs (then subject to the budget and trims).
+void drain_thread_caches() noexcept {
+  for (ThreadRuns& t : g_thread_runs) {
+    const std::uintptr_t run =
+        t.cached.load(std::memory_order_relaxed) == 0 ? 0 : t.cached.exchange(0, std::memory_order_acquire);
+    if (run == 0) continue;
+    const std::uint64_t dirty = reinterpret_cast<const SampleHeader*>(run)->dirty;
+    SpinGuard guard(g_lock);
+    g_live_run_bytes -= static_cast<std::int64_t>(kPage);
+    add_free(run, 1, dirty, true);
+  }
+}
+
+}  // namespace
+
+std::int64_t region_trim() noexcept {
+  drain_thread_caches();
+  return shrink_to(0);
+}
 
 bool is_sampled_block(const void* p) noexcept { return in_sample_region(p); }
 
@@ -499,12 +560,18 @@ std::int64_t region_overhead_bytes() noexcept {
   const std::uintptr_t high = __atomic_load_n(&g_bump_high, __ATOMIC_RELAXED);
   const std::uint64_t used_pages = high == 0 ? 0 : page_of(high);
   const auto side = static_cast<std::int64_t>(used_pages * (sizeof(FreeRun) + sizeof(std::uint32_t)));
-  return g_overhead.load(std::memory_order_relaxed) + g_kept.load(std::memory_order_relaxed) + side;
+  std::int64_t overhead = 0;
+  for (const ThreadRuns& t : g_thread_runs) overhead += t.overhead.load(std::memory_order_relaxed);
+  return overhead + region_kept_bytes() + cached_bytes() + side;
 }
 
 std::int64_t region_kept_bytes() noexcept { return g_kept.load(std::memory_order_relaxed); }
 
-std::int64_t region_live_bytes() noexcept { return __atomic_load_n(&g_live_run_bytes, __ATOMIC_RELAXED); }
+std::int64_t region_thread_kept_bytes() noexcept { return cached_bytes(); }
+
+std::int64_t region_live_bytes() noexcept {
+  return __atomic_load_n(&g_live_run_bytes, __ATOMIC_RELAXED) - cached_bytes();
+}
 
 std::int64_t region_kept_limit() noexcept {
   SpinGuard guard(g_lock);

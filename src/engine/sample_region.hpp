@@ -98,6 +98,9 @@ LIVEHEAP_SHARED std::int64_t region_trim() noexcept;
 std::int64_t region_overhead_bytes() noexcept;
 // Bytes of freed runs kept resident now, and madvise calls made since start-up.
 LIVEHEAP_SHARED std::int64_t region_kept_bytes() noexcept;
+// Bytes of the one-page runs threads keep for their next sample (one a thread, for the first
+// 64 threads that trace): apart from kept_bytes and its limit, given back by trim and stop.
+LIVEHEAP_SHARED std::int64_t region_thread_kept_bytes() noexcept;
 // Bytes of the runs of live samples (their pages, headers and rounding included), and the
 // most kept runs may hold now (what the region would take again to be back at its recent
 // peak, 2..64 MiB).

@@ -194,8 +194,12 @@ StatsReport stats_now(unsigned windows) {
   r.live_blocks = engine.live_blocks;
   r.dropped = engine.dropped;
   r.fallback_walks = engine.fallback_walks;
-  r.sampled = {r.mode == Mode::sampled ? engine.live_blocks : 0, engine.region_live_bytes,
-               engine.region_kept_bytes, engine.region_kept_limit, engine.region_madvise_calls};
+  r.sampled = {r.mode == Mode::sampled ? engine.live_blocks : 0,
+               engine.region_live_bytes,
+               engine.region_kept_bytes,
+               engine.region_kept_limit,
+               engine.region_madvise_calls,
+               engine.region_thread_kept_bytes};
   const SymbolizerStats symbolizer = symbolizer_stats();
   r.symbolizer.addresses_asked = symbolizer.addresses_asked;
   r.symbolizer.addresses_resolved = symbolizer.addresses_resolved;

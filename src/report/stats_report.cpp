@@ -74,9 +74,9 @@ StatsReport read_stats(const json& j) {
   r.dropped = whole(j, "", "dropped");
   r.fallback_walks = whole(j, "", "fallback_walks");
   const json& sampled = object(j, "", "sampled");
-  r.sampled = {whole(sampled, "sampled", "samples_live"), integer(sampled, "sampled", "live_bytes"),
-               integer(sampled, "sampled", "kept_bytes"), integer(sampled, "sampled", "kept_limit"),
-               whole(sampled, "sampled", "madvise_calls")};
+  r.sampled = {whole(sampled, "sampled", "samples_live"),  integer(sampled, "sampled", "live_bytes"),
+               integer(sampled, "sampled", "kept_bytes"),  integer(sampled, "sampled", "kept_limit"),
+               whole(sampled, "sampled", "madvise_calls"), integer(sampled, "sampled", "thread_kept_bytes")};
   r.symbolizer = symbolizer_from(object(j, "", "symbolizer"));
   r.python_frames = text(j, "", "python_frames");
   r.rss = integer(j, "", "rss");
@@ -151,7 +151,8 @@ std::string to_json(const StatsReport& r) {
                  {"live_bytes", s.live_bytes},
                  {"kept_bytes", s.kept_bytes},
                  {"kept_limit", s.kept_limit},
-                 {"madvise_calls", s.madvise_calls}}},
+                 {"madvise_calls", s.madvise_calls},
+                 {"thread_kept_bytes", s.thread_kept_bytes}}},
                {"symbolizer", symbolizer_json(r.symbolizer)},
                {"python_frames", r.python_frames},
                {"rss", r.rss},
@@ -182,6 +183,7 @@ std::string to_text(const StatsReport& r) {
   if (r.mode == Mode::sampled || s.live_bytes + s.kept_bytes > 0)
     text += "\nsampled: " + std::to_string(s.samples_live) + " samples live in " + size(s.live_bytes) +
             " of runs, " + size(s.kept_bytes) + " kept for reuse (at most " + size(s.kept_limit) + " now), " +
+            size(s.thread_kept_bytes) + " kept by threads for their next sample, " +
             std::to_string(s.madvise_calls) + " madvise calls";
   text += "\nrss=" + size(r.rss) + ", peak_rss=" + size(r.peak_rss);
   const std::string& allocator = r.allocator.name;

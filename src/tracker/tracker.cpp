@@ -233,7 +233,8 @@ EngineStats engine_stats() noexcept {
           engine::stack_table_bytes(),
           engine::live_table_bytes(),
           engine::region_live_bytes(),
-          engine::region_kept_limit()};
+          engine::region_kept_limit(),
+          engine::region_thread_kept_bytes()};
 }
 
 namespace {

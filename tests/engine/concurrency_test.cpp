@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -262,6 +264,66 @@ TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSampl
   EXPECT_EQ(live_blocks(), count);
   EXPECT_EQ(visit_all().bytes, bytes);
   for (void* p : kept) sample_free(p);
+  stop();
+  EXPECT_EQ(traced().current, 0);
+}
+
+// Two threads take samples and each frees the other's (a thread's count of live samples and
+// its counting scopes are its own, on its own line), while clears run: once they stop, the
+// live samples, the traced bytes and the stacks' totals are those of the samples counted in
+// the last session, wherever each was freed; and the threads' kept runs (one page each)
+// still hold their blocks' bytes apart.
+TEST(EngineConcurrency, ClearsWhileTwoThreadsFreeEachOthersSamplesLeaveTheCountedOnes) {
+  ASSERT_TRUE(start(Settings{Mode::sampled, 16, 4096, 11}));
+  std::atomic<bool> clearing_done{false}, done{false};
+  std::atomic<int> taken_after{0};
+  std::mutex lock;
+  std::vector<void*> inbox[2];  // samples of the other thread, to be freed by this one
+  auto writer = [&](int me) {
+    for (int i = 0; !done.load(); ++i) {
+      void* p = take_sample(64 + static_cast<std::size_t>((i * 7 + me) % 61) * 16);
+      if (p != nullptr) std::memset(p, 0x40 + me, 64);
+      std::lock_guard<std::mutex> hold(lock);
+      if (p != nullptr) {
+        inbox[1 - me].push_back(p);
+        if (clearing_done.load()) taken_after.fetch_add(1);
+      }
+      if (inbox[me].size() > 32) {
+        void* q = inbox[me][static_cast<std::size_t>(i) % inbox[me].size()];
+        EXPECT_EQ(*static_cast<unsigned char*>(q), 0x40 + (1 - me));  // not reused while live
+        sample_free(q);
+        inbox[me].erase(std::find(inbox[me].begin(), inbox[me].end(), q));
+      }
+    }
+  };
+  std::thread first(writer, 0), second(writer, 1);
+  for (int round = 0; round < 200; ++round) {
+    std::this_thread::sleep_for(std::chrono::microseconds(150));
+    clear();
+  }
+  clearing_done = true;
+  while (taken_after.load() < 100) std::this_thread::yield();
+  done = true;
+  first.join();
+  second.join();
+
+  std::vector<void*> kept = inbox[0];
+  kept.insert(kept.end(), inbox[1].begin(), inbox[1].end());
+  std::uint32_t session = 0;
+  for (void* p : kept) session = std::max(session, region_header(p)->session);
+  std::int64_t bytes = 0;
+  std::uint64_t count = 0;
+  for (void* p : kept) {
+    if (region_header(p)->session != session) continue;
+    bytes += sample_weight(region_header(p)->size, region_header(p)->inverse).bytes;
+    ++count;
+  }
+  EXPECT_GT(count, 0u);
+  EXPECT_EQ(live_blocks(), count);
+  EXPECT_EQ(traced().current, bytes);
+  EXPECT_EQ(visit_all().bytes, bytes);
+  for (void* p : kept) sample_free(p);
+  EXPECT_EQ(live_blocks(), 0u);
   stop();
   EXPECT_EQ(traced().current, 0);
 }

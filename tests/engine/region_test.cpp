@@ -1,13 +1,16 @@
 // The sample region: freed runs reused without madvise, zero only where asked, the last run
 // extended and a block grown where it is, kept bytes bounded by a budget that follows the
-// recent peak and given back by trim; a forged or twice-freed block aborts.
+// recent peak and given back by trim; a thread's last one-page run kept for its next
+// sample; a forged or twice-freed block aborts.
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "sample_region.hpp"
+#include "thread_state.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -171,7 +174,69 @@ TEST_F(Region, ARunNotKeptGoesBackAtOnce) {
   EXPECT_EQ(region_kept_bytes(), 0);
 }
 
+// Runs `body` on a thread of its own holding the engine's thread slot `slot` (0-based), as a
+// thread that traced something does.
+template <typename Body>
+void on_thread_with_slot(std::uint32_t slot, Body body) {
+  std::thread([&] {
+    t_thread.slot = slot + 1;
+    body();
+  }).join();
+}
+
+TEST_F(Region, AThreadKeepsTheOnePageRunItFreedLastForItsNextOnePageBlock) {
+  on_thread_with_slot(0, [] {
+    const std::int64_t live = region_live_bytes();
+    auto* p = static_cast<unsigned char*>(region_allocate(100, 0, false, 104));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x5a, 104);
+    EXPECT_EQ(region_live_bytes(), live + 4096);
+    const std::int64_t overhead = region_overhead_bytes();
+    region_release(p);
+    // Kept for this thread: not live, apart from the kept runs, its whole page held.
+    EXPECT_EQ(region_thread_kept_bytes(), 4096);
+    EXPECT_EQ(region_kept_bytes(), 0);
+    EXPECT_EQ(region_live_bytes(), live);
+    EXPECT_EQ(region_overhead_bytes(), overhead + 100);
+    auto* q = static_cast<unsigned char*>(region_allocate(200, 0, false));
+    EXPECT_EQ(q, p);  // the same run, not one from the shared lists
+    EXPECT_EQ(q[103], 0x5a);
+    EXPECT_EQ(region_thread_kept_bytes(), 0);
+    region_release(q);
+    auto* z = static_cast<unsigned char*>(region_allocate(4000, 0, true));
+    EXPECT_EQ(z, p);
+    for (std::size_t b = 0; b < 4000; ++b) ASSERT_EQ(z[b], 0) << b;  // what it wrote is zeroed
+    std::memset(z, 0x33, 4000);
+    region_release(z);
+    // A block of two pages does not take it, and another thread does not find it.
+    void* two = region_allocate(5000, 0, false);
+    EXPECT_NE(two, static_cast<void*>(p));
+    region_release(two);
+    on_thread_with_slot(1, [p] {
+      void* other = region_allocate(100, 0, false);
+      EXPECT_NE(other, static_cast<void*>(p));
+      region_release(other);
+    });
+  });
+  // Trim gives back the runs threads keep too, even of threads that are gone.
+  EXPECT_EQ(region_thread_kept_bytes(), 2 * 4096);
+  region_trim();
+  EXPECT_EQ(region_thread_kept_bytes(), 0);
+  EXPECT_EQ(region_kept_bytes(), 0);
+}
+
 using RegionDeathTest = Region;
+
+TEST_F(RegionDeathTest, ADoubleFreeOfARunAThreadKeepsAborts) {
+  // On this thread (death tests fork it), as the holder of slot 0 for the test.
+  const std::uint32_t saved = t_thread.slot;
+  t_thread.slot = 1;
+  void* p = region_allocate(100, 0, false);
+  region_release(p);
+  EXPECT_DEATH(region_release(p), "^liveheap: free\\(\\): double free of sampled block 0x[0-9a-f]+\n");
+  t_thread.slot = saved;
+  region_trim();
+}
 
 TEST_F(RegionDeathTest, ADoubleFreeAborts) {
   void* p = region_allocate(kMiB, 0, false);

@@ -478,6 +478,9 @@ TEST(PreloadSampled, StatsShowWhatSampledModeHolds) {
   EXPECT_LE(sampled.at("kept_limit").get<long>(), 64L << 20) << sampled.dump();
   EXPECT_LE(sampled.at("kept_bytes").get<long>(), sampled.at("kept_limit").get<long>()) << sampled.dump();
   EXPECT_TRUE(sampled.at("madvise_calls").is_number()) << sampled.dump();
+  // One page at most for each of the first 64 threads, apart from the kept runs' limit.
+  const long thread_kept = sampled.at("thread_kept_bytes").get<long>();
+  EXPECT_TRUE(thread_kept >= 0 && thread_kept <= 64 * 4096 && thread_kept % 4096 == 0) << sampled.dump();
   const Reply text = get(port, "/debug/memory/stats");
   EXPECT_NE(text.body.find("\nsampled: "), std::string::npos) << text.body;
   EXPECT_EQ(python.wait(20000), 0);
