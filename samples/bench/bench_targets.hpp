@@ -53,8 +53,12 @@ class Measurements {
   double value(WorkloadId w, ToolId t, Clock c) const;
   // Median over rounds of (w,t) / (w_base,t_base) in the same round; NaN when no round has both.
   double ratio(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c) const;
+  // Median over rounds of (w,t) - (w_base,t_base) in the same round: the ns it adds.
+  double difference(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c) const;
 
  private:
+  double paired(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c,
+                double (*of)(double cost, double base)) const;
   std::vector<std::map<std::pair<WorkloadId, ToolId>, Cost>> rounds_;
 };
 
