@@ -533,6 +533,7 @@ void after_fork_in_child() noexcept {
   for_each_taken_slot([](CurrentSlot& s) { s.counting.store(0, std::memory_order_relaxed); });
   g_sample_clearing.store(false, std::memory_order_relaxed);
   after_fork();
+  region_after_fork_in_child();
   run_fork_repairs();
 }
 [[gnu::constructor(101)]] void register_fork_handlers() noexcept {

@@ -533,9 +533,11 @@ std::int64_t cached_bytes() noexcept {
   return bytes;
 }
 
-// The runs threads keep join the kept runs (then subject to the budget and trims).
-void drain_thread_caches() noexcept {
+// The runs threads keep join the kept runs (then subject to the budget and trims), but
+// `spared`'s.
+void drain_thread_caches(const ThreadRuns* spared = nullptr) noexcept {
   for (ThreadRuns& t : g_thread_runs) {
+    if (&t == spared) continue;
     const std::uintptr_t run =
         t.cached.load(std::memory_order_relaxed) == 0 ? 0 : t.cached.exchange(0, std::memory_order_acquire);
     if (run == 0) continue;
@@ -552,6 +554,8 @@ std::int64_t region_trim() noexcept {
   drain_thread_caches();
   return shrink_to(0);
 }
+
+void region_after_fork_in_child() noexcept { drain_thread_caches(&thread_runs()); }
 
 bool is_sampled_block(const void* p) noexcept { return in_sample_region(p); }
 

@@ -110,6 +110,9 @@ LIVEHEAP_SHARED std::uint64_t region_madvise_calls() noexcept;
 
 void region_lock_for_fork() noexcept;
 void region_unlock_after_fork() noexcept;
+// In a child, after the unlock: the runs kept by threads the child does not have (all but
+// the forking thread's) join the kept runs, rather than staying unused until a trim.
+void region_after_fork_in_child() noexcept;
 bool region_locked() noexcept;
 
 }  // namespace liveheap::engine

@@ -2,6 +2,9 @@
 // extended and a block grown where it is, kept bytes bounded by a budget that follows the
 // recent peak and given back by trim; a thread's last one-page run kept for its next
 // sample; a forged or twice-freed block aborts.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -223,6 +226,27 @@ TEST_F(Region, AThreadKeepsTheOnePageRunItFreedLastForItsNextOnePageBlock) {
   region_trim();
   EXPECT_EQ(region_thread_kept_bytes(), 0);
   EXPECT_EQ(region_kept_bytes(), 0);
+}
+
+TEST_F(Region, AForkedChildKeepsOnlyTheForkingThreadsRunForItself) {
+  const std::uint32_t saved = t_thread.slot;
+  t_thread.slot = 1;  // this thread holds slot 0 for the test
+  region_release(region_allocate(100, 0, false));
+  on_thread_with_slot(1, [] { region_release(region_allocate(100, 0, false)); });
+  ASSERT_EQ(region_thread_kept_bytes(), 2 * 4096);
+  const pid_t child = fork();
+  if (child == 0) {
+    // The other thread does not exist here: its run joined the kept runs.
+    const bool moved = region_thread_kept_bytes() == 4096 && region_kept_bytes() == 4096;
+    _exit(moved ? 0 : 1);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(region_thread_kept_bytes(), 2 * 4096);  // the parent's threads keep theirs
+  t_thread.slot = saved;
+  region_trim();
 }
 
 using RegionDeathTest = Region;
