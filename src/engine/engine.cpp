@@ -121,7 +121,9 @@ bool g_started_before = false;  // by start only (serialized)
 [[gnu::always_inline]] inline std::uint32_t thread_slot() noexcept {
   std::uint32_t& slot = t_thread.slot;
   if (slot == 0) {
-    const std::uint32_t n = g_slots_taken.fetch_add(1, std::memory_order_relaxed);
+    // seq_cst, and the load of for_each_taken_slot(): a clear that waits for the counting
+    // scopes of the slots taken sees every slot taken before a scope that missed its flag.
+    const std::uint32_t n = g_slots_taken.fetch_add(1, std::memory_order_seq_cst);
     slot = (n < kThreadSlots ? n : kThreadSlots) + 1;
   }
   return slot - 1;
@@ -130,7 +132,7 @@ bool g_started_before = false;  // by start only (serialized)
 // The slots a sum over threads reads: those taken, and the shared last one.
 template <typename Visit>
 void for_each_taken_slot(Visit visit) noexcept {
-  const std::uint32_t taken = g_slots_taken.load(std::memory_order_relaxed);
+  const std::uint32_t taken = g_slots_taken.load(std::memory_order_seq_cst);
   for (std::uint32_t i = 0; i < taken && i < kThreadSlots; ++i) visit(g_current[i]);
   visit(g_current[kThreadSlots]);
 }

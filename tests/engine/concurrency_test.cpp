@@ -213,6 +213,30 @@ TEST(EngineConcurrency, ClearsWhileTheOwnerAllocatesAndFreesLoseNoAddOfEither) {
 // not counted, and keeps session 0).
 [[gnu::noinline]] void* take_sample(std::size_t size) { return sample_allocate(size, 0, false); }
 
+// Once the samplers stopped: the traced bytes, the live samples and the stacks' totals are
+// those of the `kept` samples counted in the last session (samples taken after the last
+// clear carry its session, the highest of any kept one); freeing them all leaves nothing,
+// and the session stops.
+void expect_totals_of_the_last_sessions_samples(const std::vector<void*>& kept) {
+  std::uint32_t session = 0;
+  for (void* p : kept) session = std::max(session, region_header(p)->session);
+  std::int64_t bytes = 0;
+  std::uint64_t count = 0;
+  for (void* p : kept) {
+    if (region_header(p)->session != session) continue;
+    bytes += sample_weight(region_header(p)->size, region_header(p)->inverse).bytes;
+    ++count;
+  }
+  EXPECT_GT(count, 0u);
+  EXPECT_EQ(traced().current, bytes);
+  EXPECT_EQ(live_blocks(), count);
+  EXPECT_EQ(visit_all().bytes, bytes);
+  for (void* p : kept) sample_free(p);
+  EXPECT_EQ(live_blocks(), 0u);
+  stop();
+  EXPECT_EQ(traced().current, 0);
+}
+
 TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSamples) {
   ASSERT_TRUE(start(Settings{Mode::sampled, 16, 4096, 7}));
   std::atomic<bool> clearing_done{false}, done{false};
@@ -249,23 +273,7 @@ TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSampl
   done = true;
   writer.join();
 
-  // Samples taken after the last clear carry its session, the highest of any kept one.
-  std::uint32_t session = 0;
-  for (void* p : kept) session = std::max(session, region_header(p)->session);
-  std::int64_t bytes = 0;
-  std::uint64_t count = 0;
-  for (void* p : kept) {
-    if (region_header(p)->session != session) continue;
-    bytes += sample_weight(region_header(p)->size, region_header(p)->inverse).bytes;
-    ++count;
-  }
-  EXPECT_GT(count, 0u);
-  EXPECT_EQ(traced().current, bytes);
-  EXPECT_EQ(live_blocks(), count);
-  EXPECT_EQ(visit_all().bytes, bytes);
-  for (void* p : kept) sample_free(p);
-  stop();
-  EXPECT_EQ(traced().current, 0);
+  expect_totals_of_the_last_sessions_samples(kept);
 }
 
 // Two threads take samples and each frees the other's (a thread's count of live samples and
@@ -309,23 +317,7 @@ TEST(EngineConcurrency, ClearsWhileTwoThreadsFreeEachOthersSamplesLeaveTheCounte
 
   std::vector<void*> kept = inbox[0];
   kept.insert(kept.end(), inbox[1].begin(), inbox[1].end());
-  std::uint32_t session = 0;
-  for (void* p : kept) session = std::max(session, region_header(p)->session);
-  std::int64_t bytes = 0;
-  std::uint64_t count = 0;
-  for (void* p : kept) {
-    if (region_header(p)->session != session) continue;
-    bytes += sample_weight(region_header(p)->size, region_header(p)->inverse).bytes;
-    ++count;
-  }
-  EXPECT_GT(count, 0u);
-  EXPECT_EQ(live_blocks(), count);
-  EXPECT_EQ(traced().current, bytes);
-  EXPECT_EQ(visit_all().bytes, bytes);
-  for (void* p : kept) sample_free(p);
-  EXPECT_EQ(live_blocks(), 0u);
-  stop();
-  EXPECT_EQ(traced().current, 0);
+  expect_totals_of_the_last_sessions_samples(kept);
 }
 
 }  // namespace
