@@ -65,8 +65,8 @@ struct Taken {
 // Per thread (the engine's thread slot, t_thread.slot), each on a line of its own: with two
 // threads sampling, each sample took the region's lock and lines, and the run it reused,
 // from the other thread's core. `cached`: the one-page run the thread freed last, for its
-// next one-page sample (0: none); still counted in g_live_run_bytes, shown as kept
-// (cached_bytes). `overhead`: header and rounding bytes of the live runs it allocated less
+// next one-page sample (0: none); still counted in g_live_run_bytes, shown apart from the
+// kept runs (region_thread_kept_bytes). `overhead`: header and rounding bytes of the live runs it allocated less
 // those it freed. Threads past kRunCacheSlots (or with no slot yet) share the last entry's
 // overhead and cache nothing: at most kRunCacheSlots pages are held so.
 constexpr std::uint32_t kRunCacheSlots = 64;
