@@ -66,9 +66,10 @@ struct Taken {
 // threads sampling, each sample took the region's lock and lines, and the run it reused,
 // from the other thread's core. `cached`: the one-page run the thread freed last, for its
 // next one-page sample (0: none); still counted in g_live_run_bytes, shown apart from the
-// kept runs (region_thread_kept_bytes). `overhead`: header and rounding bytes of the live runs it allocated less
-// those it freed. Threads past kRunCacheSlots (or with no slot yet) share the last entry's
-// overhead and cache nothing: at most kRunCacheSlots pages are held so.
+// kept runs (region_thread_kept_bytes). `overhead`: header and rounding bytes of the live
+// runs it allocated less those it freed. Threads past kRunCacheSlots (or with no slot yet)
+// share the last entry's overhead and cache nothing: at most kRunCacheSlots pages are held
+// so.
 constexpr std::uint32_t kRunCacheSlots = 64;
 struct alignas(64) ThreadRuns {
   std::atomic<std::uintptr_t> cached{0};
@@ -81,6 +82,15 @@ ThreadRuns& thread_runs() noexcept {
   return g_thread_runs[slot != 0 && slot <= kRunCacheSlots ? slot - 1 : kRunCacheSlots];
 }
 bool may_cache(const ThreadRuns& t) noexcept { return &t != &g_thread_runs[kRunCacheSlots]; }
+
+// Takes the run `t` keeps, if any ({0, 0}: none). The header of a one-page run is at its
+// start: its freed header says what the block wrote.
+Taken take_cached(ThreadRuns& t) noexcept {
+  if (t.cached.load(std::memory_order_relaxed) == 0) return {};
+  const std::uintptr_t run = t.cached.exchange(0, std::memory_order_acquire);
+  if (run == 0) return {};
+  return {run, reinterpret_cast<const SampleHeader*>(run)->dirty};
+}
 
 // Guarded by g_lock (the atomics are read without it).
 alignas(64) SpinLock g_lock;
@@ -379,11 +389,8 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::s
   Victim victims[kBatch];
   int n = 0;
   std::int64_t limit = 0;
-  if (pages == 1 && may_cache(mine) && mine.cached.load(std::memory_order_relaxed) != 0 &&
-      (taken.run = mine.cached.exchange(0, std::memory_order_acquire)) != 0) {
-    // The header of a one-page run is at its start: its freed header says what it wrote.
-    taken.dirty = reinterpret_cast<const SampleHeader*>(taken.run)->dirty;
-  } else {
+  if (pages == 1 && may_cache(mine)) taken = take_cached(mine);
+  if (taken.run == 0) {
     SpinGuard guard(g_lock);
     taken = take_run(pages);
     if (taken.run != 0) g_live_run_bytes += static_cast<std::int64_t>(pages * kPage);
@@ -525,26 +532,16 @@ void region_release(void* p, bool keep) noexcept {
 
 namespace {
 
-// Bytes of the runs threads keep for their next sample (ThreadRuns::cached).
-std::int64_t cached_bytes() noexcept {
-  std::int64_t bytes = 0;
-  for (const ThreadRuns& t : g_thread_runs)
-    if (t.cached.load(std::memory_order_relaxed) != 0) bytes += kPage;
-  return bytes;
-}
-
 // The runs threads keep join the kept runs (then subject to the budget and trims), but
 // `spared`'s.
 void drain_thread_caches(const ThreadRuns* spared = nullptr) noexcept {
   for (ThreadRuns& t : g_thread_runs) {
     if (&t == spared) continue;
-    const std::uintptr_t run =
-        t.cached.load(std::memory_order_relaxed) == 0 ? 0 : t.cached.exchange(0, std::memory_order_acquire);
-    if (run == 0) continue;
-    const std::uint64_t dirty = reinterpret_cast<const SampleHeader*>(run)->dirty;
+    const Taken kept = take_cached(t);
+    if (kept.run == 0) continue;
     SpinGuard guard(g_lock);
     g_live_run_bytes -= static_cast<std::int64_t>(kPage);
-    add_free(run, 1, dirty, true);
+    add_free(kept.run, 1, kept.dirty, true);
   }
 }
 
@@ -566,15 +563,20 @@ std::int64_t region_overhead_bytes() noexcept {
   const auto side = static_cast<std::int64_t>(used_pages * (sizeof(FreeRun) + sizeof(std::uint32_t)));
   std::int64_t overhead = 0;
   for (const ThreadRuns& t : g_thread_runs) overhead += t.overhead.load(std::memory_order_relaxed);
-  return overhead + region_kept_bytes() + cached_bytes() + side;
+  return overhead + region_kept_bytes() + region_thread_kept_bytes() + side;
 }
 
 std::int64_t region_kept_bytes() noexcept { return g_kept.load(std::memory_order_relaxed); }
 
-std::int64_t region_thread_kept_bytes() noexcept { return cached_bytes(); }
+std::int64_t region_thread_kept_bytes() noexcept {
+  std::int64_t bytes = 0;
+  for (const ThreadRuns& t : g_thread_runs)
+    if (t.cached.load(std::memory_order_relaxed) != 0) bytes += kPage;
+  return bytes;
+}
 
 std::int64_t region_live_bytes() noexcept {
-  return __atomic_load_n(&g_live_run_bytes, __ATOMIC_RELAXED) - cached_bytes();
+  return __atomic_load_n(&g_live_run_bytes, __ATOMIC_RELAXED) - region_thread_kept_bytes();
 }
 
 std::int64_t region_kept_limit() noexcept {
