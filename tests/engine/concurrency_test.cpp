@@ -237,18 +237,39 @@ void expect_totals_of_the_last_sessions_samples(const std::vector<void*>& kept) 
   EXPECT_EQ(traced().current, 0);
 }
 
-TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSamples) {
-  ASSERT_TRUE(start(Settings{Mode::sampled, 16, 4096, 7}));
+// The clearing side of the sampled tests: `rounds` clears `pause` apart while the samplers
+// run, then the samplers go on until they took 100 samples after the last clear, and are
+// told to stop.
+struct ClearsBesideSamplers {
   std::atomic<bool> clearing_done{false}, done{false};
   std::atomic<int> taken_after{0};
+
+  // A sampler took a sample.
+  void took_sample() {
+    if (clearing_done.load()) taken_after.fetch_add(1);
+  }
+  void run(int rounds, std::chrono::microseconds pause) {
+    for (int round = 0; round < rounds; ++round) {
+      std::this_thread::sleep_for(pause);
+      clear();
+    }
+    clearing_done = true;
+    while (taken_after.load() < 100) std::this_thread::yield();
+    done = true;
+  }
+};
+
+TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSamples) {
+  ASSERT_TRUE(start(Settings{Mode::sampled, 16, 4096, 7}));
+  ClearsBesideSamplers clears;
   std::vector<void*> kept;
   std::thread writer([&] {
     std::vector<void*> live;
-    for (int i = 0; !done.load(); ++i) {
+    for (int i = 0; !clears.done.load(); ++i) {
       // nullptr at a session's first draw, when the countdown is not crossed yet.
       if (void* p = take_sample(64 + static_cast<std::size_t>(i % 61) * 16)) {
         live.push_back(p);
-        if (clearing_done.load()) taken_after.fetch_add(1);
+        clears.took_sample();
       }
       if (i % 3 == 0 && !live.empty()) {  // shrunk: recounted at its new size, or not at all
         void*& shrunk = live[static_cast<std::size_t>(i) % live.size()];
@@ -264,13 +285,7 @@ TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSampl
     }
     kept = std::move(live);
   });
-  for (int round = 0; round < 300; ++round) {
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-    clear();
-  }
-  clearing_done = true;
-  while (taken_after.load() < 100) std::this_thread::yield();
-  done = true;
+  clears.run(300, std::chrono::microseconds(100));
   writer.join();
 
   expect_totals_of_the_last_sessions_samples(kept);
@@ -283,18 +298,17 @@ TEST(EngineConcurrency, ClearsWhileAThreadSamplesLeaveTheTotalsOfItsCountedSampl
 // still hold their blocks' bytes apart.
 TEST(EngineConcurrency, ClearsWhileTwoThreadsFreeEachOthersSamplesLeaveTheCountedOnes) {
   ASSERT_TRUE(start(Settings{Mode::sampled, 16, 4096, 11}));
-  std::atomic<bool> clearing_done{false}, done{false};
-  std::atomic<int> taken_after{0};
+  ClearsBesideSamplers clears;
   std::mutex lock;
   std::vector<void*> inbox[2];  // samples of the other thread, to be freed by this one
   auto writer = [&](int me) {
-    for (int i = 0; !done.load(); ++i) {
+    for (int i = 0; !clears.done.load(); ++i) {
       void* p = take_sample(64 + static_cast<std::size_t>((i * 7 + me) % 61) * 16);
       if (p != nullptr) std::memset(p, 0x40 + me, 64);
       std::lock_guard<std::mutex> hold(lock);
       if (p != nullptr) {
         inbox[1 - me].push_back(p);
-        if (clearing_done.load()) taken_after.fetch_add(1);
+        clears.took_sample();
       }
       if (inbox[me].size() > 32) {
         void* q = inbox[me][static_cast<std::size_t>(i) % inbox[me].size()];
@@ -305,13 +319,7 @@ TEST(EngineConcurrency, ClearsWhileTwoThreadsFreeEachOthersSamplesLeaveTheCounte
     }
   };
   std::thread first(writer, 0), second(writer, 1);
-  for (int round = 0; round < 200; ++round) {
-    std::this_thread::sleep_for(std::chrono::microseconds(150));
-    clear();
-  }
-  clearing_done = true;
-  while (taken_after.load() < 100) std::this_thread::yield();
-  done = true;
+  clears.run(200, std::chrono::microseconds(150));
   first.join();
   second.join();
 
