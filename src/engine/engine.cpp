@@ -306,8 +306,9 @@ void count_folded(std::int64_t bytes) noexcept {
   if (r == nullptr) return stack;
   std::uintptr_t frames[kMaxFramesCapture + 1];
   const std::uint32_t depth = r->depth;
-  if (depth == 0 || depth > kMaxFramesCapture || is_route_frame(r->frames[depth - 1])) return stack;
-  __builtin_memcpy(frames, r->frames, depth * sizeof(std::uintptr_t));
+  if (depth == 0 || depth > kMaxFramesCapture) return stack;
+  StackTable::frames(r, frames);
+  if (is_route_frame(frames[depth - 1])) return stack;
   frames[depth] = route_frame(route);
   const StackId routed = g_stacks.find_or_insert(frames, depth + 1);
   if (routed == kNoStack) return stack;
@@ -870,19 +871,25 @@ void for_each_stack(bool include_freed, Fn&& fn) noexcept {
 
 }  // namespace
 
+static_assert(kMaxStackFrames == kMaxStackDepth);
+
 void visit_stacks(StackVisitor fn, void* ctx, bool include_freed) noexcept {
-  for_each_stack(include_freed,
-                 [&](const StackRecord* r, const StackSums& sums) { fn(ctx, r->frames, r->depth, sums); });
+  std::uintptr_t frames[kMaxStackDepth];
+  for_each_stack(include_freed, [&](const StackRecord* r, const StackSums& sums) {
+    StackTable::frames(r, frames);
+    fn(ctx, frames, r->depth, sums);
+  });
 }
 
 void visit_stack_ids(StackIdVisitor fn, void* ctx, bool include_freed) noexcept {
   for_each_stack(include_freed, [&](const StackRecord* r, const StackSums& sums) { fn(ctx, r->id, sums); });
 }
 
-const std::uintptr_t* stack_frames(std::uint32_t id, std::uint32_t* depth) noexcept {
+std::uint32_t stack_frames(std::uint32_t id, std::uintptr_t* out) noexcept {
   const StackRecord* r = id > kMaxStacks ? nullptr : g_stacks.record(id);
-  *depth = r == nullptr ? 0 : r->depth;
-  return r == nullptr ? nullptr : r->frames;
+  if (r == nullptr) return 0;
+  StackTable::frames(r, out);
+  return r->depth;
 }
 
 void begin_ignore() noexcept { ++t_thread.ignore_depth; }

@@ -159,7 +159,8 @@ struct StackSums {
 };
 // Calls fn for every stack that has live blocks now (with `include_freed`, also for every
 // stack that allocated since start-up). O(stacks); takes no lock, so the callback may
-// allocate (call it under an ignore scope).
+// allocate (call it under an ignore scope). `frames` is good for the call only: a record
+// keeps its frames coded (frame_code.hpp).
 using StackVisitor = void (*)(void* ctx, const std::uintptr_t* frames, std::uint32_t depth,
                               const StackSums& sums);
 LIVEHEAP_SHARED void visit_stacks(StackVisitor fn, void* ctx, bool include_freed = false) noexcept;
@@ -167,8 +168,11 @@ LIVEHEAP_SHARED void visit_stacks(StackVisitor fn, void* ctx, bool include_freed
 // id: what the history and StackSnapshots record and symbolize when asked.
 using StackIdVisitor = void (*)(void* ctx, std::uint32_t id, const StackSums& sums);
 LIVEHEAP_SHARED void visit_stack_ids(StackIdVisitor fn, void* ctx, bool include_freed = false) noexcept;
-// The frames of stack `id`; depth 0 (and nullptr) for an id not interned.
-LIVEHEAP_SHARED const std::uintptr_t* stack_frames(std::uint32_t id, std::uint32_t* depth) noexcept;
+// The most frames a stack has (a capture's, a route's, Python's merged in).
+inline constexpr std::uint32_t kMaxStackFrames = 256;
+// The frames of stack `id` into `out` (room for kMaxStackFrames); returns how many, 0 for
+// an id not interned.
+LIVEHEAP_SHARED std::uint32_t stack_frames(std::uint32_t id, std::uintptr_t* out) noexcept;
 
 // Ignore scopes: allocations on this thread are not traced and count as the tracker's own.
 LIVEHEAP_SHARED void begin_ignore() noexcept;

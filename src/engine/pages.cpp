@@ -32,6 +32,11 @@ void unmap_pages(void* p, std::size_t bytes) noexcept {
   g_mapped.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
 }
 
+void release_pages(void* p, std::size_t bytes) noexcept {
+  if (bytes == 0 || madvise(p, bytes, MADV_DONTNEED) != 0) return;
+  g_mapped.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+}
+
 std::int64_t mapped_bytes() noexcept { return g_mapped.load(std::memory_order_relaxed); }
 
 }  // namespace liveheap::engine

@@ -10,6 +10,10 @@ namespace liveheap::engine {
 // Zeroed, page-rounded memory; nullptr on failure.
 void* map_pages(std::size_t bytes) noexcept;
 void unmap_pages(void* p, std::size_t bytes) noexcept;
+// Gives the pages of [p, p + bytes) (page-aligned, within a map_pages() mapping) back to
+// the kernel: they stay mapped and read zero again, so a lock-free reader may still read
+// them. They count no more; the mapping must not be unmapped after.
+void release_pages(void* p, std::size_t bytes) noexcept;
 // Bytes currently mapped through map_pages.
 std::int64_t mapped_bytes() noexcept;
 

@@ -1,9 +1,9 @@
 // Interning of stacks in mmap'd memory: lock-free reads, serialized inserts.
 #include "stack_table.hpp"
 
-#include <cstring>
 #include <new>
 
+#include "frame_code.hpp"
 #include "pages.hpp"
 
 namespace liveheap::engine {
@@ -12,11 +12,12 @@ namespace {
 constexpr std::size_t kInitialIndexCapacity = 4096;
 constexpr std::size_t kArenaChunk = 1 << 20;
 
-// Rounded to 16 B only: the inline totals are one thread's (others get SharedTotals), so a
-// record needs no line of its own. 25 frames: 56 + 200 = 256 B.
-std::size_t record_bytes(std::uint32_t depth) noexcept {
-  return (sizeof(StackRecord) + depth * sizeof(std::uintptr_t) + 15) & ~std::size_t{15};
+// Rounded to 8 B only: the inline totals are one thread's (others get SharedTotals), so a
+// record needs no line of its own. 25 frames: 58 + 30 to 80 B of code (200 B raw).
+std::size_t record_bytes(std::size_t code_bytes) noexcept {
+  return (offsetof(StackRecord, code) + code_bytes + 7) & ~std::size_t{7};
 }
+const std::uint8_t* code_end(const StackRecord* r) noexcept { return r->code + r->code_bytes; }
 constexpr std::size_t kSharedBytes = sizeof(SharedTotals) * kSharedSlots;
 
 std::size_t align_up(std::size_t n, std::size_t align) noexcept { return (n + align - 1) & ~(align - 1); }
@@ -34,11 +35,10 @@ StackRecord* StackTable::find(const Index* index, std::uint64_t hash, const std:
   if (index == nullptr) return nullptr;
   const std::size_t mask = index->capacity - 1;
   for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
-    StackRecord* r = index->slots[i].load(std::memory_order_acquire);
-    if (r == nullptr) return nullptr;
-    if (r->hash == hash && r->depth == depth &&
-        std::memcmp(r->frames, frames, depth * sizeof(std::uintptr_t)) == 0)
-      return r;
+    const StackId id = index->slots[i].load(std::memory_order_acquire);
+    if (id == kNoStack) return nullptr;
+    StackRecord* r = record(id);  // published before its slot
+    if (r->hash == hash && r->depth == depth && same_frames(code_end(r), frames, depth)) return r;
   }
 }
 
@@ -46,26 +46,28 @@ StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t d
                                    bool capped) noexcept {
   if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth)) return r->id;
 
-  if (depth > UINT16_MAX) return kNoStack;  // deeper than any capture
+  if (depth > kMaxStackDepth) return kNoStack;  // deeper than any capture
+  const std::size_t code_bytes = coded_bytes(frames, depth);
   SpinGuard guard(insert_lock_);
   // Another thread may have inserted it, or grown the index, since the lock-free look.
   if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth)) return r->id;
   if (capped && room_ != nullptr) {
     // Asked before anything is mapped, so a refused stack costs nothing.
-    const std::size_t bytes = bytes_to_map(depth);
+    const std::size_t bytes = bytes_to_map(record_bytes(code_bytes));
     if (bytes != 0 && !room_(bytes)) return kNoStack;
   }
-  StackRecord* r = allocate_record(depth);
+  StackRecord* r = allocate_record(record_bytes(code_bytes));
   if (r == nullptr) return kNoStack;
   r->hash = hash;
-  r->depth = depth;
-  std::memcpy(r->frames, frames, depth * sizeof(std::uintptr_t));
+  r->depth = static_cast<std::uint16_t>(depth);
+  r->code_bytes = static_cast<std::uint16_t>(code_bytes);
+  encode_frames(frames, depth, r->code);
   if (!publish(r)) return kNoStack;  // the arena bytes stay: rare, and cheaper than undoing
   return r->id;
 }
 
 std::size_t StackTable::index_bytes(std::size_t capacity) noexcept {
-  return sizeof(Index) + capacity * sizeof(std::atomic<StackRecord*>);
+  return sizeof(Index) + capacity * sizeof(std::atomic<StackId>);
 }
 
 void* StackTable::map(std::size_t bytes) noexcept {
@@ -76,9 +78,13 @@ void* StackTable::map(std::size_t bytes) noexcept {
   return p;
 }
 
-std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
+void StackTable::frames(const StackRecord* r, std::uintptr_t* out) noexcept {
+  decode_frames(code_end(r), r->depth, out);
+}
+
+std::size_t StackTable::bytes_to_map(std::size_t record_bytes) const noexcept {
   std::size_t bytes = 0;
-  if (arena_pad(alignof(StackRecord), record_bytes(depth)) == kNoRoom) bytes += kArenaChunk;
+  if (arena_pad(alignof(StackRecord), record_bytes) == kNoRoom) bytes += kArenaChunk;
   const std::uint32_t n = count_.load(std::memory_order_relaxed);
   const StackId id = n + 1;
   if (id <= kMaxStacks && by_id_[id >> kChunkBits].load(std::memory_order_relaxed) == nullptr)
@@ -90,7 +96,7 @@ std::size_t StackTable::bytes_to_map(std::uint32_t depth) const noexcept {
 }
 
 std::size_t StackTable::arena_pad(std::size_t align, std::size_t bytes) const noexcept {
-  // The arena is page-aligned and every piece a multiple of 16: padding only for align > 16.
+  // The arena is page-aligned and every piece a multiple of 8: padding only for align > 8.
   const std::size_t pad =
       align_up(reinterpret_cast<std::uintptr_t>(arena_), align) - reinterpret_cast<std::uintptr_t>(arena_);
   return arena_ == nullptr || pad + bytes > arena_left_ ? kNoRoom : pad;
@@ -113,8 +119,8 @@ void* StackTable::allocate(std::size_t bytes, std::size_t align) noexcept {
   return p;
 }
 
-StackRecord* StackTable::allocate_record(std::uint32_t depth) noexcept {
-  void* p = allocate(record_bytes(depth), alignof(StackRecord));
+StackRecord* StackTable::allocate_record(std::size_t bytes) noexcept {
+  void* p = allocate(bytes, alignof(StackRecord));
   return p == nullptr ? nullptr : new (p) StackRecord{};
 }
 
@@ -174,11 +180,22 @@ bool StackTable::grow_index() noexcept {
   for (StackId id = 1; id <= count_.load(std::memory_order_relaxed); ++id) {
     StackRecord* r = record(id);
     std::size_t i = r->hash & mask;
-    while (index->slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & mask;
-    index->slots[i].store(r, std::memory_order_relaxed);
+    while (index->slots[i].load(std::memory_order_relaxed) != kNoStack) i = (i + 1) & mask;
+    index->slots[i].store(id, std::memory_order_relaxed);
   }
   index_.store(index, std::memory_order_release);
+  if (old != nullptr) release_retired(old);
   return true;
+}
+
+void StackTable::release_retired(Index* old) noexcept {
+  // Its slots read zero from now on: a reader still probing it finds nothing there and
+  // looks again in the current index, under the insert lock. The first page (the header,
+  // which readers read once before they probe) stays.
+  const std::size_t bytes = (index_bytes(old->capacity) + 4095) & ~std::size_t{4095};
+  if (bytes <= 4096) return;
+  release_pages(reinterpret_cast<char*>(old) + 4096, bytes - 4096);
+  mapped_.fetch_sub(static_cast<std::int64_t>(bytes - 4096), std::memory_order_relaxed);
 }
 
 bool StackTable::publish(StackRecord* r) noexcept {
@@ -202,8 +219,8 @@ bool StackTable::publish(StackRecord* r) noexcept {
   count_.store(id, std::memory_order_release);
   const std::size_t mask = index->capacity - 1;
   std::size_t i = r->hash & mask;
-  while (index->slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & mask;
-  index->slots[i].store(r, std::memory_order_release);
+  while (index->slots[i].load(std::memory_order_relaxed) != kNoStack) i = (i + 1) & mask;
+  index->slots[i].store(id, std::memory_order_release);
   return true;
 }
 

@@ -19,6 +19,8 @@ using StackId = std::uint32_t;
 inline constexpr StackId kNoStack = 0;
 inline constexpr unsigned kStackIdBits = 24;
 inline constexpr StackId kMaxStacks = (1u << kStackIdBits) - 1;
+// The deepest stack the table interns: a capture's frames and a route's (stack_capture.hpp).
+inline constexpr std::uint32_t kMaxStackDepth = 256;
 
 // The hash of a stack, one frame at a time from the outermost: a multiply-rotate per frame,
 // one full mix at the end (a full mix per frame cost ~400 instructions per 25-frame stack).
@@ -84,7 +86,8 @@ struct alignas(64) SharedTotals {
 };
 
 // Most stacks are only ever used by one thread: they keep their totals inline (32 B) and
-// never pay the 256 B of shared slots (which were 256 of a 25-frame stack's 512 B).
+// never pay the 256 B of shared slots (which were 256 of a 25-frame stack's 512 B). Frames
+// are coded (frame_code.hpp): a 25-frame stack's took 200 B raw, 30-80 B coded.
 struct StackRecord {
   // The owner's alone, added to with plain loads and stores: the four locked adds of a
   // pair cost the Beast server 1.6 us a request (of 5.7 us that exact mode costs it).
@@ -92,15 +95,20 @@ struct StackRecord {
   // nullptr until a thread other than the owner adds to the stack; then kSharedSlots copies,
   // never freed. Readers sum `totals`, every shared copy and the side totals.
   std::atomic<SharedTotals*> shared;
-  std::uint64_t hash;
   StackId id;
   std::uint16_t depth;
   // thread_slot() + 1 of the first thread that added to the stack (0: none yet; claimed by
   // compare-exchange).
   std::atomic<std::uint16_t> owner;
-  std::uintptr_t frames[];  // `depth` return addresses, most recent first
+  // Written before the record is published, never after: a reader of the code may load
+  // the 8 bytes before it (frame_code.hpp).
+  std::uint64_t hash;
+  std::uint16_t code_bytes;
+  // `depth` return addresses, most recent first, coded (frame_code.hpp): read them with
+  // StackTable::frames().
+  std::uint8_t code[];
 };
-static_assert(sizeof(StackRecord) == 56, "the header of a record: see record_bytes()");
+static_assert(offsetof(StackRecord, code) == 58, "the header of a record: see record_bytes()");
 
 // Asked before the table maps more memory for a new stack: true when `bytes` more fit
 // under the tracker-memory cap.
@@ -125,6 +133,8 @@ class StackTable {
     StackRecord** chunk = by_id_[id >> kChunkBits].load(std::memory_order_acquire);
     return chunk == nullptr ? nullptr : chunk[id & ((1u << kChunkBits) - 1)];
   }
+  // The `depth` frames of `r` into `out` (room for r->depth, at most kMaxStackDepth).
+  static void frames(const StackRecord* r, std::uintptr_t* out) noexcept;
   // Ids run from 1 to size().
   std::uint32_t size() const noexcept { return count_.load(std::memory_order_acquire); }
   // Adds a block's (or a sample's weighted) bytes and count to r's totals on `side`, for
@@ -189,8 +199,8 @@ class StackTable {
   // arena); nullptr when the room check refuses (or out of memory): then the caller adds to
   // the side totals, which is only slower.
   SharedTotals* share(StackRecord* r) noexcept;
-  // Bytes mapped for the table: records, indexes (retired ones too), the id directory, the
-  // side totals.
+  // Bytes mapped for the table: records, indexes (of retired ones, their first page), the id
+  // directory, the side totals.
   std::int64_t memory_bytes() const noexcept { return mapped_.load(std::memory_order_relaxed); }
 
   // fork(): the child must not inherit a lock held by a thread that no longer exists.
@@ -200,27 +210,29 @@ class StackTable {
 
  private:
   struct Index {
-    std::size_t capacity;  // power of two
-    Index* retired;        // older, smaller index (kept: readers may still hold it)
-    std::atomic<StackRecord*> slots[];
+    std::size_t capacity;          // power of two
+    Index* retired;                // older, smaller index (its header kept: readers may hold it)
+    std::atomic<StackId> slots[];  // kNoStack: empty (4 B a slot where a pointer took 8)
   };
   static constexpr unsigned kChunkBits = 12;  // ids per directory chunk: 4096
   static constexpr std::size_t kChunks = (std::size_t{1} << kStackIdBits) >> kChunkBits;
 
   StackRecord* find(const Index* index, std::uint64_t hash, const std::uintptr_t* frames,
                     std::uint32_t depth) const noexcept;
-  StackRecord* allocate_record(std::uint32_t depth) noexcept;
-  // `bytes` (a multiple of 16) from the arena aligned to `align`; nullptr when out of memory.
+  StackRecord* allocate_record(std::size_t bytes) noexcept;
+  // `bytes` (a multiple of 8) from the arena aligned to `align`; nullptr when out of memory.
   void* allocate(std::size_t bytes, std::size_t align) noexcept;
   // The padding before `bytes` aligned to `align` in what is left of the arena, or kNoRoom
   // when they do not fit there (a new chunk would be mapped).
   static constexpr std::size_t kNoRoom = ~std::size_t{0};
   std::size_t arena_pad(std::size_t align, std::size_t bytes) const noexcept;
-  // What interning one more stack of `depth` frames would map now (0: nothing).
-  std::size_t bytes_to_map(std::uint32_t depth) const noexcept;
+  // What interning one more stack of `record_bytes` would map now (0: nothing).
+  std::size_t bytes_to_map(std::size_t record_bytes) const noexcept;
   static std::size_t index_bytes(std::size_t capacity) noexcept;
   void* map(std::size_t bytes) noexcept;
   bool grow_index() noexcept;
+  // The pages of a retired index past its header, given back (readers may hold it).
+  void release_retired(Index* old) noexcept;
   bool publish(StackRecord* record) noexcept;
 
   std::atomic<Index*> index_{nullptr};

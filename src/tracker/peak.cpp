@@ -19,6 +19,7 @@
 #include "fork_safe_once.hpp"
 #include "liveheap/tracker.hpp"
 #include "peak_signal.hpp"
+#include "stack_table.hpp"
 #include "wall_clock.hpp"
 
 namespace liveheap::peak {
@@ -57,12 +58,14 @@ State* make_state() {
   return made;
 }
 
-void add_stack(void* ctx, const std::uintptr_t* frames, std::uint32_t depth, const engine::StackSums& sums) {
+static_assert(engine::kStackIdBits <= 24, "StackAtPeak::id");
+
+void add_stack(void* ctx, std::uint32_t id, const engine::StackSums& sums) {
   auto* r = static_cast<Record*>(ctx);
   // Reserved beforehand: no allocation (and no throw) inside the engine's visit. A stack
   // interned after the reservation is left out of this record.
   if (r->stacks.size() == r->stacks.capacity()) return;
-  r->stacks.push_back({frames, depth, sums.bytes, sums.count});
+  r->stacks.push_back({sums.bytes, id, sums.count});
   r->total += sums.bytes;
 }
 
@@ -72,7 +75,7 @@ void record(State& s) {
   auto r = std::make_shared<Record>();
   r->stacks.reserve(engine::stack_count() + 64);
   r->taken_at_ms = engine::now_ms();
-  engine::visit_stacks(add_stack, r.get());
+  engine::visit_stack_ids(add_stack, r.get());
   engine::set_peak_mark(r->total + std::max(r->total / kMarginDivisor, kMinMargin));
   std::shared_ptr<const Record> old;  // freed outside the lock
   std::lock_guard lock(s.latest_mutex);

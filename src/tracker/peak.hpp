@@ -15,14 +15,15 @@ namespace liveheap::peak {
 inline constexpr std::int64_t kMarginDivisor = 32;
 inline constexpr std::int64_t kMinMargin = 64 * 1024;
 
-// One stack's live totals when the record was taken. `frames` points into the engine's stack
-// table, whose records are never freed.
+// One stack's live totals when the record was taken, in 16 B: a record holds every live
+// stack. `id`: the engine's stack id (24 bits; stable for the life of the process,
+// engine::stack_frames() reads its frames).
 struct StackAtPeak {
-  const std::uintptr_t* frames = nullptr;
-  std::uint32_t depth = 0;
   std::int64_t bytes = 0;
-  std::int64_t count = 0;
+  std::uint64_t id : 24 = 0;
+  std::int64_t count : 40 = 0;
 };
+static_assert(sizeof(StackAtPeak) == 16);
 
 struct Record {
   std::int64_t taken_at_ms = 0;

@@ -17,8 +17,8 @@ std::string route_of_stack(const std::uintptr_t* frames, std::uint32_t depth) {
 }
 
 std::string route_of_id(std::uint32_t id) {
-  std::uint32_t depth = 0;
-  const std::uintptr_t* frames = engine::stack_frames(id, &depth);
+  std::uintptr_t frames[engine::kMaxStackFrames];
+  const std::uint32_t depth = engine::stack_frames(id, frames);
   return route_of_stack(frames, depth);
 }
 

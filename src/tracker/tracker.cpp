@@ -15,6 +15,7 @@
 #include <string>
 
 #include "address_index.hpp"
+#include "decoded_stacks.hpp"
 #include "engine.hpp"
 #include "fork_repairs.hpp"
 #include "history.hpp"
@@ -201,8 +202,8 @@ std::int64_t trim_tracker_memory() noexcept { return engine::region_trim(); }
 
 HeapTotals heap_totals() noexcept {
   HeapTotals sum;
-  engine::visit_stacks(
-      [](void* ctx, const std::uintptr_t*, std::uint32_t, const engine::StackSums& s) {
+  engine::visit_stack_ids(
+      [](void* ctx, std::uint32_t, const engine::StackSums& s) {
         auto* t = static_cast<HeapTotals*>(ctx);
         t->inuse_bytes += s.bytes;
         t->inuse_blocks += s.count;
@@ -380,14 +381,9 @@ History history() {
   h.points_dropped = raw.points_dropped;
   h.noise = opts.mode == Mode::sampled ? opts.sample_interval : 0;
   const std::vector<std::uint32_t> ids = reported_ids(raw);
-  std::vector<std::span<const std::uintptr_t>> stacks;  // the engine's records: never freed
-  stacks.reserve(ids.size());
-  for (std::uint32_t id : ids) {
-    std::uint32_t depth = 0;
-    const std::uintptr_t* frames = engine::stack_frames(id, &depth);
-    stacks.emplace_back(frames, depth);
-  }
-  std::vector<Traceback> tracebacks = symbolized(stacks);
+  tracker::DecodedStacks stacks;
+  for (std::uint32_t id : ids) stacks.add(id);  // interned: recorded by the engine's visit
+  std::vector<Traceback> tracebacks = symbolized(stacks.spans());
   const std::size_t n = raw.points.size();
   h.stacks.reserve(ids.size());
   for (Traceback& tb : tracebacks)
@@ -480,23 +476,20 @@ void collect_id(void* ctx, std::uint32_t id, const engine::StackSums& sums) {
 // The frames of every stack of `stacks`, from the engine's never-freed records; throws
 // for an id it never interned or for code unloaded since `stacks` was taken (`now`: the
 // code loaded now, listed once per call by the caller when needed).
-void frames_of(const StackSnapshot& stacks, std::vector<std::span<const std::uintptr_t>>& out,
+void frames_of(const StackSnapshot& stacks, tracker::DecodedStacks& out,
                std::shared_ptr<const StackSnapshot::Code>& now, bool check_code = true) {
   if (!stacks.code && !stacks.stacks.empty())
     throw std::invalid_argument("a StackSnapshot not made by take_stack_snapshot() cannot be symbolized");
   const std::size_t first = out.size();
-  for (const StackSnapshot::Stack& s : stacks.stacks) {
-    std::uint32_t depth = 0;
-    const std::uintptr_t* frames = engine::stack_frames(s.id, &depth);
-    if (frames == nullptr)
+  for (const StackSnapshot::Stack& s : stacks.stacks)
+    if (!out.add(s.id))
       throw std::invalid_argument("stack id " + std::to_string(s.id) + " is not one this process interned");
-    out.emplace_back(frames, depth);
-  }
   if (!check_code || !stacks.code || stacks.code->loaded.counts() == symbolize::loader_counts()) return;
   // Something was loaded or unloaded since: each address must still be the same code.
   if (!now)
     now = std::make_shared<const StackSnapshot::Code>(StackSnapshot::Code{symbolize::LoadedCode::now()});
-  const auto mine = std::span(out).subspan(first);
+  const std::vector<std::span<const std::uintptr_t>> spans = out.spans();
+  const auto mine = std::span(spans).subspan(first);
   for (std::uintptr_t a : distinct_addresses(mine)) {
     if (a < engine::kFirstCodeAddress || engine::is_python_frame(a))
       continue;  // named by the engine (engine_frame)
@@ -537,20 +530,20 @@ StackSnapshot take_allocation_stack_snapshot() { return stack_snapshot_of(true);
 
 Snapshot symbolized(const StackSnapshot& stacks) {
   IgnoreScope ignore;
-  std::vector<std::span<const std::uintptr_t>> frames;
+  tracker::DecodedStacks frames;
   std::shared_ptr<const StackSnapshot::Code> now;
   frames_of(stacks, frames, now);
-  std::vector<Traceback> tracebacks = symbolized(frames);
+  std::vector<Traceback> tracebacks = symbolized(frames.spans());
   return snapshot_of(stacks, tracebacks.begin(), stacks.info);
 }
 
 SymbolizedPair symbolized(const StackSnapshot& now, const StackSnapshot& old) {
   IgnoreScope ignore;
-  std::vector<std::span<const std::uintptr_t>> frames;
+  tracker::DecodedStacks frames;
   std::shared_ptr<const StackSnapshot::Code> code;
   frames_of(now, frames, code);
   frames_of(old, frames, code);
-  std::vector<Traceback> tracebacks = symbolized(frames);
+  std::vector<Traceback> tracebacks = symbolized(frames.spans());
   SymbolizedPair pair;
   pair.now = snapshot_of(now, tracebacks.begin(), now.info);
   pair.old = snapshot_of(old, tracebacks.begin() + static_cast<std::ptrdiff_t>(now.stacks.size()), old.info);
@@ -562,10 +555,10 @@ namespace {
 // Symbolized at once (so no code can have gone since), its tracker memory counted after.
 Snapshot symbolized_at_once(const StackSnapshot& stacks) {
   SnapshotInfo info = stacks.info;
-  std::vector<std::span<const std::uintptr_t>> frames;
+  tracker::DecodedStacks frames;
   std::shared_ptr<const StackSnapshot::Code> now;
   frames_of(stacks, frames, now, false);
-  std::vector<Traceback> tracebacks = symbolized(frames);
+  std::vector<Traceback> tracebacks = symbolized(frames.spans());
   info.tracker_memory = tracker_memory();
   return snapshot_of(stacks, tracebacks.begin(), info);
 }
@@ -612,8 +605,11 @@ Snapshot take_peak_snapshot() {
   std::vector<RawTrace> raw;
   if (record) {
     raw.reserve(record->stacks.size());
-    for (const peak::StackAtPeak& s : record->stacks)
-      raw.push_back({std::vector<std::uintptr_t>(s.frames, s.frames + s.depth), {s.bytes, s.count, 0, 0}});
+    std::uintptr_t frames[engine::kMaxStackFrames];
+    for (const peak::StackAtPeak& s : record->stacks) {
+      const std::uint32_t depth = engine::stack_frames(s.id, frames);
+      raw.push_back({std::vector<std::uintptr_t>(frames, frames + depth), {s.bytes, s.count, 0, 0}});
+    }
     info.taken_at_ms = record->taken_at_ms;
     info.traced_current = record->total;
   }

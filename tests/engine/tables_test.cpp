@@ -132,7 +132,9 @@ TEST(StackTable, InternsEqualStacksOnceAndKeepsThemDistinct) {
     const StackRecord* r = table.record(ids[i]);
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(r->depth, stacks[i].size());
-    EXPECT_TRUE(std::equal(stacks[i].begin(), stacks[i].end(), r->frames));
+    std::uintptr_t frames[kMaxStackDepth];
+    StackTable::frames(r, frames);
+    EXPECT_TRUE(std::equal(stacks[i].begin(), stacks[i].end(), frames));
   }
   const std::set<std::vector<std::uintptr_t>> distinct(stacks.begin(), stacks.end());
   EXPECT_EQ(table.size(), distinct.size());
@@ -178,9 +180,10 @@ TEST(StackTable, AOneThreadStackKeepsItsTotalsInlineASecondThreadGetsSharedSlots
   StackRecord* b = table.record(table.find_or_insert(frames_b.data(), 25));
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  // 56 B of header (32 B of inline totals) + 25 frames, rounded to 16: 256 B (512 B when
-  // every record carried four cache lines of totals).
-  EXPECT_EQ(reinterpret_cast<char*>(b) - reinterpret_cast<char*>(a), 256);
+  // 56 B of header (32 B of inline totals) + 25 frames coded in 28 B (4 for the first, 1
+  // for each step of one), rounded to 8: 88 B (256 B with frames kept raw, 512 B when every
+  // record carried four cache lines of totals).
+  EXPECT_EQ(reinterpret_cast<char*>(b) - reinterpret_cast<char*>(a), 88);
   const std::int64_t mapped = table.memory_bytes();
 
   // Stack a: one thread allocates and frees: inline totals only.
@@ -226,22 +229,79 @@ TEST(StackTable, AOneThreadStackKeepsItsTotalsInlineASecondThreadGetsSharedSlots
   EXPECT_EQ(a->shared.load(), nullptr);
 }
 
-TEST(StackTable, FourThousandStacksOf25FramesFitOneMebibyteOfRecords) {
+// Stacks of 25 frames one apart, the first at base + s * 64: 88 B records (above).
+// 1 MiB of arena holds 11,915 of them (56 B left over).
+constexpr std::uintptr_t kRecordsPerChunk = 11915;
+StackId intern_nearby_stack(StackTable& table, std::uintptr_t base, std::uintptr_t s) {
+  std::uintptr_t frames[25];
+  for (std::size_t i = 0; i < 25; ++i) frames[i] = base + s * 64 + i;
+  return table.find_or_insert(frames, 25);
+}
+
+TEST(StackTable, ElevenThousandStacksOf25NearbyFramesFitOneMebibyteOfRecords) {
   static StackTable table;
-  std::vector<std::uintptr_t> frames(25);
-  for (std::uintptr_t s = 0; s < 4096; ++s) {
-    for (std::size_t i = 0; i < 25; ++i) frames[i] = 0x400000 + s * 64 + i;
-    ASSERT_NE(table.find_or_insert(frames.data(), 25), kNoStack);
+  for (std::uintptr_t s = 0; s < kRecordsPerChunk; ++s)
+    ASSERT_NE(intern_nearby_stack(table, 0x400000, s), kNoStack);
+  // One 1 MiB arena chunk of 88 B records (4096 records of 256 B with frames raw), three
+  // 32 KiB chunks of the id directory (ids 1..4095, 4096..8191, 8192..), the 32768-slot
+  // index (16 + 4 B a slot, 33 pages) and the first page of each retired one (16384, 8192
+  // and 4096 slots: the rest given back).
+  constexpr std::int64_t kIndexes = 135168 + 3 * 4096;
+  EXPECT_EQ(table.memory_bytes(), 1048576 + 3 * 32768 + kIndexes);
+  ASSERT_NE(intern_nearby_stack(table, 0x400000, kRecordsPerChunk), kNoStack);
+  // The next record: the next arena chunk.
+  EXPECT_EQ(table.memory_bytes(), 2 * 1048576 + 3 * 32768 + kIndexes);
+}
+
+TEST(StackTable, CodedFramesReadBackExactlyWhateverTheirSteps) {
+  static StackTable table;
+  const std::vector<std::vector<std::uintptr_t>> stacks = {
+      {0},
+      {UINTPTR_MAX},
+      {0, UINTPTR_MAX, 0, std::uintptr_t{1} << 63, (std::uintptr_t{1} << 63) - 1, 1},
+      {0x7f12345678ab, 0x7f12345678ab, 0x7f1234567800, 0x55aa00001234, 0x7f12345678ab},
+      {0x7f12345678ab, 0x7f12345678ab, 0x7f1234567800, 0x55aa00001234, 0x7f12345678ac},
+      {0x8000000000000001, 0x7e57, 0xffff800000000000},
+  };
+  std::vector<StackId> ids;
+  for (const auto& s : stacks) {
+    ids.push_back(table.find_or_insert(s.data(), static_cast<std::uint32_t>(s.size())));
+    ASSERT_NE(ids.back(), kNoStack);
   }
-  // One 1 MiB arena chunk of 256 B records (two when records were 512 B), two 32 KiB chunks
-  // of the id directory (ids 1..4095 and 4096..), the 8192-slot index (16 + 65536 B, 17
-  // pages) and the retired 4096-slot one (9 pages).
-  EXPECT_EQ(table.memory_bytes(), 1048576 + 2 * 32768 + 69632 + 36864);
-  frames[0] = 0x900000;
-  ASSERT_NE(table.find_or_insert(frames.data(), 25), kNoStack);
-  // The 4097th: the next arena chunk, and the index doubles again (16384 slots, 33 pages;
-  // the old one retired).
-  EXPECT_EQ(table.memory_bytes(), 2 * 1048576 + 2 * 32768 + 135168 + 69632 + 36864);
+  EXPECT_EQ(std::set<StackId>(ids.begin(), ids.end()).size(), stacks.size());  // all distinct
+  for (std::size_t i = 0; i < stacks.size(); ++i) {
+    const StackRecord* r = table.record(ids[i]);
+    ASSERT_EQ(r->depth, stacks[i].size());
+    std::uintptr_t frames[kMaxStackDepth] = {};
+    StackTable::frames(r, frames);
+    EXPECT_EQ(std::vector<std::uintptr_t>(frames, frames + r->depth), stacks[i]) << i;
+    EXPECT_EQ(table.find_or_insert(stacks[i].data(), r->depth), ids[i]);
+  }
+  // Every length a step can take, on both sides of each boundary, up and down: each stack
+  // reads back as it went in, and none is taken for another.
+  std::vector<std::uintptr_t> steps = {0x7f0000000000};
+  for (int bits = 0; bits < 64; ++bits)
+    for (const std::int64_t delta : {std::int64_t{-1}, std::int64_t{0}, std::int64_t{1}}) {
+      const std::uint64_t magnitude = (std::uint64_t{1} << bits) + static_cast<std::uint64_t>(delta);
+      steps.push_back(steps.back() + magnitude);
+      steps.push_back(steps.back() - magnitude);
+    }
+  for (std::size_t at = 0; at + 40 <= steps.size(); at += 7) {
+    const StackId id = table.find_or_insert(steps.data() + at, 40);
+    ASSERT_NE(id, kNoStack);
+    std::uintptr_t back[40];
+    StackTable::frames(table.record(id), back);
+    ASSERT_TRUE(std::equal(back, back + 40, steps.begin() + static_cast<std::ptrdiff_t>(at))) << at;
+  }
+  // As deep as the table takes, and one deeper: refused.
+  std::vector<std::uintptr_t> deep(kMaxStackDepth + 1);
+  for (std::size_t i = 0; i < deep.size(); ++i) deep[i] = 0x400000 + (i % 7) * 0x10000000;
+  const StackId deepest = table.find_or_insert(deep.data(), kMaxStackDepth);
+  ASSERT_NE(deepest, kNoStack);
+  std::uintptr_t frames[kMaxStackDepth];
+  StackTable::frames(table.record(deepest), frames);
+  EXPECT_TRUE(std::equal(frames, frames + kMaxStackDepth, deep.begin()));
+  EXPECT_EQ(table.find_or_insert(deep.data(), kMaxStackDepth + 1), kNoStack);
 }
 
 // A tracker-memory cap for one table: room while the table's own mapped bytes plus the
@@ -305,13 +365,11 @@ TEST(StackTable, PastTheRoomCheckASecondThreadAddsToTheSideTotalsAndTheOwnerLose
   g_capped_stacks = &table;
   g_limit = INT64_MAX;
   g_refusals = 0;
-  // 4096 stacks of 25 frames fill the first 1 MiB arena chunk exactly (test above): shared
-  // slots would need another chunk, which the room check now refuses.
-  std::vector<std::uintptr_t> frames(25);
+  // These stacks fill the first 1 MiB arena chunk but 56 B (test above): shared slots
+  // would need another chunk, which the room check now refuses.
   StackId first = kNoStack;
-  for (std::uintptr_t s = 0; s < 4096; ++s) {
-    for (std::size_t i = 0; i < 25; ++i) frames[i] = 0x600000 + s * 64 + i;
-    const StackId id = table.find_or_insert(frames.data(), 25);
+  for (std::uintptr_t s = 0; s < kRecordsPerChunk; ++s) {
+    const StackId id = intern_nearby_stack(table, 0x600000, s);
     ASSERT_NE(id, kNoStack);
     if (s == 0) first = id;
   }
