@@ -60,22 +60,52 @@ State* make_state() {
 
 static_assert(engine::kStackIdBits <= 24, "StackAtPeak::id");
 
+// A record being filled by the engine's visit: reserved beforehand, so no allocation (and
+// no throw) inside the visit; a stack past the reservation is left out and `full` set.
+struct Filling {
+  Record* record;
+  bool full = false;
+};
+
 void add_stack(void* ctx, std::uint32_t id, const engine::StackSums& sums) {
-  auto* r = static_cast<Record*>(ctx);
-  // Reserved beforehand: no allocation (and no throw) inside the engine's visit. A stack
-  // interned after the reservation is left out of this record.
-  if (r->stacks.size() == r->stacks.capacity()) return;
-  r->stacks.push_back({sums.bytes, id, sums.count});
-  r->total += sums.bytes;
+  auto* f = static_cast<Filling*>(ctx);
+  if (f->record->stacks.size() == f->record->stacks.capacity()) {
+    f->full = true;
+    return;
+  }
+  f->record->stacks.push_back({sums.bytes, id, sums.count});
+  f->record->total += sums.bytes;
+}
+
+// The heap now, with room for `room` live stacks; *full when they were more.
+std::shared_ptr<Record> take_record(std::size_t room, bool* full) {
+  auto r = std::make_shared<Record>();
+  r->stacks.reserve(room);
+  r->taken_at_ms = engine::now_ms();
+  Filling filling{r.get()};
+  engine::visit_stack_ids(add_stack, &filling);
+  *full = filling.full;
+  return r;
 }
 
 // Records the heap now as the peak. Holds s.recording. May throw std::bad_alloc.
 void record(State& s) {
   IgnoreScope ignore;  // the record is the tracker's memory
-  auto r = std::make_shared<Record>();
-  r->stacks.reserve(engine::stack_count() + 64);
-  r->taken_at_ms = engine::now_ms();
-  engine::visit_stack_ids(add_stack, r.get());
+  // Room for the live stacks of the last record and an eighth more (the heap grew by a
+  // 32nd at least since); for every stack (16 B each, most of them freed long ago in a
+  // program of many stacks) only when they were more.
+  const std::size_t every = engine::stack_count() + 64;
+  const std::shared_ptr<const Record> last = latest();
+  const std::size_t likely = last ? last->stacks.size() + last->stacks.size() / 8 + 1024 : every;
+  bool full = true;
+  std::shared_ptr<Record> r;
+  if (likely < every) r = take_record(likely, &full);
+  if (full) {
+    // Stacks interned after this reservation are left out, as they would have been had
+    // they come a moment later.
+    r = take_record(every, &full);
+    if (r->stacks.capacity() - r->stacks.size() > r->stacks.size() / 8) r->stacks.shrink_to_fit();
+  }
   engine::set_peak_mark(r->total + std::max(r->total / kMarginDivisor, kMinMargin));
   std::shared_ptr<const Record> old;  // freed outside the lock
   std::lock_guard lock(s.latest_mutex);
