@@ -67,6 +67,52 @@ void say(const char* line) {
   if (write(1, line, std::strlen(line)) < 0 || write(1, "\n", 1) < 0) std::_Exit(2);
 }
 
+// What liveheap's tables hold, looked up with dlsym: the public functions when the full
+// library is loaded (LIVEHEAP_ADDR and a variable only it reads, or a first report), else
+// the preload library's own engine functions (tracker_memory() is engine::own_memory()),
+// which have no cap figures.
+struct TrackerFigures {
+  bool found = false;
+  bool cap_known = false;
+  std::int64_t memory = 0;
+  std::uint64_t stacks = 0;
+  std::int64_t stack_table_bytes = 0;
+  std::int64_t live_table_bytes = 0;
+  liveheap::EngineStats stats{};  // when cap_known
+};
+
+template <typename Fn>
+Fn look_up(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+TrackerFigures read_tracker_figures() {
+  TrackerFigures f;
+  // The mangled names of liveheap::tracker_memory() and engine_stats() (inline namespace v1).
+  const auto tracker_memory = look_up<std::int64_t (*)()>("_ZN8liveheap2v114tracker_memoryEv");
+  const auto engine_stats = look_up<liveheap::EngineStats (*)()>("_ZN8liveheap2v112engine_statsEv");
+  if (tracker_memory != nullptr && engine_stats != nullptr) {
+    f.stats = engine_stats();
+    f.found = f.cap_known = true;
+    f.memory = tracker_memory();
+    f.stacks = f.stats.stacks;
+    f.stack_table_bytes = f.stats.stack_table_bytes;
+    f.live_table_bytes = f.stats.live_table_bytes;
+    return f;
+  }
+  const auto own_memory = look_up<std::int64_t (*)()>("_ZN8liveheap6engine10own_memoryEv");
+  const auto stack_count = look_up<std::uint64_t (*)()>("_ZN8liveheap6engine11stack_countEv");
+  const auto stack_table = look_up<std::int64_t (*)()>("_ZN8liveheap6engine17stack_table_bytesEv");
+  const auto live_table = look_up<std::int64_t (*)()>("_ZN8liveheap6engine16live_table_bytesEv");
+  if (own_memory == nullptr || stack_count == nullptr || stack_table == nullptr || live_table == nullptr) return f;
+  f.found = true;
+  f.memory = own_memory();
+  f.stacks = stack_count();
+  f.stack_table_bytes = stack_table();
+  f.live_table_bytes = live_table();
+  return f;
+}
+
 // Reads stdin up to and including a newline (or EOF): no allocation.
 bool wait_line() {
   char c = 0;
@@ -103,15 +149,7 @@ int main(int argc, char** argv) {
   std::memset(keep, 0, allocs * sizeof(void*));
   char line[160];
 
-  // The mangled names of liveheap::tracker_memory() and engine_stats() (inline namespace v1).
-  using TrackerMemory = std::int64_t (*)();
-  using EngineStatsFn = liveheap::EngineStats (*)();
-  const auto tracker_memory =
-      reinterpret_cast<TrackerMemory>(dlsym(RTLD_DEFAULT, "_ZN8liveheap2v114tracker_memoryEv"));
-  const auto engine_stats =
-      reinterpret_cast<EngineStatsFn>(dlsym(RTLD_DEFAULT, "_ZN8liveheap2v112engine_statsEv"));
-  const std::int64_t memory_before = tracker_memory != nullptr ? tracker_memory() : 0;
-  const std::uint64_t stacks_before = engine_stats != nullptr ? engine_stats().stacks : 0;
+  const TrackerFigures before = read_tracker_figures();
   const long rss_before = rss_bytes();
 
   if (phases) {
@@ -147,33 +185,34 @@ int main(int argc, char** argv) {
     std::snprintf(line, sizeof line, "rss: %.1f MiB -> %.1f MiB", rss_before / 1048576.0,
                   rss_bytes() / 1048576.0);
     say(line);
-    if (tracker_memory != nullptr && engine_stats != nullptr) {
-      const liveheap::EngineStats s = engine_stats();
-      const std::int64_t memory = tracker_memory();
-      const std::uint64_t stacks = s.stacks - stacks_before;
+    const TrackerFigures after = read_tracker_figures();
+    if (after.found) {
+      const std::uint64_t stacks = after.stacks - before.stacks;
       std::snprintf(line, sizeof line,
                     "distinct stacks: %llu new (%llu in all); tracker memory: %.1f MiB -> %.1f MiB",
-                    static_cast<unsigned long long>(stacks),
-                    static_cast<unsigned long long>(s.stacks), memory_before / 1048576.0,
-                    memory / 1048576.0);
+                    static_cast<unsigned long long>(stacks), static_cast<unsigned long long>(after.stacks),
+                    before.memory / 1048576.0, after.memory / 1048576.0);
       say(line);
       std::snprintf(line, sizeof line, "tracker memory per new distinct stack: %.1f B",
-                    stacks == 0 ? 0.0 : static_cast<double>(memory - memory_before) / stacks);
+                    stacks == 0 ? 0.0 : static_cast<double>(after.memory - before.memory) / stacks);
       say(line);
       std::snprintf(line, sizeof line,
                     "of which: stack table %.1f MiB (%.1f B per stack), live-block table %.1f MiB",
-                    s.stack_table_bytes / 1048576.0,
-                    s.stacks == 0 ? 0.0 : static_cast<double>(s.stack_table_bytes) / s.stacks,
-                    s.live_table_bytes / 1048576.0);
+                    after.stack_table_bytes / 1048576.0,
+                    after.stacks == 0 ? 0.0 : static_cast<double>(after.stack_table_bytes) / after.stacks,
+                    after.live_table_bytes / 1048576.0);
       say(line);
-      std::snprintf(line, sizeof line,
-                    "cap %.1f MiB%s: %llu allocations (%lld B) folded, %llu dropped (%lld B)",
-                    s.cap.max_bytes / 1048576.0, s.cap.reached ? " reached" : "",
-                    static_cast<unsigned long long>(s.cap.folded_blocks),
-                    static_cast<long long>(s.cap.folded_bytes),
-                    static_cast<unsigned long long>(s.cap.dropped_blocks),
-                    static_cast<long long>(s.cap.dropped_bytes));
-      say(line);
+      if (after.cap_known) {
+        const liveheap::EngineStats& s = after.stats;
+        std::snprintf(line, sizeof line,
+                      "cap %.1f MiB%s: %llu allocations (%lld B) folded, %llu dropped (%lld B)",
+                      s.cap.max_bytes / 1048576.0, s.cap.reached ? " reached" : "",
+                      static_cast<unsigned long long>(s.cap.folded_blocks),
+                      static_cast<long long>(s.cap.folded_bytes),
+                      static_cast<unsigned long long>(s.cap.dropped_blocks),
+                      static_cast<long long>(s.cap.dropped_bytes));
+        say(line);
+      }
     } else {
       say("(liveheap is not preloaded: no tracker figures)");
     }
