@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +91,48 @@ TEST(Peak, KeepsWhatWasLiveAtTheHighWaterMark) {
   std::free(b);
   tracing.reset();
   EXPECT_THROW(liveheap::take_peak_snapshot(), std::runtime_error);
+}
+
+// Distinct stacks on demand: three call sites a level, each block from path `g_branches`.
+std::uint64_t g_branches = 0;
+int g_branch_down_line = 0;
+[[gnu::noinline]] void* branch_down(int depth) {
+  if (depth == 0) { g_branch_down_line = __LINE__; return std::malloc(16); }
+  void* p;
+  const std::uint64_t branch = g_branches % 3;
+  g_branches /= 3;
+  if (branch == 0) { p = branch_down(depth - 1); asm volatile("nop" ::: "memory"); }
+  else if (branch == 1) { p = branch_down(depth - 1); asm volatile("nop\n nop" ::: "memory"); }
+  else { p = branch_down(depth - 1); asm volatile("nop\n nop\n nop" ::: "memory"); }
+  return p;
+}
+
+// A record has room for the last one's live stacks and an eighth more (and 1024): when far
+// more stacks hold blocks at the next crossing, it is taken again with room for them all.
+TEST(Peak, ARecordHoldsEveryLiveStackWhenTheyFarOutnumberTheLastRecords) {
+  TracingSession tracing({Mode::exact, 32});
+  void* a = std::malloc(kA); const int line_a = __LINE__;
+  ASSERT_TRUE(wait_for_record(line_a, kA));  // one live stack
+  constexpr int kStacks = 3000;  // 48 KB: under the mark, no record while they come
+  std::vector<void*> blocks;
+  blocks.reserve(kStacks);
+  for (int i = 0; i < kStacks; ++i) {
+    g_branches = static_cast<std::uint64_t>(i);
+    blocks.push_back(branch_down(8));
+  }
+  void* b = std::malloc(kB); const int line_b = __LINE__;  // past the mark
+  // The one record of this crossing (a record short of stacks would leave its mark below
+  // the heap, and the next allocation would take another).
+  ASSERT_TRUE(wait_for_recorder());
+  const Snapshot peak = liveheap::take_peak_snapshot();
+  EXPECT_EQ(at_line(peak, line_b).size, kB) << held(peak);
+  EXPECT_EQ(at_line(peak, g_branch_down_line).count, kStacks) << held(peak);
+  EXPECT_EQ(at_line(peak, g_branch_down_line).size, kStacks * 16);
+  EXPECT_EQ(at_line(peak, line_a).size, kA);
+  EXPECT_EQ(peak.info().traced_current, peak.total_size());
+  for (void* p : blocks) std::free(p);
+  std::free(a);
+  std::free(b);
 }
 
 TEST(Peak, ClearAndRestartForgetTheRecord) {
