@@ -17,7 +17,20 @@ constexpr std::size_t kArenaChunk = 1 << 20;
 std::size_t record_bytes(std::size_t code_bytes) noexcept {
   return (offsetof(StackRecord, code) + code_bytes + 7) & ~std::size_t{7};
 }
+bool raw_frames(const StackRecord* r) noexcept { return (r->code_bytes & StackRecord::kRawFrames) != 0; }
 const std::uint8_t* code_end(const StackRecord* r) noexcept { return r->code + r->code_bytes; }
+
+// Out of line: inlined, its loop's registers made every lookup of a raw record save and
+// restore six.
+[[gnu::noinline]] bool has_coded_frames(const StackRecord* r, const std::uintptr_t* frames,
+                                        std::uint32_t depth) noexcept {
+  return same_frames(code_end(r), frames, depth);
+}
+
+bool has_frames(const StackRecord* r, const std::uintptr_t* frames, std::uint32_t depth) noexcept {
+  if (raw_frames(r)) return __builtin_memcmp(r->code, frames, depth * sizeof(std::uintptr_t)) == 0;
+  return has_coded_frames(r, frames, depth);
+}
 constexpr std::size_t kSharedBytes = sizeof(SharedTotals) * kSharedSlots;
 
 std::size_t align_up(std::size_t n, std::size_t align) noexcept { return (n + align - 1) & ~(align - 1); }
@@ -37,8 +50,9 @@ StackRecord* StackTable::find(const Index* index, std::uint64_t hash, const std:
   for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
     const StackId id = index->slots[i].load(std::memory_order_acquire);
     if (id == kNoStack) return nullptr;
-    StackRecord* r = record(id);  // published before its slot
-    if (r->hash == hash && r->depth == depth && same_frames(code_end(r), frames, depth)) return r;
+    // Published before its slot, its directory chunk before it: no checks for null.
+    StackRecord* r = by_id_[id >> kChunkBits].load(std::memory_order_acquire)[id & ((1u << kChunkBits) - 1)];
+    if (r->hash == hash && r->depth == depth && has_frames(r, frames, depth)) return r;
   }
 }
 
@@ -47,8 +61,9 @@ StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t d
   if (StackRecord* r = find(index_.load(std::memory_order_acquire), hash, frames, depth)) return r->id;
 
   if (depth > kMaxStackDepth) return kNoStack;  // deeper than any capture
-  const std::size_t code_bytes = coded_bytes(frames, depth);
   SpinGuard guard(insert_lock_);
+  const bool raw = count_.load(std::memory_order_relaxed) < raw_stacks_;
+  const std::size_t code_bytes = raw ? depth * sizeof(std::uintptr_t) : coded_bytes(frames, depth);
   // Another thread may have inserted it, or grown the index, since the lock-free look.
   if (StackRecord* r = find(index_.load(std::memory_order_relaxed), hash, frames, depth)) return r->id;
   if (capped && room_ != nullptr) {
@@ -60,8 +75,13 @@ StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t d
   if (r == nullptr) return kNoStack;
   r->hash = hash;
   r->depth = static_cast<std::uint16_t>(depth);
-  r->code_bytes = static_cast<std::uint16_t>(code_bytes);
-  encode_frames(frames, depth, r->code);
+  if (raw) {
+    r->code_bytes = static_cast<std::uint16_t>(code_bytes | StackRecord::kRawFrames);
+    __builtin_memcpy(r->code, frames, code_bytes);
+  } else {
+    r->code_bytes = static_cast<std::uint16_t>(code_bytes);
+    encode_frames(frames, depth, r->code);
+  }
   if (!publish(r)) return kNoStack;  // the arena bytes stay: rare, and cheaper than undoing
   return r->id;
 }
@@ -79,7 +99,8 @@ void* StackTable::map(std::size_t bytes) noexcept {
 }
 
 void StackTable::frames(const StackRecord* r, std::uintptr_t* out) noexcept {
-  decode_frames(code_end(r), r->depth, out);
+  if (raw_frames(r)) __builtin_memcpy(out, r->code, r->depth * sizeof(std::uintptr_t));
+  else decode_frames(code_end(r), r->depth, out);
 }
 
 std::size_t StackTable::bytes_to_map(std::size_t record_bytes) const noexcept {

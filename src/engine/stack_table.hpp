@@ -21,6 +21,13 @@ inline constexpr unsigned kStackIdBits = 24;
 inline constexpr StackId kMaxStacks = (1u << kStackIdBits) - 1;
 // The deepest stack the table interns: a capture's frames and a route's (stack_capture.hpp).
 inline constexpr std::uint32_t kMaxStackDepth = 256;
+// The first stacks a table interns keep their frames raw, 8 B each, compared with a memcmp;
+// the rest coded (frame_code.hpp), ~2 B each, compared as they are decoded (~11
+// instructions a frame): a walk the memo does not know (a server's varied call sites,
+// every Python allocation) looks its stack up by its frames, and most programs have a few
+// thousand stacks, where the memory does not matter; past these (4 MiB of 25-frame
+// records), memory per stack is what matters.
+inline constexpr std::uint32_t kRawFrameStacks = 16384;
 
 // The hash of a stack, one frame at a time from the outermost: a multiply-rotate per frame,
 // one full mix at the end (a full mix per frame cost ~400 instructions per 25-frame stack).
@@ -86,8 +93,9 @@ struct alignas(64) SharedTotals {
 };
 
 // Most stacks are only ever used by one thread: they keep their totals inline (32 B) and
-// never pay the 256 B of shared slots (which were 256 of a 25-frame stack's 512 B). Frames
-// are coded (frame_code.hpp): a 25-frame stack's took 200 B raw, 30-80 B coded.
+// never pay the 256 B of shared slots (which were 256 of a 25-frame stack's 512 B). Past
+// the first kRawFrameStacks, frames are coded: a 25-frame stack's take 200 B raw, 30-80 B
+// coded.
 struct StackRecord {
   // The owner's alone, added to with plain loads and stores: the four locked adds of a
   // pair cost the Beast server 1.6 us a request (of 5.7 us that exact mode costs it).
@@ -103,10 +111,12 @@ struct StackRecord {
   // Written before the record is published, never after: a reader of the code may load
   // the 8 bytes before it (frame_code.hpp).
   std::uint64_t hash;
+  // The bytes of `code`, with kRawFrames set when they are the raw frames.
   std::uint16_t code_bytes;
-  // `depth` return addresses, most recent first, coded (frame_code.hpp): read them with
-  // StackTable::frames().
+  // `depth` return addresses, most recent first, raw (unaligned) or coded (frame_code.hpp):
+  // read them with StackTable::frames().
   std::uint8_t code[];
+  static constexpr std::uint16_t kRawFrames = 0x8000;
 };
 static_assert(offsetof(StackRecord, code) == 58, "the header of a record: see record_bytes()");
 
@@ -116,8 +126,10 @@ using RoomCheck = bool (*)(std::size_t bytes) noexcept;
 
 class StackTable {
  public:
-  // `room`: asked before mapping memory for a new stack (nullptr: never refused).
-  constexpr explicit StackTable(RoomCheck room = nullptr) noexcept : room_(room) {}
+  // `room`: asked before mapping memory for a new stack (nullptr: never refused);
+  // `raw_stacks`: how many stacks keep their frames raw (kRawFrameStacks).
+  constexpr explicit StackTable(RoomCheck room = nullptr, std::uint32_t raw_stacks = kRawFrameStacks) noexcept
+      : room_(room), raw_stacks_(raw_stacks) {}
 
   // The id of this stack, interning it on first sight; kNoStack when out of memory or ids,
   // or (`capped`) when interning it would need memory the room check refuses.
@@ -244,6 +256,7 @@ class StackTable {
   char* arena_ = nullptr;
   std::size_t arena_left_ = 0;
   RoomCheck room_ = nullptr;
+  std::uint32_t raw_stacks_ = kRawFrameStacks;
   std::atomic<std::int64_t> mapped_{0};
 };
 

@@ -170,7 +170,7 @@ void add_block(StackTable& table, StackRecord* r, std::uint32_t slot, std::int64
 }
 
 TEST(StackTable, AOneThreadStackKeepsItsTotalsInlineASecondThreadGetsSharedSlots) {
-  static StackTable table;
+  static StackTable table(nullptr, 0);  // every stack's frames coded
   std::vector<std::uintptr_t> frames_a(25), frames_b(25);
   for (std::size_t i = 0; i < 25; ++i) {
     frames_a[i] = 0x400000 + i;
@@ -239,10 +239,10 @@ StackId intern_nearby_stack(StackTable& table, std::uintptr_t base, std::uintptr
 }
 
 TEST(StackTable, ElevenThousandStacksOf25NearbyFramesFitOneMebibyteOfRecords) {
-  static StackTable table;
+  static StackTable table(nullptr, 0);  // every stack's frames coded
   for (std::uintptr_t s = 0; s < kRecordsPerChunk; ++s)
     ASSERT_NE(intern_nearby_stack(table, 0x400000, s), kNoStack);
-  // One 1 MiB arena chunk of 88 B records (4096 records of 256 B with frames raw), three
+  // One 1 MiB arena chunk of 88 B records (3971 records of 264 B with frames raw), three
   // 32 KiB chunks of the id directory (ids 1..4095, 4096..8191, 8192..), the 32768-slot
   // index (16 + 4 B a slot, 33 pages) and the first page of each retired one (16384, 8192
   // and 4096 slots: the rest given back).
@@ -253,8 +253,30 @@ TEST(StackTable, ElevenThousandStacksOf25NearbyFramesFitOneMebibyteOfRecords) {
   EXPECT_EQ(table.memory_bytes(), 2 * 1048576 + 3 * 32768 + kIndexes);
 }
 
+// The first stacks keep their frames raw (8 B each), the rest coded: both are found by
+// their frames, read back exactly, and told apart from each other.
+TEST(StackTable, TheFirstStacksKeepTheirFramesRawTheRestCoded) {
+  static StackTable table(nullptr, 3);
+  std::vector<StackId> ids;
+  for (std::uintptr_t s = 0; s < 6; ++s) ids.push_back(intern_nearby_stack(table, 0x400000, s));
+  for (std::size_t i = 1; i < 6; ++i) {
+    const auto step = reinterpret_cast<const char*>(table.record(ids[i])) -
+                      reinterpret_cast<const char*>(table.record(ids[i - 1]));
+    // Record i - 1's size. 58 B of header and 25 frames of 8 B, rounded to 8: 264 B; coded,
+    // 88 B (above).
+    EXPECT_EQ(step, i - 1 < 3 ? 264 : 88) << i;
+  }
+  for (std::uintptr_t s = 0; s < 6; ++s) {
+    EXPECT_EQ(intern_nearby_stack(table, 0x400000, s), ids[s]);
+    std::uintptr_t frames[25];
+    StackTable::frames(table.record(ids[s]), frames);
+    for (std::size_t i = 0; i < 25; ++i) ASSERT_EQ(frames[i], 0x400000 + s * 64 + i) << s;
+  }
+  EXPECT_EQ(table.size(), 6u);
+}
+
 TEST(StackTable, CodedFramesReadBackExactlyWhateverTheirSteps) {
-  static StackTable table;
+  static StackTable table(nullptr, 0);  // every stack's frames coded
   const std::vector<std::vector<std::uintptr_t>> stacks = {
       {0},
       {UINTPTR_MAX},
@@ -361,7 +383,7 @@ TEST(StackTable, PastTheRoomCheckNewStacksAreRefusedAndKnownOnesStillFound) {
 // to the side totals, and no add of either thread is lost (when it added to the inline
 // totals atomically, the owner's plain stores overwrote some of its adds).
 TEST(StackTable, PastTheRoomCheckASecondThreadAddsToTheSideTotalsAndTheOwnerLosesNoAdd) {
-  static StackTable table(stack_room);
+  static StackTable table(stack_room, 0);  // every stack's frames coded
   g_capped_stacks = &table;
   g_limit = INT64_MAX;
   g_refusals = 0;
