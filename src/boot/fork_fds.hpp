@@ -35,6 +35,8 @@ class LIVEHEAP_SHARED ForkFd {
   // Whether `fd` is still the socket this entry tracks (the host may have closed it and
   // opened something else under its number since).
   bool still_tracks(int fd) const noexcept;
+  // Whether it tracks anything (false when the table was full, or after reset()).
+  bool tracking() const noexcept { return slot_ >= 0; }
 
  private:
   int slot_ = -1;

@@ -80,6 +80,24 @@ Response malformed_request(beast::error_code ec) {
 template <class Protocol>
 class Session;
 
+// Closes `socket` (a connection or an acceptor, whose fork_fds entry is `tracked`) unless
+// the program closed its descriptor and opened something of its own under the number
+// since, as a daemon that closes every descriptor does: then the socket is only let go of,
+// since closing the number would close the program's file. The entry is freed first. A
+// socket the table had no room for is closed as it always was.
+template <class Socket>
+void close_if_ours(Socket& socket, boot::ForkFd& tracked) noexcept {
+  boost::system::error_code ec;
+  if (!socket.is_open()) {
+    tracked.reset();
+    return;
+  }
+  const bool ours = !tracked.tracking() || tracked.still_tracks(socket.native_handle());
+  tracked.reset();
+  if (ours) socket.close(ec);
+  else (void)socket.release(ec);
+}
+
 // The sessions of one listener, for choosing which to close when room is needed.
 // Thread-safety: used on the server's io_context thread only; it has one thread, so the
 // listener's handlers and every session's strand run one at a time.
@@ -146,6 +164,11 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
         buffer_(kMaxBufferBytes),
         handler_(handler),
         book_(std::move(book)) {}
+  // The client hung up, or the connection failed or was evicted, maybe long after the
+  // program closed every descriptor: closed only while the number is still this socket.
+  ~Session() { close_if_ours(stream_.socket(), tracked_); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   // Since when it waits for a request, or nullopt while it works on one (or was evicted).
   std::optional<Clock::time_point> waiting_since() const { return time_of(waiting_since_.load()); }
@@ -159,10 +182,8 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     evicted_ = true;
     waiting_since_ = kBusy;
     writing_since_ = kBusy;
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
-      self->tracked_.reset();  // before the number can be the program's again
-      self->stream_.close();
-    });
+    net::post(stream_.get_executor(),
+              [self = shared_from_this()] { close_if_ours(self->stream_.socket(), self->tracked_); });
   }
 
   // Start on the strand: the session's steps never run concurrently.
@@ -360,6 +381,9 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
         tracked_(std::move(tracked)),
         backoff_(ioc),
         handler_(handler) {}
+  ~Listener() { close_if_ours(acceptor_, tracked_); }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
 
   std::uint16_t port() const requires std::is_same_v<Protocol, tcp> {
     boost::system::error_code ec;  // cannot fail on a bound socket; 0 if it did
