@@ -16,6 +16,7 @@
 #include "engine.hpp"
 #include "sample_region.hpp"
 #include "sampler.hpp"
+#include "stack_table.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -326,6 +327,56 @@ TEST(EngineConcurrency, ClearsWhileTwoThreadsFreeEachOthersSamplesLeaveTheCounte
   std::vector<void*> kept = inbox[0];
   kept.insert(kept.end(), inbox[1].begin(), inbox[1].end());
   expect_totals_of_the_last_sessions_samples(kept);
+}
+
+// Coded records under threads: two threads intern overlapping stacks (each a stack the
+// other may intern first) while a third looks them up and reads their frames back, through
+// index growths whose retired pages are given back under the readers.
+TEST(StackTableConcurrency, CodedStacksInternedFoundAndReadBackFromThreeThreads) {
+  static StackTable table(nullptr, 0);  // every stack's frames coded
+  constexpr std::uintptr_t kStacks = 20000;
+  auto frames_of = [](std::uintptr_t s, std::uintptr_t* frames) {
+    for (std::uintptr_t i = 0; i < 25; ++i)
+      frames[i] = i % 5 == 4 ? 0x7f0000000000 + s * 48 + i : 0x400000 + (s % 997) * 64 + i * 3;
+  };
+  std::vector<std::atomic<StackId>> ids(kStacks);
+  std::atomic<bool> mismatch{false};
+  auto interner = [&](std::uintptr_t from) {
+    std::uintptr_t frames[25];
+    for (std::uintptr_t k = 0; k < kStacks; ++k) {
+      const std::uintptr_t s = (from + k) % kStacks;
+      frames_of(s, frames);
+      const StackId id = table.find_or_insert(frames, 25);
+      StackId expected = kNoStack;
+      if (!ids[s].compare_exchange_strong(expected, id) && expected != id) mismatch = true;
+    }
+  };
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    std::uintptr_t want[25], got[25];
+    while (!done.load()) {
+      for (std::uintptr_t s = 0; s < kStacks; s += 7) {
+        const StackId id = ids[s].load();
+        if (id == kNoStack) continue;
+        const StackRecord* r = table.record(id);
+        StackTable::frames(r, got);
+        frames_of(s, want);
+        if (r->depth != 25 || !std::equal(got, got + 25, want)) mismatch = true;
+      }
+    }
+  });
+  std::thread first(interner, 0), second(interner, kStacks / 2);
+  first.join();
+  second.join();
+  done = true;
+  reader.join();
+  EXPECT_FALSE(mismatch.load());
+  EXPECT_EQ(table.size(), kStacks);
+  std::uintptr_t frames[25];
+  for (std::uintptr_t s = 0; s < kStacks; ++s) {
+    frames_of(s, frames);
+    ASSERT_EQ(table.find_or_insert(frames, 25), ids[s].load()) << s;
+  }
 }
 
 }  // namespace
