@@ -29,6 +29,7 @@
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
 #include "blocked_signals.hpp"
+#include "reactor_guard.hpp"
 #include "fork_fds.hpp"
 #include "listen_address.hpp"
 #include "peer_owner.hpp"
@@ -447,6 +448,7 @@ struct Server::Impl {
     const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
     thread = std::thread([this] {
       IgnoreScope ignore;  // for the thread's whole life: serving is never the host's growth
+      mark_reactor_thread();
       for (;;) {
         try {
           ioc.run();

@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "blocked_signals.hpp"
+#include "reactor_guard.hpp"
 #include "liveheap/http.hpp"
 #include "liveheap/tracker.hpp"
 #include "auth.hpp"
@@ -85,6 +86,7 @@ struct Handler::Impl {
       const engine::BlockedSignals quiet;  // the host's signals are the host's threads'
       worker = std::thread([this] {
         IgnoreScope ignore;  // for the thread's whole life: everything it does is ours
+        mark_reactor_thread();
         for (;;) {
           try {
             worker_io.run();
