@@ -51,9 +51,8 @@ inline std::size_t coded_bytes(const std::uintptr_t* frames, std::uint32_t depth
   return bytes;
 }
 
-// Codes `depth` frames into [out, out + coded_bytes()).
-inline void encode_frames(const std::uintptr_t* frames, std::uint32_t depth, std::uint8_t* out) noexcept {
-  std::uint8_t* end = out + coded_bytes(frames, depth);
+// Codes `depth` frames into the coded_bytes() that end at `end`.
+inline void encode_frames(const std::uintptr_t* frames, std::uint32_t depth, std::uint8_t* end) noexcept {
   std::uintptr_t previous = 0;
   for (std::uint32_t i = 0; i < depth; ++i) {
     const std::int64_t step = frame_code_detail::step(previous, frames[i]);

@@ -80,7 +80,7 @@ StackId StackTable::find_or_insert(const std::uintptr_t* frames, std::uint32_t d
     __builtin_memcpy(r->code, frames, code_bytes);
   } else {
     r->code_bytes = static_cast<std::uint16_t>(code_bytes);
-    encode_frames(frames, depth, r->code);
+    encode_frames(frames, depth, r->code + code_bytes);
   }
   if (!publish(r)) return kNoStack;  // the arena bytes stay: rare, and cheaper than undoing
   return r->id;
