@@ -24,6 +24,7 @@
 #include "blocked_signals.hpp"
 #include "engine.hpp"
 #include "full_library.hpp"
+#include "own_descriptors.hpp"
 #include "own_lines.hpp"
 #include "uid_change_hook.hpp"
 
@@ -104,13 +105,13 @@ int listen_on_port(const EarlyAddress& a, std::uint16_t* bound) noexcept {
     if (inet_pton(AF_INET, a.host, &in4->sin_addr) != 1) return -EINVAL;
     length = sizeof *in4;
   }
-  const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  const int fd = own_descriptor(::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
   if (fd < 0) return -errno;
   const int on = 1;
   if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
       ::bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     const int error = errno;
-    ::close(fd);
+    close_own_descriptor(fd);
     return -error;
   }
   sockaddr_storage local{};
@@ -128,13 +129,13 @@ int listen_local(const char* path) noexcept {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = own_descriptor(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd < 0) return -errno;
   ::unlink(path);
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(fd, SOMAXCONN) != 0) {
     const int error = errno;
-    ::close(fd);
+    close_own_descriptor(fd);
     return -error;
   }
   return fd;
@@ -266,7 +267,7 @@ void take_over(State& s) noexcept {
        {std::pair{&s.e.tcp_fd, &s.e.tcp_tracked}, std::pair{&s.e.local_fd, &s.e.local_tracked}})
     if (*fd >= 0) {
       tracked->reset();
-      ::close(std::exchange(*fd, -1));
+      close_own_descriptor(std::exchange(*fd, -1));
     }
   if (fn == nullptr) {
     // Not reachable after all: not listed in the group either.

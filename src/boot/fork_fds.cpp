@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "own_descriptors.hpp"
+
 namespace liveheap::boot {
 namespace {
 
@@ -30,8 +32,10 @@ std::array<std::atomic<void (*)()>, kMaxHooks> g_hooks{};
 
 // In the child, where only this thread exists: fstat and close are async-signal-safe, and
 // nothing here locks, allocates or formats. Every slot is freed: the parent's owners are
-// never destroyed here.
+// never destroyed here. The parent's descriptors are the child's from here on, to close as
+// it likes (liveheap's own in the child are made and marked after this).
 void close_in_child() {
+  forget_own_descriptors();
   for (Slot& slot : g_fds) {
     if (slot.state.load(std::memory_order_acquire) == kReady) {
       const int fd = slot.fd.load(std::memory_order_relaxed);
@@ -104,6 +108,8 @@ bool ForkFd::still_tracks(int fd) const noexcept {
          static_cast<std::uint64_t>(st.st_dev) == slot.dev.load(std::memory_order_relaxed) &&
          static_cast<std::uint64_t>(st.st_ino) == slot.ino.load(std::memory_order_relaxed);
 }
+
+void register_fork_handler() noexcept { register_once(); }
 
 void on_fork_child(void (*hook)()) noexcept {
   register_once();

@@ -42,6 +42,10 @@ class LIVEHEAP_SHARED ForkFd {
   int slot_ = -1;
 };
 
+// Registers the child handler now (the first tracked socket or hook registers it too): it
+// also unmarks liveheap's descriptors in the child (own_descriptors.hpp).
+void register_fork_handler() noexcept;
+
 // Run `hook` in every forked child, after the tracked sockets are closed. At most 8 hooks.
 LIVEHEAP_SHARED void on_fork_child(void (*hook)()) noexcept;
 

@@ -31,6 +31,7 @@
 #include "blocked_signals.hpp"
 #include "reactor_guard.hpp"
 #include "fork_fds.hpp"
+#include "own_descriptors.hpp"
 #include "listen_address.hpp"
 #include "peer_owner.hpp"
 #include "reply.hpp"
@@ -95,8 +96,14 @@ void close_if_ours(Socket& socket, boot::ForkFd& tracked) noexcept {
   }
   const bool ours = !tracked.tracking() || tracked.still_tracks(socket.native_handle());
   tracked.reset();
-  if (ours) socket.close(ec);
-  else (void)socket.release(ec);
+  if (ours) {
+    socket.close(ec);
+  } else {
+    // The number is the program's now (it closed ours with a raw system call and opened
+    // its own): no longer kept open when the program closes it.
+    boot::disown_descriptor(socket.native_handle());
+    (void)socket.release(ec);
+  }
 }
 
 // The sessions of one listener, for choosing which to close when room is needed.

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "own_descriptors.hpp"
+
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
 namespace {
@@ -27,31 +29,38 @@ Identity identity_of(int fd) noexcept {
   return {st.st_dev, st.st_ino};
 }
 
-// Closes `fd` if it still is the pidfd of `pid` opened as `was`: the same file, and its
-// fdinfo names `pid`, or -1 once the process is reaped. (Before Linux 6.9 every pidfd, and
-// every eventfd or timerfd, is one anonymous inode: the fdinfo tells a pidfd from those.)
-// Any doubt leaves it open.
-void close_if_pidfd_of(int fd, pid_t pid, Identity was) noexcept {
-  if (identity_of(fd) != was) return;
+// Whether `fd` still is the pidfd of `pid` opened as `was`: the same file, and its fdinfo
+// names `pid`, or -1 once the process is reaped. (Before Linux 6.9 every pidfd, and every
+// eventfd or timerfd, is one anonymous inode: the fdinfo tells a pidfd from those.)
+bool is_pidfd_of(int fd, pid_t pid, Identity was) noexcept {
+  if (identity_of(fd) != was) return false;
   char path[48];
   std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
   const int info = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (info < 0) return;
+  if (info < 0) return false;
   char text[1024];
   const ssize_t n = ::read(info, text, sizeof text - 1);
   ::close(info);
-  if (n <= 0) return;
+  if (n <= 0) return false;
   text[n] = '\0';
   char line[32];
   std::snprintf(line, sizeof line, "\nPid:\t%d\n", static_cast<int>(pid));
-  if (std::strstr(text, line) != nullptr || std::strstr(text, "\nPid:\t-1\n") != nullptr) ::close(fd);
+  return std::strstr(text, line) != nullptr || std::strstr(text, "\nPid:\t-1\n") != nullptr;
+}
+
+// Closes `fd` if it still is that pidfd. Any doubt leaves it open, and the program's: a
+// daemon may have closed it (a raw system call) and opened its own under the number.
+void close_if_pidfd_of(int fd, pid_t pid, Identity was) noexcept {
+  if (is_pidfd_of(fd, pid, was)) ::close(fd);
+  else liveheap::boot::disown_descriptor(fd);
 }
 
 }  // namespace
 
 bool ProcessExitWait::start(boost::asio::io_context& io, pid_t pid, std::function<void()> on_exit) noexcept {
   stop();
-  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // close-on-exec
+  const int fd =
+      liveheap::boot::own_descriptor(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));  // close-on-exec
   if (fd < 0) return false;
   try {
     descriptor_ = std::make_unique<boost::asio::posix::stream_descriptor>(io, fd);

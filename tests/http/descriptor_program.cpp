@@ -1,5 +1,6 @@
 // A program that manages its own descriptors, as daemons do: told "go" on stdin, it closes
-// every descriptor but 0, 1 and 2, opens its own (a pipe, a socket pair, /dev/null, a
+// every descriptor but 0, 1 and 2 (one by one up to 1024, or with closefrom(3) when its
+// argument says "closefrom"), opens its own (a pipe, a socket pair, /dev/null, a
 // temporary file), forks, and the child counts which of them it still has:
 //   "CHILD KEPT <kept> OF <opened>". Then, for a while, it allocates and writes a line into
 // each temporary file, forks again and exits; last it reads back what its descriptors hold:
@@ -17,12 +18,15 @@
 #include <string>
 #include <vector>
 
-int main() {
+int main(int argc, char** argv) {
+  const bool use_closefrom = argc > 1 && std::strcmp(argv[1], "closefrom") == 0;
   std::printf("READY %d\n", static_cast<int>(::getpid()));
   std::fflush(stdout);
   char line[64];
   if (std::fgets(line, sizeof line, stdin) == nullptr || std::strcmp(line, "go\n") != 0) return 2;
-  for (int fd = 3; fd < 1024; ++fd) ::close(fd);
+  if (use_closefrom) ::closefrom(3);
+  else
+    for (int fd = 3; fd < 1024; ++fd) ::close(fd);
   std::vector<int> mine;
   int pair[2];
   if (::pipe(pair) == 0) mine.insert(mine.end(), {pair[0], pair[1]});

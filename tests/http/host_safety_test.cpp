@@ -136,29 +136,61 @@ TEST(HostSafety, ANonHolderRunsAShellPipelineQuietly) {
   EXPECT_EQ(run.err, "") << "a process whose group holds the port says nothing";
 }
 
-// A program that closes every descriptor and opens its own under the numbers liveheap's
-// sockets had: its forked child keeps all of them, and liveheap writes into none of them
-// while the program works, forks again and exits.
+// A program that closes every descriptor and opens its own (one by one, or with
+// closefrom): its forked child keeps all of them, liveheap writes into none of them while
+// the program works, forks again and exits, and the program is still answered on the
+// port: liveheap's descriptors were left open, under numbers the program does not use.
 TEST(HostSafety, AChildKeepsTheProgramsDescriptors) {
-  for (const bool holds : {true, false}) {
+  struct Case {
+    bool holds;
+    const char* how;
+  };
+  for (const Case c : {Case{true, "loop"}, Case{false, "loop"}, Case{true, "closefrom"}}) {
     RuntimeDir dir;
     const std::uint16_t port = free_port();
     std::unique_ptr<Holder> other;
-    if (!holds) other = std::make_unique<Holder>(dir, port);
+    if (!c.holds) other = std::make_unique<Holder>(dir, port);
     std::vector<std::string> env = preload_env(dir, port);
     env.push_back("LIVEHEAP_HISTORY_INTERVAL=1");  // the history ticks while the program writes
-    ChildProcess program({LIVEHEAP_DESCRIPTOR_PROGRAM}, env);
+    ChildProcess program({LIVEHEAP_DESCRIPTOR_PROGRAM, c.how}, env);
     const std::string ready = program.read_line(20000).value_or("EOF");
     ASSERT_TRUE(ready.starts_with("READY ")) << ready;
-    ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == (holds ? 1u : 2u); }))
+    const std::size_t listed = c.holds ? 1 : 2;
+    ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == listed; }))
         << "the program never registered";
-    if (!holds)  // waiting for the holder (or a few retries of the port) first
+    if (!c.holds)  // waiting for the holder (or a few retries of the port) first
       std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     program.write_line("go");
-    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "CHILD KEPT 10 OF 10") << "holds: " << holds;
-    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "UNTOUCHED") << "holds: " << holds;
+    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "CHILD KEPT 10 OF 10")
+        << "holds: " << c.holds << " " << c.how;
+    // The program works for 1.5 s more.
+    EXPECT_EQ(processes_listed(port), listed)
+        << "the program's endpoint went with its descriptors; holds: " << c.holds << " " << c.how;
+    EXPECT_EQ(program.read_line(20000).value_or("EOF"), "UNTOUCHED") << "holds: " << c.holds << " " << c.how;
     EXPECT_EQ(program.wait(20000), 0);
   }
+}
+
+// Shells make numbers theirs with dup2 (`exec 3>file`; configure scripts keep their log on
+// 5): the numbers bash redirects are its own, what it writes there reaches its files, and
+// liveheap's endpoint in bash still answers.
+TEST(HostSafety, AShellsRedirectionsToSmallNumbersLeaveTheEndpointAnswering) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  test_support::TempDir files;
+  const std::string script = "cd " + files.path() +
+                             " && for n in 3 4 5 6 7 8 9; do eval \"exec $n>f$n\"; echo $n >&$n; done"
+                             " && echo SET && read line && for n in 3 4 5 6 7 8 9; do echo again >&$n; done"
+                             " && echo DONE";
+  ChildProcess bash({"/bin/bash", "-c", script}, preload_env(dir, port));
+  EXPECT_EQ(bash.read_line(20000).value_or("EOF"), "SET");
+  EXPECT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == 1; }))
+      << "bash, the port's holder, is not answered after its redirections";
+  bash.write_line("go");
+  EXPECT_EQ(bash.read_line(20000).value_or("EOF"), "DONE");
+  EXPECT_EQ(bash.wait(20000), 0);
+  for (int n = 3; n <= 9; ++n)
+    EXPECT_EQ(read_file(files / ("f" + std::to_string(n))), std::to_string(n) + "\nagain\n") << n;
 }
 
 // git forks and execs many times (gc: pack-refs, reflog, repack, prune...), as a non-holder.
