@@ -105,7 +105,9 @@ int listen_on_port(const EarlyAddress& a, std::uint16_t* bound) noexcept {
     if (inet_pton(AF_INET, a.host, &in4->sin_addr) != 1) return -EINVAL;
     length = sizeof *in4;
   }
-  const int fd = own_descriptor(::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
+  // Made liveheap's (moved, marked) once it listens: most processes of a group find the
+  // port taken, and their try costs no more system calls than before.
+  const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return -errno;
   const int on = 1;
   if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
@@ -120,7 +122,7 @@ int listen_on_port(const EarlyAddress& a, std::uint16_t* bound) noexcept {
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) == 0)
     *bound = ntohs(local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_port
                                                : reinterpret_cast<sockaddr_in*>(&local)->sin_port);
-  return fd;
+  return own_descriptor(fd);
 }
 
 // Listens on a Unix-domain socket at `path` (a file an earlier process with our pid left

@@ -31,13 +31,21 @@ void unmark(int fd) noexcept {
 }
 
 // Where liveheap's descriptors go: 7/8 of the soft limit, counted up to 1024; 0 (stay
-// where they are) under a limit too small to spare the room.
+// where they are) under a limit too small to spare the room. Read once: a limit the
+// program raises later still has room there (one it lowers below makes the move fail, and
+// the descriptor stays where it is).
+std::atomic<int> g_high_base_plus_one{0};
+
 int high_base() noexcept {
+  if (const int known = g_high_base_plus_one.load(std::memory_order_relaxed)) return known - 1;
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
-  const rlim_t cap = limit.rlim_cur < 1024 ? limit.rlim_cur : 1024;
-  if (cap < 64) return 0;
-  return static_cast<int>(cap - cap / 8);
+  int base = 0;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    const rlim_t cap = limit.rlim_cur < 1024 ? limit.rlim_cur : 1024;
+    base = cap < 64 ? 0 : static_cast<int>(cap - cap / 8);
+  }
+  g_high_base_plus_one.store(base + 1, std::memory_order_relaxed);
+  return base;
 }
 
 }  // namespace
