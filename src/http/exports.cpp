@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include <boost/beast/http/field.hpp>
 #include <unistd.h>
 
+#include "file_lines.hpp"
 #include "liveheap/allocator.hpp"
 #include "liveheap/tracker.hpp"
 #include "process_memory.hpp"
@@ -43,7 +44,7 @@ class Exposition {
 
 // VmSize from /proc/self/statm (pages); -1 when unknown.
 std::int64_t virtual_memory_bytes() {
-  std::ifstream statm("/proc/self/statm");
+  std::istringstream statm(tracker::read_file_text("/proc/self/statm"));
   std::int64_t pages = -1;
   if (!(statm >> pages)) return -1;
   return pages * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
 
 #include <boost/beast/http/field.hpp>
 
+#include "file_lines.hpp"
 #include "endpoint.hpp"
 #include "liveheap/format.hpp"
 #include "liveheap/processes_report.hpp"
@@ -226,7 +226,7 @@ struct ProcInfo {
 };
 
 std::int64_t boot_time_s() {
-  std::ifstream in("/proc/stat");
+  std::istringstream in(tracker::read_file_text("/proc/stat"));
   std::string word;
   while (in >> word)
     if (word == "btime" && in >> word) return std::stoll(word);
@@ -236,13 +236,11 @@ std::int64_t boot_time_s() {
 ProcInfo proc_info(pid_t pid) {
   ProcInfo info;
   const std::string base = "/proc/" + std::to_string(pid);
-  std::ifstream cmd(base + "/cmdline", std::ios::binary);
-  info.cmdline.assign(std::istreambuf_iterator<char>(cmd), std::istreambuf_iterator<char>());
+  info.cmdline = tracker::read_file_text((base + "/cmdline").c_str());
   std::replace(info.cmdline.begin(), info.cmdline.end(), '\0', ' ');
   while (!info.cmdline.empty() && info.cmdline.back() == ' ') info.cmdline.pop_back();
-  std::ifstream stat(base + "/stat");
-  std::string line;
-  std::getline(stat, line);
+  std::string line = tracker::read_file_text((base + "/stat").c_str());
+  line.resize(std::min(line.size(), line.find('\n')));
   const auto paren = line.rfind(')');
   if (paren == std::string::npos) return info;
   std::istringstream fields(line.substr(paren + 2));

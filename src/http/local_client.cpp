@@ -2,13 +2,14 @@
 // local_client.hpp).
 #include "local_client.hpp"
 
+#include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 
+#include "file_lines.hpp"
 #include "exchange.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
@@ -26,9 +27,8 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 
 // Whether the process is stopped (SIGSTOP, a debugger): said, as it explains the silence.
 bool is_stopped(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
+  std::string line = tracker::read_file_text(("/proc/" + std::to_string(pid) + "/stat").c_str());
+  line.resize(std::min(line.size(), line.find('\n')));
   const auto paren = line.rfind(')');
   return paren != std::string::npos && paren + 2 < line.size() &&
          (line[paren + 2] == 'T' || line[paren + 2] == 't');

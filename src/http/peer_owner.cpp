@@ -6,8 +6,9 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <utility>
+
+#include "file_lines.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
 namespace http {
@@ -115,8 +116,8 @@ std::optional<uid_t> tcp_peer_owner(const tcp::endpoint& client, const tcp::endp
     const std::string remote = kernel_form(server, v6);
     if (local.empty()) continue;
     // A row at a time: a busy host's table is megabytes.
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);)
+    tracker::FileLines in(path);
+    for (std::string line; in.next(line);)
       if (auto uid = find_in(line, local, remote)) return uid;
   }
   return std::nullopt;

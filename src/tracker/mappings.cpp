@@ -4,9 +4,9 @@
 #include <link.h>
 
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
+#include "file_lines.hpp"
 #include "liveheap/tracker.hpp"
 
 LIVEHEAP_NAMESPACE_BEGIN
@@ -62,9 +62,9 @@ std::vector<Mapping> executable_mappings() {
   std::vector<LoadedObject> objects;
   dl_iterate_phdr(add_object, &objects);
   std::vector<Mapping> out;
-  std::ifstream maps("/proc/self/maps");
+  tracker::FileLines maps("/proc/self/maps");
   std::string line;
-  while (std::getline(maps, line)) {
+  while (maps.next(line)) {
     // "start-limit perms offset dev inode   path"
     std::istringstream in(line);
     std::string range, perms, dev, path;
