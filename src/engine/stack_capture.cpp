@@ -127,10 +127,33 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
       // read it.
       if (!steps.needs_bp[begin] || bp == steps.bp[begin]) {
         const std::uint32_t checks_end = steps.checks_from[end];
-        std::uint32_t c = steps.checks_from[begin];
-#pragma GCC unroll 4
-        for (; c < checks_end; ++c)
-          if (*reinterpret_cast<const std::uintptr_t*>(steps.check_address[c]) != steps.check_value[c]) break;
+        const WalkCache::Steps::Check* check = steps.check + steps.checks_from[begin];
+        const auto holds = [](const WalkCache::Steps::Check* k) {
+          return *reinterpret_cast<const std::uintptr_t*>(k->address) == k->value;
+        };
+        if (checks_end == WalkCache::kChecks) {
+          // To the cache's end: the sentinel stops it. By fours, each failure its own exit
+          // (one load of each word, a compare and a branch a check; no count kept).
+          for (;; check += 4) {
+            if (!holds(check)) break;
+            if (!holds(check + 1)) {
+              check += 1;
+              break;
+            }
+            if (!holds(check + 2)) {
+              check += 2;
+              break;
+            }
+            if (!holds(check + 3)) {
+              check += 3;
+              break;
+            }
+          }
+        } else {
+          const WalkCache::Steps::Check* const last = steps.check + checks_end;
+          while (check != last && holds(check)) ++check;
+        }
+        const auto c = static_cast<std::uint32_t>(check - steps.check);
         s = c < checks_end ? steps.check_step[c] : end;
       }
       if (s > begin) {

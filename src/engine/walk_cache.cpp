@@ -25,13 +25,11 @@ constexpr std::uint32_t kSteps = WalkCache::kSteps;
   std::uint32_t c = steps.checks_from[to + 1];
   if (rbp_slot != 0 && steps.needs_bp[to + 1]) {
     --c;
-    steps.check_address[c] = fresh.cfa[from] + rbp_slot;
-    steps.check_value[c] = fresh.bp_after[from];
+    steps.check[c] = {fresh.cfa[from] + rbp_slot, fresh.bp_after[from]};
     steps.check_step[c] = static_cast<std::uint8_t>(to);
   }
   --c;
-  steps.check_address[c] = fresh.cfa[from] - 8;
-  steps.check_value[c] = frame;
+  steps.check[c] = {fresh.cfa[from] - 8, frame};
   steps.check_step[c] = static_cast<std::uint8_t>(to);
   steps.checks_from[to] = static_cast<std::uint8_t>(c);
   steps.needs_bp[to] =

@@ -47,9 +47,14 @@ struct WalkCache {
     // function built without frame pointers that keeps data in rbp, called from others
     // like it) does not decide the frames, and is not checked: there a run is one load and
     // one compare per step. Step s's checks are [checks_from[s], checks_from[s + 1]);
-    // checks_from[kSteps] is kChecks.
-    std::uintptr_t check_address[kChecks];
-    std::uintptr_t check_value[kChecks];
+    // checks_from[kSteps] is kChecks. check[kChecks] is a sentinel that never holds (the
+    // word at sp + kSteps, UINTPTR_MAX, against 0): a run to the cache's end stops there
+    // without counting its checks.
+    struct Check {
+      std::uintptr_t address;
+      std::uintptr_t value;
+    };
+    Check check[kChecks + 1];
     std::uint8_t check_step[kChecks];  // the step a check belongs to
     std::uint8_t checks_from[kSteps + 1];
     // StackHash's state after the frames from the outermost cached one to this one.
@@ -191,6 +196,7 @@ struct WalkCache {
       steps.sp[kSteps] = UINTPTR_MAX;
       steps.needs_bp[kSteps] = true;
       steps.checks_from[kSteps] = kChecks;
+      steps.check[kChecks] = {reinterpret_cast<std::uintptr_t>(&steps.sp[kSteps]), 0};
       skipped = poor = since_probe = 0;
       ++clock;  // every step is rewritten before a run can begin at it: memo entries go stale
     }
