@@ -2,7 +2,11 @@
 // closefrom, dup2, dup3), linked or preloaded before libc as the allocator hooks are: a
 // number marked as liveheap's (own_descriptors.hpp) stays open when the program closes it,
 // and the call returns as if it had closed it. Every other number, flag and error passes
-// to libc's call as it is. Each is async-signal-safe, as libc's are.
+// on as it is, to the next definition of the call (another preloaded library that watches
+// descriptors, proxychains' or torsocks', still sees the program's closes), else libc's.
+// Each is async-signal-safe, as libc's are: the next definitions are looked up once, when
+// the library is loaded, never from a call.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sys/resource.h>
@@ -17,6 +21,33 @@ namespace {
 
 using namespace liveheap::boot;
 
+// The next definitions (nullptr: none found, or not looked up yet: libc's own is called).
+struct NextCalls {
+  int (*close)(int);
+  int (*close_range)(unsigned, unsigned, int);
+  int (*dup2)(int, int);
+  int (*dup3)(int, int, int);
+};
+NextCalls g_next{};
+
+template <class Fn>
+Fn next_definition(const char* name) noexcept {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+[[gnu::constructor]] void find_next_calls() noexcept {
+  g_next.close = next_definition<int (*)(int)>("close");
+  g_next.close_range = next_definition<int (*)(unsigned, unsigned, int)>("close_range");
+  g_next.dup2 = next_definition<int (*)(int, int)>("dup2");
+  g_next.dup3 = next_definition<int (*)(int, int, int)>("dup3");
+}
+
+int next_close(int fd) noexcept { return g_next.close != nullptr ? g_next.close(fd) : real_close(fd); }
+int next_close_range(unsigned first, unsigned last, int flags) noexcept {
+  return g_next.close_range != nullptr ? g_next.close_range(first, last, flags)
+                                       : real_close_range(first, last, flags);
+}
+
 // close_range without liveheap's numbers: the runs between them closed one by one.
 // Unshared (CLOSE_RANGE_UNSHARE: the caller's own copy of the table, not the one
 // liveheap's threads use) or only marked close-on-exec (CLOSE_RANGE_CLOEXEC: liveheap's
@@ -24,13 +55,13 @@ using namespace liveheap::boot;
 int close_range_but_own(unsigned first, unsigned last, int flags) noexcept {
   if (first > last || (flags & (CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) != 0 ||
       next_own_descriptor(first, last) < 0)
-    return real_close_range(first, last, flags);
+    return next_close_range(first, last, flags);
   unsigned from = first;
   for (;;) {
     const int own = next_own_descriptor(from, last);
-    if (own < 0) return real_close_range(from, last, flags);
+    if (own < 0) return next_close_range(from, last, flags);
     const auto skip = static_cast<unsigned>(own);
-    if (skip > from && real_close_range(from, skip - 1, flags) != 0) return -1;
+    if (skip > from && next_close_range(from, skip - 1, flags) != 0) return -1;
     if (skip >= last) return 0;
     from = skip + 1;
   }
@@ -53,7 +84,7 @@ extern "C" {
 
 [[gnu::visibility("default")]] int close(int fd) {
   if (is_own_descriptor(fd)) return 0;
-  return real_close(fd);
+  return next_close(fd);
 }
 
 [[gnu::visibility("default")]] int close_range(unsigned first, unsigned last, int flags) noexcept {
@@ -68,15 +99,18 @@ extern "C" {
   const rlim_t end =
       ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 65536 ? limit.rlim_cur : 65536;
   for (rlim_t fd = first; fd < end; ++fd)
-    if (!is_own_descriptor(static_cast<int>(fd))) real_close(static_cast<int>(fd));
+    if (!is_own_descriptor(static_cast<int>(fd))) next_close(static_cast<int>(fd));
 }
 
 [[gnu::visibility("default")]] int dup2(int fd, int fd2) noexcept {
-  return dup_onto(fd, fd2, [&] { return real_dup2(fd, fd2); });
+  return dup_onto(fd, fd2,
+                  [&] { return g_next.dup2 != nullptr ? g_next.dup2(fd, fd2) : real_dup2(fd, fd2); });
 }
 
 [[gnu::visibility("default")]] int dup3(int fd, int fd2, int flags) noexcept {
-  return dup_onto(fd, fd2, [&] { return real_dup3(fd, fd2, flags); });
+  return dup_onto(fd, fd2, [&] {
+    return g_next.dup3 != nullptr ? g_next.dup3(fd, fd2, flags) : real_dup3(fd, fd2, flags);
+  });
 }
 
 }  // extern "C"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -191,6 +192,19 @@ TEST(HostSafety, AShellsRedirectionsToSmallNumbersLeaveTheEndpointAnswering) {
   EXPECT_EQ(bash.wait(20000), 0);
   for (int n = 3; n <= 9; ++n)
     EXPECT_EQ(read_file(files / ("f" + std::to_string(n))), std::to_string(n) + "\nagain\n") << n;
+}
+
+// Another tool preloaded after liveheap that watches the program's closes (proxychains and
+// torsocks keep tables of descriptors) still sees every one: liveheap's close passes them
+// on to the next definition, not straight to libc's.
+TEST(HostSafety, AToolPreloadedAfterLiveheapSeesTheProgramsCloses) {
+  const Finished run =
+      run_to_end({"/bin/bash", "-c", "for n in 1 2 3 4 5; do exec 3>/dev/null; exec 3>&-; done"},
+                 {std::string("LD_PRELOAD=") + LIVEHEAP_PRELOAD_LIBRARY + " " + LIVEHEAP_CLOSE_WATCHER});
+  EXPECT_EQ(run.status, 0) << run.err;
+  int closes = -1;
+  EXPECT_EQ(std::sscanf(run.err.c_str(), "CLOSES %d", &closes), 1) << run.err;
+  EXPECT_GE(closes, 5) << run.err;
 }
 
 // git forks and execs many times (gc: pack-refs, reflog, repack, prune...), as a non-holder.
