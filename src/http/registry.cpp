@@ -6,11 +6,13 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -50,23 +52,39 @@ bool zombie(pid_t pid) {
 bool gone(pid_t pid) { return !alive(pid) || zombie(pid); }
 
 // A directory's listing, closed however the reading ends (an allocation may throw): the
-// descriptor is the host's to have.
+// descriptor is the host's to have. Read with getdents64 on a descriptor liveheap opened
+// itself (liveheap's own, boot/own_descriptors.hpp), not with opendir, whose open and close
+// are glibc's own: a program closing every descriptor meanwhile would have had liveheap's
+// closedir close what it opened under the number since.
 class Listing {
  public:
-  explicit Listing(const std::string& dir) : dir_(::opendir(dir.c_str())) {}
+  explicit Listing(const std::string& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
   ~Listing() {
-    if (dir_ != nullptr) ::closedir(dir_);
+    if (fd_ >= 0) ::close(fd_);
   }
   Listing(const Listing&) = delete;
   Listing& operator=(const Listing&) = delete;
   // The next entry's name, or nullptr at the end (or when the directory could not be opened).
   const char* next() {
-    const dirent* entry = dir_ == nullptr ? nullptr : ::readdir(dir_);
-    return entry == nullptr ? nullptr : entry->d_name;
+    if (fd_ < 0) return nullptr;
+    if (at_ >= filled_) {
+      const long n = ::syscall(SYS_getdents64, fd_, buffer_, sizeof buffer_);
+      if (n <= 0) return nullptr;
+      filled_ = static_cast<std::size_t>(n);
+      at_ = 0;
+    }
+    // glibc's dirent64 is the kernel's linux_dirent64, field for field.
+    const char* entry = buffer_ + at_;
+    unsigned short length = 0;
+    std::memcpy(&length, entry + offsetof(dirent64, d_reclen), sizeof length);
+    at_ += length;
+    return entry + offsetof(dirent64, d_name);
   }
 
  private:
-  DIR* dir_;
+  int fd_;
+  std::size_t at_ = 0, filled_ = 0;
+  alignas(8) char buffer_[4096];
 };
 
 // The pid of "<pid><suffix>", or 0 when `name` is not that.
