@@ -172,6 +172,30 @@ TEST(HostSafety, AChildKeepsTheProgramsDescriptors) {
   }
 }
 
+// Debian's python3 closing every descriptor as a daemon does (os.closerange, glibc's
+// close_range): the numbers it opens next are the lowest, and liveheap's endpoint in it
+// still answers.
+TEST(HostSafety, APythonThatClosesEveryDescriptorIsStillAnswered) {
+  RuntimeDir dir;
+  const std::uint16_t port = free_port();
+  const std::string script =
+      "import os, sys\n"
+      "print('READY', flush=True)\n"
+      "sys.stdin.readline()\n"
+      "os.closerange(3, 65536)\n"
+      "r, w = os.pipe()\n"
+      "print('CLOSED', r, w, flush=True)\n"
+      "sys.stdin.readline()\n";
+  ChildProcess python({"/usr/bin/python3", "-c", script}, preload_env(dir, port));
+  ASSERT_EQ(python.read_line(20000).value_or("EOF"), "READY");
+  ASSERT_TRUE(wait_until(kPatience, [&] { return processes_listed(port) == 1; })) << "python never answered";
+  python.write_line("go");
+  EXPECT_EQ(python.read_line(20000).value_or("EOF"), "CLOSED 3 4");
+  EXPECT_EQ(processes_listed(port), 1u) << "the endpoint went with the program's close_range";
+  python.write_line("go");
+  EXPECT_EQ(python.wait(20000), 0);
+}
+
 // Shells make numbers theirs with dup2 (`exec 3>file`; configure scripts keep their log on
 // 5): the numbers bash redirects are its own, what it writes there reaches its files, and
 // liveheap's endpoint in bash still answers.
