@@ -21,31 +21,26 @@ namespace {
 
 using namespace liveheap::boot;
 
-// The next definitions (nullptr: none found, or not looked up yet: libc's own is called).
+// The next definitions: libc's own until the library's constructor finds them (another
+// preloaded tool's, or libc's again).
 struct NextCalls {
   int (*close)(int);
   int (*close_range)(unsigned, unsigned, int);
   int (*dup2)(int, int);
   int (*dup3)(int, int, int);
 };
-NextCalls g_next{};
+NextCalls g_next{real_close, real_close_range, real_dup2, real_dup3};
 
 template <class Fn>
-Fn next_definition(const char* name) noexcept {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+void take_next_definition(Fn& slot, const char* name) noexcept {
+  if (const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name))) slot = fn;
 }
 
 [[gnu::constructor]] void find_next_calls() noexcept {
-  g_next.close = next_definition<int (*)(int)>("close");
-  g_next.close_range = next_definition<int (*)(unsigned, unsigned, int)>("close_range");
-  g_next.dup2 = next_definition<int (*)(int, int)>("dup2");
-  g_next.dup3 = next_definition<int (*)(int, int, int)>("dup3");
-}
-
-int next_close(int fd) noexcept { return g_next.close != nullptr ? g_next.close(fd) : real_close(fd); }
-int next_close_range(unsigned first, unsigned last, int flags) noexcept {
-  return g_next.close_range != nullptr ? g_next.close_range(first, last, flags)
-                                       : real_close_range(first, last, flags);
+  take_next_definition(g_next.close, "close");
+  take_next_definition(g_next.close_range, "close_range");
+  take_next_definition(g_next.dup2, "dup2");
+  take_next_definition(g_next.dup3, "dup3");
 }
 
 // close_range without liveheap's numbers: the runs between them closed one by one.
@@ -55,13 +50,13 @@ int next_close_range(unsigned first, unsigned last, int flags) noexcept {
 int close_range_but_own(unsigned first, unsigned last, int flags) noexcept {
   if (first > last || (flags & (CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) != 0 ||
       next_own_descriptor(first, last) < 0)
-    return next_close_range(first, last, flags);
+    return g_next.close_range(first, last, flags);
   unsigned from = first;
   for (;;) {
     const int own = next_own_descriptor(from, last);
-    if (own < 0) return next_close_range(from, last, flags);
+    if (own < 0) return g_next.close_range(from, last, flags);
     const auto skip = static_cast<unsigned>(own);
-    if (skip > from && next_close_range(from, skip - 1, flags) != 0) return -1;
+    if (skip > from && g_next.close_range(from, skip - 1, flags) != 0) return -1;
     if (skip >= last) return 0;
     from = skip + 1;
   }
@@ -84,7 +79,7 @@ extern "C" {
 
 [[gnu::visibility("default")]] int close(int fd) {
   if (is_own_descriptor(fd)) return 0;
-  return next_close(fd);
+  return g_next.close(fd);
 }
 
 [[gnu::visibility("default")]] int close_range(unsigned first, unsigned last, int flags) noexcept {
@@ -99,18 +94,15 @@ extern "C" {
   const rlim_t end =
       ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 65536 ? limit.rlim_cur : 65536;
   for (rlim_t fd = first; fd < end; ++fd)
-    if (!is_own_descriptor(static_cast<int>(fd))) next_close(static_cast<int>(fd));
+    if (!is_own_descriptor(static_cast<int>(fd))) g_next.close(static_cast<int>(fd));
 }
 
 [[gnu::visibility("default")]] int dup2(int fd, int fd2) noexcept {
-  return dup_onto(fd, fd2,
-                  [&] { return g_next.dup2 != nullptr ? g_next.dup2(fd, fd2) : real_dup2(fd, fd2); });
+  return dup_onto(fd, fd2, [&] { return g_next.dup2(fd, fd2); });
 }
 
 [[gnu::visibility("default")]] int dup3(int fd, int fd2, int flags) noexcept {
-  return dup_onto(fd, fd2, [&] {
-    return g_next.dup3 != nullptr ? g_next.dup3(fd, fd2, flags) : real_dup3(fd, fd2, flags);
-  });
+  return dup_onto(fd, fd2, [&] { return g_next.dup3(fd, fd2, flags); });
 }
 
 }  // extern "C"

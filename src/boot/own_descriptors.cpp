@@ -54,7 +54,9 @@ int own_descriptor(int fd) noexcept {
   if (fd < 0) return fd;
   const int saved_errno = errno;
   register_fork_handler();  // a forked child unmarks them before it closes anything
-  g_marking_pid.store(static_cast<int>(::getpid()), std::memory_order_relaxed);
+  // Once a process (a forked child forgets it with the marks): getpid is a system call.
+  if (g_marking_pid.load(std::memory_order_relaxed) == 0)
+    g_marking_pid.store(static_cast<int>(::getpid()), std::memory_order_relaxed);
   mark(fd);  // the first number is liveheap's until the copy above replaces it
   int kept = fd;
   const int base = high_base();

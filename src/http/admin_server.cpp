@@ -3,7 +3,6 @@
 // and the Server under it, which serves the same session code on TCP or on a Unix-domain
 // socket (serve.hpp). Structured as Beast's example/http/server/async: fail, session,
 // listener, each templated on the stream protocol.
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -419,8 +418,6 @@ class Listener : public std::enable_shared_from_this<Listener<Protocol>> {
         if (!wait_ec) self->do_accept();
       });
     }
-    // Accepted sockets too (Asio's accept() takes no flags): not a child's to keep.
-    ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
     if (book_->make_room()) {
       auto session = std::make_shared<Session<Protocol>>(std::move(socket), handler_, book_);
       book_->add(session);
