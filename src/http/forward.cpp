@@ -239,8 +239,7 @@ ProcInfo proc_info(pid_t pid) {
   info.cmdline = tracker::read_file_text((base + "/cmdline").c_str());
   std::replace(info.cmdline.begin(), info.cmdline.end(), '\0', ' ');
   while (!info.cmdline.empty() && info.cmdline.back() == ' ') info.cmdline.pop_back();
-  std::string line = tracker::read_file_text((base + "/stat").c_str());
-  line.resize(std::min(line.size(), line.find('\n')));
+  const std::string line = tracker::read_first_line((base + "/stat").c_str());
   const auto paren = line.rfind(')');
   if (paren == std::string::npos) return info;
   std::istringstream fields(line.substr(paren + 2));

@@ -2,7 +2,6 @@
 // local_client.hpp).
 #include "local_client.hpp"
 
-#include <algorithm>
 #include <cstdio>
 
 #include <boost/asio/post.hpp>
@@ -27,8 +26,7 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 
 // Whether the process is stopped (SIGSTOP, a debugger): said, as it explains the silence.
 bool is_stopped(pid_t pid) {
-  std::string line = tracker::read_file_text(("/proc/" + std::to_string(pid) + "/stat").c_str());
-  line.resize(std::min(line.size(), line.find('\n')));
+  const std::string line = tracker::read_first_line(("/proc/" + std::to_string(pid) + "/stat").c_str());
   const auto paren = line.rfind(')');
   return paren != std::string::npos && paren + 2 < line.size() &&
          (line[paren + 2] == 'T' || line[paren + 2] == 't');

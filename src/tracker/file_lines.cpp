@@ -45,6 +45,12 @@ bool FileLines::next(std::string& line) {
   }
 }
 
+std::string read_first_line(const char* path) {
+  std::string line;
+  FileLines(path).next(line);
+  return line;
+}
+
 std::string read_file_text(const char* path, std::size_t max) {
   std::string text;
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);

@@ -28,6 +28,9 @@ class FileLines {
   char buffer_[4096];
 };
 
+// The file's first line (without its '\n'); "" when it cannot be read.
+std::string read_first_line(const char* path);
+
 // The file's first `max` bytes; "" when it cannot be read.
 std::string read_file_text(const char* path, std::size_t max = std::size_t{1} << 20);
 

@@ -35,6 +35,7 @@ TEST(FileLines, ReadsEveryLineWhateverItsLengthAndTheLastWithoutItsNewline) {
   EXPECT_EQ(line, "last");
   EXPECT_FALSE(lines.next(line));
   EXPECT_FALSE(lines.next(line));
+  EXPECT_EQ(liveheap::tracker::read_first_line(path.c_str()), "first");
 }
 
 TEST(FileLines, AFileThatCannotBeReadHasNoLinesAndNoText) {
@@ -43,6 +44,7 @@ TEST(FileLines, AFileThatCannotBeReadHasNoLinesAndNoText) {
   EXPECT_FALSE(lines.next(line));
   EXPECT_EQ(line, "");
   EXPECT_EQ(read_file_text("/nonexistent/file"), "");
+  EXPECT_EQ(liveheap::tracker::read_first_line("/nonexistent/file"), "");
 }
 
 TEST(FileLines, TheWholeTextUpToItsLimit) {
