@@ -31,8 +31,9 @@ struct StatsReport {
   std::uint64_t live_blocks = 0;
   std::uint64_t dropped = 0;
   std::uint64_t fallback_walks = 0;
-  // What sampled mode holds: its samples' runs, the freed runs kept for reuse, the one-page
-  // runs threads keep for their next sample.
+  // What sampled mode holds: its samples' runs in the sample region, the freed runs kept
+  // for reuse, the one-page runs threads keep for their next sample; and its samples in
+  // glibc's heap (hosted).
   struct Sampled {
     std::uint64_t samples_live = 0;
     std::int64_t live_bytes = 0;
@@ -40,6 +41,7 @@ struct StatsReport {
     std::int64_t kept_limit = 0;
     std::uint64_t madvise_calls = 0;
     std::int64_t thread_kept_bytes = 0;
+    std::int64_t hosted_bytes = 0;
     friend bool operator==(const Sampled&, const Sampled&) = default;
   } sampled;
   // The symbolizer's counts and, once a report needed it, its process, or why names came

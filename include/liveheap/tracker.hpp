@@ -125,6 +125,9 @@ struct EngineStats {
   // Sampled mode's region: bytes of the one-page runs threads keep for their next sample
   // (at most one a thread), outside the kept runs and their limit.
   std::int64_t region_thread_kept_bytes = 0;
+  // Sampled mode's blocks in glibc's heap (glibc underneath): what it holds for the live
+  // samples, their headers and the slack before a page boundary included.
+  std::int64_t hosted_bytes = 0;
 };
 EngineStats engine_stats() noexcept;
 

@@ -9,6 +9,7 @@
 
 #include "fork_repairs.hpp"
 #include "live_table.hpp"
+#include "hosted_samples.hpp"
 #include "next_threshold.hpp"
 #include "next_usable.hpp"
 #include "own_code.hpp"
@@ -705,6 +706,13 @@ void uncount_sample(const SampleHeader* h) noexcept {
 
 }  // namespace
 
+SampleHeader* sample_live_header(const void* p) noexcept {
+  if (in_sample_region(p)) return region_live_header(p);  // aborts on a double free or a forged pointer
+  SampleHeader* h = hosted_header(p);
+  if (h == nullptr) report_bad_free("invalid pointer ", p);
+  return h;
+}
+
 LIVEHEAP_OWN_CODE
 void* sample_allocate(std::size_t size, std::size_t alignment, bool zero, const WalkStart& start) noexcept {
   ThreadState& t = t_thread;
@@ -712,18 +720,21 @@ void* sample_allocate(std::size_t size, std::size_t alignment, bool zero, const 
   if (!pass_sample_point(size, session)) return nullptr;
   if (size == 0 || t.in_hook || t.ignore_depth > 0) return nullptr;
   HookGuard guard;
-  void* p = region_allocate(size, alignment, zero, next_usable_size(size));
+  const std::size_t usable = next_usable_size(size);
+  void* p = hosts(usable, alignment) ? hosted_allocate(size, usable, zero) : nullptr;
+  if (p == nullptr) p = region_allocate(size, alignment, zero, usable);
   if (p == nullptr) {
     count_dropped_sample(size);
     return nullptr;
   }
-  count_sample(region_header(p), size, session, start);
+  count_sample(sample_live_header(p), size, session, start);
   return p;
 }
 
 void sample_free(void* p, bool keep_run) noexcept {
-  SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
+  SampleHeader* h = sample_live_header(p);
   uncount_sample(h);
+  if (!in_sample_region(p)) return hosted_release(p);
   const std::size_t usable = h->usable;
   // Kept for reuse while sampling; after a stop nothing will reuse it soon.
   region_release(p, keep_run && mode() == Mode::sampled);
@@ -738,14 +749,27 @@ LIVEHEAP_OWN_CODE void* sample_regrow(void* p, std::size_t size, const WalkStart
   if (!pass_sample_point(size, session)) return nullptr;
   if (t.in_hook || t.ignore_depth > 0) return nullptr;
   HookGuard guard;
-  SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
+  SampleHeader* h = sample_live_header(p);
   const std::size_t usable = next_usable_size(size);
   uncount_sample(h);  // its old draw; h's fields are read before region_grow changes them
-  if (region_grow(p, size, usable)) {
+  if (!in_sample_region(p)) {
+    void* q = hosted_grow(p, size, usable);
+    if (q == nullptr) {  // glibc has no memory: dropped, and the caller's malloc will fail too
+      h->session = 0;
+      count_dropped_sample(size);
+      return nullptr;
+    }
+    count_sample(hosted_header(q), size, session, start);
+    return q;
+  }
+  // A region block grown to a hosted one's size (a list's array sampled while small) moves
+  // to glibc's heap: it copies at most a page, once.
+  void* q = hosts(usable, 0) ? hosted_allocate(size, usable, false) : nullptr;
+  if (q == nullptr && region_grow(p, size, usable)) {
     count_sample(h, size, session, start);
     return p;
   }
-  void* q = region_allocate(size, 0, false, usable);
+  if (q == nullptr) q = region_allocate(size, 0, false, usable);
   if (q == nullptr) {  // the region is full: dropped, as sample_allocate drops it
     h->session = 0;    // uncounted already: a free of it must not take it off again
     count_dropped_sample(size);
@@ -754,16 +778,19 @@ LIVEHEAP_OWN_CODE void* sample_regrow(void* p, std::size_t size, const WalkStart
   __builtin_memcpy(q, p, h->usable);  // all it may have written (less than the new usable)
   h->session = 0;
   region_release(p, false);  // grown out of its run: back at once (see region_grow)
-  count_sample(region_header(q), size, session, start);
+  count_sample(sample_live_header(q), size, session, start);
   return q;
 }
 
 LIVEHEAP_OWN_CODE void* sample_resize(void* p, std::size_t size, const WalkStart& start) noexcept {
-  SampleHeader* h = region_live_header(p);  // aborts on a double free or a forged pointer
+  SampleHeader* h = sample_live_header(p);
   const std::uint64_t old_size = h->size, old_usable = h->usable;
   const std::size_t usable = next_usable_size(size);
   void* q = p;
-  if (!region_resize(p, size, usable)) {
+  if (!in_sample_region(p)) {
+    q = hosted_resize(p, size, usable);
+    h = hosted_header(q);
+  } else if (!region_resize(p, size, usable)) {
     // Fewer pages now (or, rarely, more): a run of its size, the bytes copied over.
     q = region_allocate(size, 0, false, usable);
     if (q == nullptr) return nullptr;  // p is left as it was, as a failed realloc leaves it
@@ -796,7 +823,14 @@ LIVEHEAP_OWN_CODE void* sample_resize(void* p, std::size_t size, const WalkStart
       h->stack = stack;
     }
   }
-  if (q != p) region_release(p, mode() == Mode::sampled);
+  if (q != p && in_sample_region(p)) region_release(p, mode() == Mode::sampled);
+  return q;
+}
+
+void* sample_unsample(void* p, std::size_t size) noexcept {
+  const SampleHeader old = *sample_live_header(p);
+  void* q = hosted_unsample(p, size);
+  if (q != nullptr) uncount_sample(&old);
   return q;
 }
 
@@ -824,7 +858,8 @@ void set_peak_mark(std::int64_t mark) noexcept {
 std::int64_t peak_mark() noexcept { return g_peak_mark.load(std::memory_order_seq_cst); }
 
 std::int64_t own_memory() noexcept {
-  return mapped_bytes() + g_own_bytes.load(std::memory_order_relaxed) + region_overhead_bytes();
+  return mapped_bytes() + g_own_bytes.load(std::memory_order_relaxed) + region_overhead_bytes() +
+         hosted_overhead_bytes();
 }
 
 std::uint64_t stack_count() noexcept { return g_stacks.size(); }

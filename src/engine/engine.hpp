@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hosted_samples.hpp"
 #include "next_allocator.hpp"
 #include "sample_region.hpp"
 #include "thread_state.hpp"
@@ -77,8 +78,9 @@ inline bool sample_point_crossed(std::size_t size) noexcept {
   t_thread.bytes_until_sample -= static_cast<std::int64_t>(size);
   return t_thread.bytes_until_sample <= 0;
 }
-// The slow path: a sampled block from the sample region, or nullptr when this allocation
-// is not to be sampled after all (the caller allocates from glibc). `zero`: the block must
+// The slow path: a sampled block (hosted by glibc, hosted_samples.hpp, or from the sample
+// region), or nullptr when this allocation is not to be sampled after all (the caller
+// allocates from the allocator underneath). `zero`: the block must
 // read as zero (calloc); malloc & co. pass false and may get a reused run as it was left.
 // `start` as for on_alloc().
 void* sample_allocate(std::size_t size, std::size_t alignment, bool zero,
@@ -95,15 +97,24 @@ void skip_sample_point(std::size_t size) noexcept;
 // allocation, another session's countdown) or the region is full: the caller allocates
 // from the allocator underneath, copies and frees p.
 void* sample_regrow(void* p, std::size_t size, const WalkStart& start = {}) noexcept;
-// Frees a block of the sample region, whatever the mode (samples outlive sessions); a
+// realloc of a hosted sampled block (hosted_samples.hpp) past its usable size when the
+// draw does not sample it: an ordinary block of glibc's of `size` bytes, the content kept,
+// the sample taken off (grown through glibc's realloc: no second copy resident). nullptr
+// when glibc has no memory (p is unchanged).
+void* sample_unsample(void* p, std::size_t size) noexcept;
+// The header of a live sampled block, hosted or in the region; a pointer that is neither
+// (or a block freed already) aborts with a message, as glibc's free does.
+SampleHeader* sample_live_header(const void* p) noexcept;
+// Frees a sampled block (hosted, or of the sample region), whatever the mode (samples outlive sessions); a
 // double free or a pointer that is no sampled block aborts with a message, as glibc does.
 // `keep_run`: its pages may stay resident for reuse (region_release); a block that moved
 // out of its run by growing passes false.
 void sample_free(void* p, bool keep_run = true) noexcept;
 // realloc of a block of the sample region to `size`, no more than its usable size: it stays
 // sampled with the weight of its draw (sampler.hpp says why that is unbiased), its bytes now
-// `size`, counted at the realloc's stack. In place when its run fits, else moved within the
-// region. nullptr when the region has no room (p is unchanged). Checked as sample_free.
+// `size`, counted at the realloc's stack. Hosted, in its chunk (shrunk by glibc when a page
+// or more larger than it needs); in the region, in place when its run fits, else moved
+// within the region. nullptr when the region has no room (p is unchanged). Checked as sample_free.
 void* sample_resize(void* p, std::size_t size, const WalkStart& start = {}) noexcept;
 
 struct Totals {

@@ -1,7 +1,7 @@
 // The interposed allocation functions: malloc & co. and every operator new/delete.
 // Each forwards to the allocator that follows liveheap in symbol order (next_allocator.hpp:
 // glibc, jemalloc, tcmalloc, mimalloc); by mode, the engine records every block (exact) or
-// one block per ~R bytes (sampled, served from the sample region).
+// one block per ~R bytes (sampled: hosted in glibc's heap, or served from the sample region).
 // Runs before main and on every thread: no allocation and no locks here.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -76,7 +76,7 @@ LIVEHEAP_OWN_CODE void* realloc_sampled(void* p, std::size_t size) noexcept {
     engine::sample_free(p);
     return nullptr;
   }
-  if (size <= engine::region_live_header(p)->usable)  // else (no room left in the region) moved out
+  if (size <= engine::sample_live_header(p)->usable)  // else (no room left in the region) moved out
     if (void* q = engine::sample_resize(p, size, engine::here())) return q;
   void* q;
   if (engine::mode() == Mode::sampled) {
@@ -84,13 +84,15 @@ LIVEHEAP_OWN_CODE void* realloc_sampled(void* p, std::size_t size) noexcept {
     // region (sample_regrow); not drawn, it moves to the allocator underneath.
     if (engine::sample_point_crossed(size))
       if (void* r = engine::sample_regrow(p, size, engine::here())) return r;
+    // Hosted, glibc's realloc grows it (a large chunk with mremap: no second copy resident).
+    if (!engine::in_sample_region(p)) return engine::sample_unsample(p, size);
     q = g_next.malloc(size);
   } else {
     q = allocate(size, 0, [size] { return g_next.malloc(size); });
   }
   if (q == nullptr) return nullptr;
   // All the program was told it may use: it may have written past its request.
-  const std::size_t old_size = engine::region_header(p)->usable;
+  const std::size_t old_size = engine::sample_live_header(p)->usable;
   std::memcpy(q, p, old_size < size ? old_size : size);
   // Its run goes back at once: a block that grew out of it (a list or buffer doubling
   // as it fills) will not shrink back to it, and kept, each step of the growth stayed
@@ -99,7 +101,7 @@ LIVEHEAP_OWN_CODE void* realloc_sampled(void* p, std::size_t size) noexcept {
   return q;
 }
 
-// realloc of the allocator's block in sampled mode: it moves into the region when sampled
+// realloc of the allocator's block in sampled mode: it moves to a sampled block when sampled
 // (only when the allocator can say how many bytes to copy). Within its usable size it keeps
 // its draw, unsampled, as a sampled block keeps its own (realloc_sampled).
 LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcept {
@@ -115,6 +117,13 @@ LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcep
   std::memcpy(q, p, old_size < size ? old_size : size);
   g_next.free(p);
   return q;
+}
+
+// free() of a block that may be a hosted sample (may_be_hosted: one in 128 of glibc's
+// others, and page-aligned ones), off the fast path.
+[[gnu::noinline]] void free_maybe_hosted(void* p) noexcept {
+  if (engine::hosted_header(p) != nullptr) return engine::sample_free(p);
+  g_next.free(p);
 }
 
 // realloc in exact mode: the old block is forgotten before the allocator can reuse its
@@ -228,8 +237,13 @@ LIVEHEAP_OWN_CODE void* malloc(std::size_t size) {
 }
 
 LIVEHEAP_OWN_CODE void free(void* p) {
-  // Off and sampled, only a block of the sample region passes; exact, every block.
-  if (LIVEHEAP_LIKELY(!engine::free_needs_engine(p))) return g_next.free(p);
+  // Off and sampled, only a block of the sample region passes, or one at a hosted sample's
+  // address; exact, every block.
+  if (LIVEHEAP_LIKELY(!engine::free_needs_engine(p))) {
+    if (LIVEHEAP_LIKELY(!engine::may_be_hosted(p))) return g_next.free(p);
+    return free_maybe_hosted(p);
+  }
+  if (engine::is_hosted(p)) return engine::sample_free(p);
   if (engine::mode() == Mode::exact && !engine::in_sample_region(p)) {
     // Forgotten before the allocator has it: once freed its address may go to another
     // thread. (free(nullptr) comes here too: on_free ignores it.)
@@ -252,7 +266,9 @@ LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
 }
 
 LIVEHEAP_OWN_CODE void* realloc(void* p, std::size_t size) {
-  if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p))) return realloc_sampled(p, size);
+  if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p) ||
+                        (engine::may_be_hosted(p) && engine::hosted_header(p))))
+    return realloc_sampled(p, size);
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return g_next.realloc(p, size);
   if (p == nullptr) return malloc(size);
@@ -305,6 +321,8 @@ LIVEHEAP_OWN_CODE void* pvalloc(std::size_t size) {
 LIVEHEAP_OWN_CODE std::size_t malloc_usable_size(void* p) {
   if (p == nullptr) return 0;
   if (engine::in_sample_region(p)) return engine::region_usable_size(p);
+  if (engine::at_hosted_offset(p))
+    if (const engine::SampleHeader* h = engine::hosted_header(p)) return h->usable;
   return g_next.malloc_usable_size == nullptr ? 0 : g_next.malloc_usable_size(p);
 }
 

@@ -322,7 +322,14 @@ void give_back_over(const Victim* victims, int n, std::int64_t limit) noexcept {
   if (n == kBatch) shrink_to(limit);
 }
 
-[[noreturn]] void die(const char* what, const void* p) noexcept {
+void* map_noreserve(std::size_t bytes) noexcept {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace
+
+void report_bad_free(const char* what, const void* p) noexcept {
   char line[128];
   std::size_t n = 0;
   for (const char* s = "liveheap: free(): "; *s != '\0'; ++s) line[n++] = *s;
@@ -335,13 +342,6 @@ void give_back_over(const Victim* victims, int n, std::int64_t limit) noexcept {
   [[maybe_unused]] const ssize_t written = write(2, line, n);
   abort();
 }
-
-void* map_noreserve(std::size_t bytes) noexcept {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
-}  // namespace
 
 bool reserve_sample_region() noexcept {
   if (g_region_span != 0) return true;
@@ -425,14 +425,15 @@ SampleHeader* region_live_header(const void* p) noexcept {
   const auto block = reinterpret_cast<std::uintptr_t>(p);
   const auto at = reinterpret_cast<std::uintptr_t>(region_header(p));
   const std::uintptr_t used_end = bump();
-  if (at < g_region_base || at >= used_end || block - at < kHeaderBytes) die("invalid pointer ", p);
+  if (at < g_region_base || at >= used_end || block - at < kHeaderBytes)
+    report_bad_free("invalid pointer ", p);
   SampleHeader* h = region_header(p);
-  if (h->magic != (kMagic ^ at)) die("invalid pointer ", p);
-  if (h->state == kFreed) die("double free of sampled block ", p);
+  if (h->magic != (kMagic ^ at)) report_bad_free("invalid pointer ", p);
+  if (h->state == kFreed) report_bad_free("double free of sampled block ", p);
   const std::uintptr_t run_end = h->run + std::uint64_t{h->run_pages} * kPage;
   if (h->state != kLive || h->run % kPage != 0 || h->run < g_region_base || h->run > at ||
       run_end > used_end || h->size > h->usable || block + h->usable > run_end)
-    die("invalid pointer ", p);
+    report_bad_free("invalid pointer ", p);
   return h;
 }
 
@@ -507,7 +508,7 @@ void region_release(void* p, bool keep) noexcept {
   mine.overhead.fetch_sub(static_cast<std::int64_t>(bytes - h->size), std::memory_order_relaxed);
   // A racing free of the same block finds it freed here (an exchange: cached runs take no lock).
   if (__atomic_exchange_n(&h->state, kFreed, __ATOMIC_ACQ_REL) != kLive)
-    die("double free of sampled block ", p);
+    report_bad_free("double free of sampled block ", p);
   if (keep && pages == 1 && may_cache(mine) && mine.cached.load(std::memory_order_relaxed) == 0) {
     h->dirty = dirty;  // read back when the run is taken again
     mine.cached.store(run, std::memory_order_release);
@@ -553,8 +554,6 @@ std::int64_t region_trim() noexcept {
 }
 
 void region_after_fork_in_child() noexcept { drain_thread_caches(&thread_runs()); }
-
-bool is_sampled_block(const void* p) noexcept { return in_sample_region(p); }
 
 std::int64_t region_overhead_bytes() noexcept {
   // The side tables: at most 68 B per page of the range ever used.

@@ -26,7 +26,9 @@ struct SampleHeader {
   // The run holds that many bytes from the block; the program may write all of them.
   std::uint64_t usable;
   std::uint64_t dirty;  // bytes from `run` that may be non-zero apart from the block's own
-  double inverse;       // 1/p of the size the sample was drawn at (sampler.hpp)
+  // (A block hosted by glibc, hosted_samples.hpp, has its own magic: `run` is glibc's
+  // chunk, `run_pages` 0, `dirty` the bytes asked of glibc.)
+  double inverse;  // 1/p of the size the sample was drawn at (sampler.hpp)
   std::uint32_t stack;
   std::uint32_t session;  // the tracing session that counted it (0: not counted)
 };
@@ -86,6 +88,8 @@ SampleHeader* region_header(const void* p) noexcept;
 // when p is not one: its header is out of the region or not a header (an invalid pointer),
 // or its block was freed already (a double free), as glibc's free does.
 SampleHeader* region_live_header(const void* p) noexcept;
+// "liveheap: free(): <what>0x<p>" on stderr, then abort(), as glibc reports a bad free.
+[[noreturn]] void report_bad_free(const char* what, const void* p) noexcept;
 // What malloc_usable_size reports for the live block p: its header's usable size.
 std::size_t region_usable_size(const void* p) noexcept;
 // Returns the block's run to the free lists (checked as region_live_header does). `keep`:

@@ -199,7 +199,8 @@ StatsReport stats_now(unsigned windows) {
                engine.region_kept_bytes,
                engine.region_kept_limit,
                engine.region_madvise_calls,
-               engine.region_thread_kept_bytes};
+               engine.region_thread_kept_bytes,
+               engine.hosted_bytes};
   const SymbolizerStats symbolizer = symbolizer_stats();
   r.symbolizer.addresses_asked = symbolizer.addresses_asked;
   r.symbolizer.addresses_resolved = symbolizer.addresses_resolved;

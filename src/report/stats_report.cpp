@@ -77,6 +77,8 @@ StatsReport read_stats(const json& j) {
   r.sampled = {whole(sampled, "sampled", "samples_live"),  integer(sampled, "sampled", "live_bytes"),
                integer(sampled, "sampled", "kept_bytes"),  integer(sampled, "sampled", "kept_limit"),
                whole(sampled, "sampled", "madvise_calls"), integer(sampled, "sampled", "thread_kept_bytes")};
+  // Absent from a process of an earlier version.
+  if (sampled.contains("hosted_bytes")) r.sampled.hosted_bytes = integer(sampled, "sampled", "hosted_bytes");
   r.symbolizer = symbolizer_from(object(j, "", "symbolizer"));
   r.python_frames = text(j, "", "python_frames");
   r.rss = integer(j, "", "rss");
@@ -152,7 +154,8 @@ std::string to_json(const StatsReport& r) {
                  {"kept_bytes", s.kept_bytes},
                  {"kept_limit", s.kept_limit},
                  {"madvise_calls", s.madvise_calls},
-                 {"thread_kept_bytes", s.thread_kept_bytes}}},
+                 {"thread_kept_bytes", s.thread_kept_bytes},
+                 {"hosted_bytes", s.hosted_bytes}}},
                {"symbolizer", symbolizer_json(r.symbolizer)},
                {"python_frames", r.python_frames},
                {"rss", r.rss},
@@ -180,11 +183,11 @@ std::string to_text(const StatsReport& r) {
   text += "\nstacks=" + std::to_string(r.stacks) + ", live_blocks=" + std::to_string(r.live_blocks) +
           ", dropped=" + std::to_string(r.dropped) + ", fallback_walks=" + std::to_string(r.fallback_walks);
   const StatsReport::Sampled& s = r.sampled;
-  if (r.mode == Mode::sampled || s.live_bytes + s.kept_bytes > 0)
-    text += "\nsampled: " + std::to_string(s.samples_live) + " samples live in " + size(s.live_bytes) +
-            " of runs, " + size(s.kept_bytes) + " kept for reuse (at most " + size(s.kept_limit) + " now), " +
-            size(s.thread_kept_bytes) + " kept by threads for their next sample, " +
-            std::to_string(s.madvise_calls) + " madvise calls";
+  if (r.mode == Mode::sampled || s.live_bytes + s.kept_bytes + s.hosted_bytes > 0)
+    text += "\nsampled: " + std::to_string(s.samples_live) + " samples live in " + size(s.hosted_bytes) +
+            " of glibc's heap and " + size(s.live_bytes) + " of runs, " + size(s.kept_bytes) +
+            " kept for reuse (at most " + size(s.kept_limit) + " now), " + size(s.thread_kept_bytes) +
+            " kept by threads for their next sample, " + std::to_string(s.madvise_calls) + " madvise calls";
   text += "\nrss=" + size(r.rss) + ", peak_rss=" + size(r.peak_rss);
   const std::string& allocator = r.allocator.name;
   const StatsReport::Mallinfo& m = r.mallinfo;

@@ -235,7 +235,8 @@ EngineStats engine_stats() noexcept {
           engine::live_table_bytes(),
           engine::region_live_bytes(),
           engine::region_kept_limit(),
-          engine::region_thread_kept_bytes()};
+          engine::region_thread_kept_bytes(),
+          engine::hosted_bytes()};
 }
 
 namespace {

@@ -50,7 +50,7 @@ StatsReport jemalloc_stats() {
   r.live_blocks = 7;
   r.dropped = 1;
   r.fallback_walks = 2;
-  r.sampled = {7, 65536, 8192, 1 << 20, 3, 4096};
+  r.sampled = {7, 65536, 8192, 1 << 20, 3, 4096, 3 << 20};
   r.symbolizer = {100, 98, StatsReport::SymbolizerProcess{4321, 30 << 20, 12}, ""};
   r.rss = 40 << 20;
   r.peak_rss = 50 << 20;
@@ -88,7 +88,8 @@ TEST(StatsReports, TextSaysWhatTheJsonSays) {
             "tracker memory: 5120 KiB (cap 256 MiB; stack table 1024 KiB, live-block table 0 B)\n" +
                 format_cap(jemalloc_stats().cap) +
                 "\nstacks=42, live_blocks=7, dropped=1, fallback_walks=2\n"
-                "sampled: 7 samples live in 64.0 KiB of runs, 8192 B kept for reuse (at most 1024 KiB now), "
+                "sampled: 7 samples live in 3072 KiB of glibc's heap and 64.0 KiB of runs, 8192 B kept for "
+                "reuse (at most 1024 KiB now), "
                 "4096 B kept by threads for their next sample, 3 madvise calls\n"
                 "rss=40.0 MiB, peak_rss=50.0 MiB\n"
                 "allocator: jemalloc: allocated=1000 B, active=2000 B, resident=3000 B, retained=0 B, "

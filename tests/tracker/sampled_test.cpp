@@ -17,6 +17,7 @@
 
 #include "../support/tracing_session.hpp"
 #include "liveheap/tracker.hpp"
+#include "engine.hpp"
 #include "sample_region.hpp"
 
 extern "C" void* __libc_malloc(std::size_t);
@@ -275,7 +276,7 @@ TEST(Sampled, ReallocAcrossTheSampledLineKeepsTheBytes) {
   for (int i = 0; i < 16; ++i) ASSERT_EQ(q[i], i);
   EXPECT_EQ(liveheap::engine_stats().live_blocks, 1u);
   EXPECT_EQ(traced - liveheap::traced_memory().current, (4 << 20) - 16);  // its weight is 1
-  EXPECT_EQ(liveheap::engine::region_header(q)->run_pages, 1u);
+  EXPECT_EQ(liveheap::engine::sample_live_header(q)->size, 16u);
   // And back up past its usable size: drawn again, sampled (p ~ 1), the bytes carried over.
   auto* r = static_cast<unsigned char*>(std::realloc(q, 8 << 20));
   ASSERT_NE(r, nullptr);
@@ -287,29 +288,74 @@ TEST(Sampled, ReallocAcrossTheSampledLineKeepsTheBytes) {
   EXPECT_EQ(liveheap::traced_memory().current, 0);
 }
 
+// Sampled blocks live in glibc's heap (hosted) when glibc is underneath, else in the
+// sample region: a test of both sets the home of the samples for its length.
+class SampleHome {
+ public:
+  explicit SampleHome(bool hosted) noexcept { liveheap::engine::set_hosting(hosted); }
+  ~SampleHome() { liveheap::engine::set_hosting(true); }
+  SampleHome(const SampleHome&) = delete;
+  SampleHome& operator=(const SampleHome&) = delete;
+};
+
 TEST(Sampled, AGrowingSampledBlockLeavesNoRunResidentBehindIt) {
-  TracingSession tracing({Mode::sampled, 16, 64 * 1024, 13});
-  const std::int64_t kept = liveheap::engine_stats().region_kept_bytes;
-  auto* p = static_cast<unsigned char*>(std::malloc(1 << 20));
-  ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
-  for (int i = 0; i < 64; ++i) p[i] = static_cast<unsigned char>(i);
-  // A buffer doubling as it fills: drawn again at each size (p ~ 1), it grows where its run
-  // can, else moves and its old run goes back; none stays resident as a kept run.
-  for (std::size_t size = 2 << 20; size <= (std::size_t{16} << 20); size *= 2) {
-    p = static_cast<unsigned char*>(std::realloc(p, size));
-    ASSERT_NE(p, nullptr);
-    ASSERT_TRUE(liveheap::engine::is_sampled_block(p)) << size;
-    for (int i = 0; i < 64; ++i) ASSERT_EQ(p[i], i) << size;
-    std::memset(p + size / 2, 0x6d, size / 2);
-    EXPECT_EQ(liveheap::engine_stats().live_blocks, 1u);
-    EXPECT_NEAR(static_cast<double>(liveheap::traced_memory().current), static_cast<double>(size),
-                size * 0.01);
-    EXPECT_LE(liveheap::engine_stats().region_kept_bytes, kept) << size;
+  for (const bool hosted : {true, false}) {
+    SampleHome home(hosted);
+    TracingSession tracing({Mode::sampled, 16, 64 * 1024, 13});
+    const std::int64_t kept = liveheap::engine_stats().region_kept_bytes;
+    const std::int64_t hosted_before = liveheap::engine_stats().hosted_bytes;
+    auto* p = static_cast<unsigned char*>(std::malloc(1 << 20));
+    ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
+    ASSERT_EQ(liveheap::engine::is_hosted(p), hosted && liveheap::engine::next_is_glibc());
+    for (int i = 0; i < 64; ++i) p[i] = static_cast<unsigned char>(i);
+    // A buffer doubling as it fills: drawn again at each size (p ~ 1). Hosted, glibc's
+    // realloc grows it; in the region, it grows where its run can, else moves and its old
+    // run goes back; none stays resident as a kept run.
+    for (std::size_t size = 2 << 20; size <= (std::size_t{16} << 20); size *= 2) {
+      p = static_cast<unsigned char*>(std::realloc(p, size));
+      ASSERT_NE(p, nullptr);
+      ASSERT_TRUE(liveheap::engine::is_sampled_block(p)) << size;
+      for (int i = 0; i < 64; ++i) ASSERT_EQ(p[i], i) << size;
+      std::memset(p + size / 2, 0x6d, size / 2);
+      EXPECT_EQ(liveheap::engine_stats().live_blocks, 1u);
+      EXPECT_NEAR(static_cast<double>(liveheap::traced_memory().current), static_cast<double>(size),
+                  size * 0.01);
+      EXPECT_LE(liveheap::engine_stats().region_kept_bytes, kept) << size;
+    }
+    const liveheap::EngineStats stats = liveheap::engine_stats();
+    if (liveheap::engine::is_hosted(p)) {
+      // The block, its header and the slack before a page boundary: one chunk of glibc's.
+      EXPECT_GE(stats.hosted_bytes - hosted_before, std::int64_t{16} << 20);
+      EXPECT_LE(stats.hosted_bytes - hosted_before, (std::int64_t{16} << 20) + 4096 + 64);
+    } else {
+      EXPECT_GE(stats.region_live_bytes, std::int64_t{16} << 20);
+    }
+    EXPECT_LE(stats.region_kept_limit, std::int64_t{64} << 20);
+    std::free(p);
+    EXPECT_EQ(liveheap::traced_memory().current, 0);
+    EXPECT_EQ(liveheap::engine_stats().hosted_bytes, hosted_before);
   }
-  const liveheap::EngineStats stats = liveheap::engine_stats();
-  EXPECT_GE(stats.region_live_bytes, std::int64_t{16} << 20);
-  EXPECT_LE(stats.region_kept_limit, std::int64_t{64} << 20);
-  std::free(p);
+}
+
+// A sample small enough for the region (a page with its header) that grows to a hosted
+// one's size moves to glibc's heap, its bytes with it; shrunk back, it stays there.
+TEST(Sampled, ASmallSampleGrownLargeMovesToGlibcsHeap) {
+  if (!liveheap::engine::next_is_glibc()) GTEST_SKIP() << "samples are hosted only by glibc";
+  TracingSession tracing({Mode::sampled, 16, 4096, 23});
+  auto* p = static_cast<unsigned char*>(sampled_block(100));
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(liveheap::engine::in_sample_region(p));
+  std::memset(p, 0x42, 100);
+  auto* q = static_cast<unsigned char*>(std::realloc(p, 1 << 20));  // drawn again: p ~ 1
+  ASSERT_NE(q, nullptr);
+  EXPECT_TRUE(liveheap::engine::is_hosted(q));
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(q[i], 0x42) << i;
+  EXPECT_EQ(liveheap::engine_stats().live_blocks, 1u);
+  auto* r = static_cast<unsigned char*>(std::realloc(q, 50));
+  EXPECT_TRUE(liveheap::engine::is_hosted(r));
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(r[i], 0x42) << i;
+  EXPECT_LE(liveheap::engine_stats().hosted_bytes, 4096 + 64 + 64 + 4096);
+  std::free(r);
   EXPECT_EQ(liveheap::traced_memory().current, 0);
 }
 
@@ -336,13 +382,21 @@ TEST(Sampled, AlignedSampledBlocksHonourTheirAlignment) {
 }
 
 TEST(Sampled, CallocOfAReusedSampledRunIsZero) {
-  TracingSession tracing({Mode::sampled, 16, 64 * 1024, 13});
-  for (int round = 0; round < 20; ++round) {
-    auto* p = static_cast<unsigned char*>(std::calloc(1, 1 << 20));
-    ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
-    for (std::size_t i = 0; i < (1u << 20); i += 997) ASSERT_EQ(p[i], 0) << i;
-    std::memset(p, 0xff, 1 << 20);  // dirty it before its run is reused
-    std::free(p);
+  for (const bool hosted : {true, false}) {
+    SampleHome home(hosted);
+    TracingSession tracing({Mode::sampled, 16, 64 * 1024, 13});
+    for (int round = 0; round < 40; ++round) {
+      const std::size_t size = round % 2 == 0 ? 1 << 20 : 30000;  // glibc's calloc, and cleared here
+      auto* p = static_cast<unsigned char*>(std::calloc(1, size));
+      if (round % 2 != 0 && !liveheap::engine::is_sampled_block(p)) {
+        std::free(p);
+        continue;
+      }
+      ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
+      for (std::size_t i = 0; i < size; i += 997) ASSERT_EQ(p[i], 0) << i;
+      std::memset(p, 0xff, size);  // dirty it before its memory is reused
+      std::free(p);
+    }
   }
 }
 
@@ -353,9 +407,10 @@ TEST(Sampled, SamplesOutliveTheirSession) {
   ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
   ASSERT_TRUE(liveheap::engine::is_sampled_block(q));
   liveheap::stop();
-  const std::int64_t live = liveheap::engine::region_live_bytes();
-  std::free(q);  // with no session: back to the region, not to the allocator underneath
-  EXPECT_LT(liveheap::engine::region_live_bytes(), live);
+  const auto held = [] { return liveheap::engine::region_live_bytes() + liveheap::engine::hosted_bytes(); };
+  const std::int64_t live = held();
+  std::free(q);  // with no session: still known as a sample, and freed as one
+  EXPECT_LT(held(), live);
   liveheap::start({Mode::exact, 16});
   const std::int64_t before = liveheap::traced_memory().current;
   std::free(p);  // from an older session: freed, never uncounted from this one
@@ -363,7 +418,8 @@ TEST(Sampled, SamplesOutliveTheirSession) {
   liveheap::stop();
 }
 
-TEST(Sampled, AFreedLargeSampleIsKeptAsTrackerMemoryUntilTrimmed) {
+TEST(Sampled, AFreedLargeSampleOfTheRegionIsKeptAsTrackerMemoryUntilTrimmed) {
+  SampleHome home(false);
   TracingSession tracing({Mode::sampled, 16, 64 * 1024, 19});
   void* p = std::malloc(8 << 20);
   ASSERT_TRUE(liveheap::engine::is_sampled_block(p));
