@@ -15,6 +15,7 @@
 #include "own_code.hpp"
 #include "pages.hpp"
 #include "peak_signal.hpp"
+#include "python_frame_table.hpp"
 #include "python_runtime.hpp"
 #include "python_stacks.hpp"
 #include "request_route.hpp"
@@ -490,7 +491,7 @@ bool g_fork_interrupted = false;  // written only by the forking thread, between
 
 bool engine_lock_held() noexcept {
   return g_stacks.any_locked() || g_live.any_locked() || g_own.any_locked() || region_locked() ||
-         frame_rules_locked();
+         frame_rules_locked() || python_frames_locked();
 }
 
 // fork(): take every engine lock so the child never inherits one held mid-update by a
@@ -503,12 +504,14 @@ void before_fork() noexcept {
   g_own.lock_for_fork();
   region_lock_for_fork();
   frame_rules_lock_for_fork();
+  python_frames_lock_for_fork();
 }
 void after_fork() noexcept {
   if (g_fork_interrupted) {
     g_fork_interrupted = false;
     return;
   }
+  python_frames_unlock_after_fork();
   frame_rules_unlock_after_fork();
   region_unlock_after_fork();
   g_own.unlock_after_fork();

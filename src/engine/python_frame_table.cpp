@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "pages.hpp"
+#include "spin_lock.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -20,10 +21,23 @@ constexpr std::size_t kMaxFile = 367, kMaxName = 126;
 
 constexpr std::uint32_t kEntriesPerChunk = 256;  // 128 KiB mapped at a time
 constexpr std::uint32_t kChunks = 256;           // 65536 frames at most
-constexpr std::uint32_t kIndexSlots = 1u << 17;  // open addressing, half full at most
 std::atomic<FrameEntry*> g_chunks[kChunks];
-std::atomic<std::uint32_t> g_next_entry{1};  // 0: no frame
-std::atomic<std::atomic<std::uint32_t>*> g_index{nullptr};
+std::atomic<std::uint32_t> g_next_entry{1};  // 0: no frame; written under g_insert_lock
+
+// The index from a frame's text to its id: open addressing, half full at most. It starts
+// at 4096 slots and doubles as frames come, up to 2^17: a hash spreads a few hundred
+// frames over every page of an index, and one sized for the most frames (512 KiB) was
+// resident in every Python process that sampled (a matplotlib figure loop: 0.4 MiB of its
+// peak RSS). Lookups read it without a lock; inserts and its growth take g_insert_lock.
+struct Index {
+  std::uint32_t mask;  // slots - 1
+  std::atomic<std::uint32_t> slots[];
+};
+constexpr std::uint32_t kFirstIndexSlots = 1u << 12;
+constexpr std::uint32_t kMostIndexSlots = 1u << 17;
+std::atomic<Index*> g_index{nullptr};
+SpinLock g_insert_lock;
+std::uint32_t g_indexed = 0;  // frames in the index; guarded by g_insert_lock
 
 // The code cache: (code address, instruction) -> frame id, with what the id was computed
 // from. A sequence count makes a read that overlaps a write miss instead of mixing them.
@@ -73,41 +87,81 @@ bool same_text(const FrameEntry& e, std::uint64_t hash, const char* file, std::s
          __builtin_memcmp(e.text + file_length + 1, name, name_length) == 0;
 }
 
+std::size_t index_bytes(std::uint32_t slots) noexcept {
+  return sizeof(Index) + std::size_t{slots} * sizeof(std::atomic<std::uint32_t>);
+}
+
+// The id of (file, name, line) in `index`, 0 when it is not there.
+std::uint32_t find(const Index& index, std::uint64_t hash, const char* file, std::size_t file_length,
+                   const char* name, std::size_t name_length, std::uint32_t line) noexcept {
+  for (std::uint32_t probe = 0; probe <= index.mask; ++probe) {
+    const std::uint32_t id = index.slots[(hash + probe) & index.mask].load(std::memory_order_acquire);
+    if (id == 0) return 0;
+    const FrameEntry* e = entry(id);
+    if (e != nullptr && same_text(*e, hash, file, file_length, name, name_length, line)) return id;
+  }
+  return 0;
+}
+
+void put(Index* index, std::uint32_t id, std::uint64_t hash) noexcept {
+  std::uint32_t at = hash & index->mask;
+  while (index->slots[at].load(std::memory_order_relaxed) != 0) at = (at + 1) & index->mask;
+  index->slots[at].store(id, std::memory_order_release);
+}
+
+// Under g_insert_lock: an index twice as large (the first, when there is none) holding
+// every frame, published; the old one's slots given back (a reader still probing it reads
+// zeros: not found, so it takes the lock and finds the frame in the new one). nullptr when
+// no memory could be mapped.
+Index* grow_index(Index* old) noexcept {
+  const std::uint32_t slots = old == nullptr ? kFirstIndexSlots : (old->mask + 1) * 2;
+  auto* index = static_cast<Index*>(map_pages(index_bytes(slots)));
+  if (index == nullptr) return nullptr;
+  index->mask = slots - 1;
+  const std::uint32_t next = g_next_entry.load(std::memory_order_relaxed);
+  for (std::uint32_t id = 1; id < next; ++id)
+    if (const FrameEntry* e = entry(id)) put(index, id, e->hash);
+  g_index.store(index, std::memory_order_release);
+  if (old != nullptr) {
+    constexpr std::size_t kPage = 4096;
+    const std::size_t bytes = index_bytes(old->mask + 1) / kPage * kPage;
+    if (bytes > kPage) release_pages(reinterpret_cast<char*>(old) + kPage, bytes - kPage);
+  }
+  return index;
+}
+
 // The id of (file, name, line), a new entry on first sight; 0 when the table is full.
 std::uint32_t intern_text(const char* file, std::size_t file_length, const char* name,
                           std::size_t name_length, std::uint32_t line) noexcept {
-  std::atomic<std::uint32_t>* index = mapped_once(g_index, kIndexSlots * sizeof(std::atomic<std::uint32_t>));
-  if (index == nullptr) return 0;
   const std::uint64_t hash = text_hash(file, file_length, name, name_length, line);
-  std::uint32_t fresh = 0;  // an entry written for this text, not yet in the index
-  for (std::uint32_t probe = 0; probe < kIndexSlots; ++probe) {
-    std::atomic<std::uint32_t>& slot = index[(hash + probe) & (kIndexSlots - 1)];
-    std::uint32_t id = slot.load(std::memory_order_acquire);
-    if (id == 0) {
-      if (fresh == 0) {
-        fresh = g_next_entry.fetch_add(1, std::memory_order_relaxed);
-        if (fresh >= kChunks * kEntriesPerChunk) return 0;
-        FrameEntry* chunk =
-            mapped_once(g_chunks[fresh / kEntriesPerChunk], kEntriesPerChunk * sizeof(FrameEntry));
-        if (chunk == nullptr) return 0;
-        FrameEntry& e = chunk[fresh % kEntriesPerChunk];
-        e.hash = hash;
-        e.line = line;
-        e.file_length = static_cast<std::uint16_t>(file_length);
-        e.name_length = static_cast<std::uint16_t>(name_length);
-        __builtin_memcpy(e.text, file, file_length);
-        e.text[file_length] = '\0';
-        __builtin_memcpy(e.text + file_length + 1, name, name_length);
-        e.text[file_length + 1 + name_length] = '\0';
-      }
-      if (slot.compare_exchange_strong(id, fresh, std::memory_order_acq_rel)) return fresh;
-      // Another thread filled the slot: compare with its entry (id holds it now).
-    }
-    const FrameEntry* e = entry(id);
-    if (e != nullptr && same_text(*e, hash, file, file_length, name, name_length, line)) return id;
-    // (An entry of ours written but never indexed stays unused: a lost race costs 512 bytes.)
+  if (const Index* index = g_index.load(std::memory_order_acquire))
+    if (const std::uint32_t id = find(*index, hash, file, file_length, name, name_length, line)) return id;
+  SpinGuard guard(g_insert_lock);
+  Index* index = g_index.load(std::memory_order_relaxed);
+  if (index != nullptr)
+    if (const std::uint32_t id = find(*index, hash, file, file_length, name, name_length, line)) return id;
+  if (index == nullptr || g_indexed + 1 > (index->mask + 1) / 2) {
+    if (index != nullptr && index->mask + 1 >= kMostIndexSlots) return 0;  // full
+    index = grow_index(index);
+    if (index == nullptr) return 0;
   }
-  return 0;
+  const std::uint32_t fresh = g_next_entry.load(std::memory_order_relaxed);
+  if (fresh >= kChunks * kEntriesPerChunk) return 0;
+  FrameEntry* chunk = mapped_once(g_chunks[fresh / kEntriesPerChunk], kEntriesPerChunk * sizeof(FrameEntry));
+  if (chunk == nullptr) return 0;
+  FrameEntry& e = chunk[fresh % kEntriesPerChunk];
+  e.hash = hash;
+  e.line = line;
+  e.file_length = static_cast<std::uint16_t>(file_length);
+  e.name_length = static_cast<std::uint16_t>(name_length);
+  __builtin_memcpy(e.text, file, file_length);
+  e.text[file_length] = '\0';
+  __builtin_memcpy(e.text + file_length + 1, name, name_length);
+  e.text[file_length + 1 + name_length] = '\0';
+  g_next_entry.store(fresh + 1, std::memory_order_release);  // the entry before its id
+  put(index, fresh, hash);
+  ++g_indexed;
+  return fresh;
 }
 
 std::uint32_t frame_of(const PythonCode& code, std::uint32_t index, std::uint32_t* prefix) noexcept {
@@ -177,6 +231,10 @@ bool python_frame_text(std::uintptr_t frame, PythonFrameText* out) noexcept {
   out->line = e->line;
   return true;
 }
+
+void python_frames_lock_for_fork() noexcept { g_insert_lock.lock(); }
+void python_frames_unlock_after_fork() noexcept { g_insert_lock.unlock(); }
+bool python_frames_locked() noexcept { return g_insert_lock.is_locked(); }
 
 std::uint32_t python_frame_count() noexcept {
   const std::uint32_t next = g_next_entry.load(std::memory_order_relaxed);

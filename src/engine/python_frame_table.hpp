@@ -3,7 +3,9 @@
 // reports name them from here long after the code may be gone. A stack holds such a frame
 // as a synthetic frame value with the top bit set, which no user-space return address has
 // (they are below 2^47); the engine names it, it is never symbolized.
-// Thread-safety: lock-free; entries are written once and never change.
+// Thread-safety: a frame seen before is found without a lock; a new one is interned under
+// a spin lock (a leaf: nothing is taken inside it); entries are written once and never
+// change.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,10 @@ struct PythonFrameText {
   std::uint32_t line = 0;
 };
 LIVEHEAP_SHARED bool python_frame_text(std::uintptr_t frame, PythonFrameText* out) noexcept;
+// fork(): the insert lock, taken before and released after in both processes.
+void python_frames_lock_for_fork() noexcept;
+void python_frames_unlock_after_fork() noexcept;
+bool python_frames_locked() noexcept;
 // Frames interned since start-up.
 LIVEHEAP_SHARED std::uint32_t python_frame_count() noexcept;
 
