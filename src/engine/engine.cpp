@@ -519,11 +519,11 @@ void after_fork() noexcept {
   g_stacks.unlock_after_fork();
 }
 
-// free() hands the engine every block in exact mode, else those of the sample region
-// (g_free_span, sample_region.hpp). Widened before exact mode begins (a block it tracks is
+// free() hands the engine every block in exact mode, else those that may be samples
+// (g_free_mask, sample_region.hpp). Widened before exact mode begins (a block it tracks is
 // never freed past it), narrowed after it ends (a free in between finds the mode off).
 void set_free_filter(Mode mode) noexcept {
-  __atomic_store_n(&g_free_span, mode == Mode::exact ? UINTPTR_MAX : g_region_span, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&g_free_mask, mode == Mode::exact ? 0 : kSampleAddressBits, __ATOMIC_SEQ_CST);
 }
 
 // First of all constructors (101): a child's handlers run in registration order, and those

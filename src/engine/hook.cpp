@@ -119,10 +119,13 @@ LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcep
   return q;
 }
 
-// free() of a block that may be a hosted sample (may_be_hosted: one in 128 of glibc's
-// others, and page-aligned ones), off the fast path.
-[[gnu::noinline]] void free_maybe_hosted(void* p) noexcept {
-  if (engine::hosted_header(p) != nullptr) return engine::sample_free(p);
+// free() of a block that may be a sample (may_be_sampled: one in 128 of glibc's others, and
+// page-aligned ones and null, pass too), off the fast path. In exact mode, one that is none
+// is forgotten first (free(nullptr) comes here: on_free ignores it); while the mode changes
+// (set_free_filter), it just goes on.
+[[gnu::noinline]] void free_maybe_sampled(void* p) noexcept {
+  if (engine::in_sample_region(p) || engine::is_hosted(p)) return engine::sample_free(p);
+  if (engine::mode() == Mode::exact) engine::on_free(p);
   g_next.free(p);
 }
 
@@ -237,21 +240,15 @@ LIVEHEAP_OWN_CODE void* malloc(std::size_t size) {
 }
 
 LIVEHEAP_OWN_CODE void free(void* p) {
-  // Off and sampled, only a block of the sample region passes, or one at a hosted sample's
-  // address; exact, every block.
-  if (LIVEHEAP_LIKELY(!engine::free_needs_engine(p))) {
-    if (LIVEHEAP_LIKELY(!engine::may_be_hosted(p))) return g_next.free(p);
-    return free_maybe_hosted(p);
-  }
-  if (engine::is_hosted(p)) return engine::sample_free(p);
-  if (engine::mode() == Mode::exact && !engine::in_sample_region(p)) {
+  // Off and sampled, only a block that may be a sample passes; exact, every block.
+  if (LIVEHEAP_LIKELY(!engine::free_needs_engine(p))) return g_next.free(p);
+  if (engine::mode() == Mode::exact && LIVEHEAP_LIKELY(!engine::may_be_sampled(p))) {
     // Forgotten before the allocator has it: once freed its address may go to another
-    // thread. (free(nullptr) comes here too: on_free ignores it.)
+    // thread.
     engine::on_free(p);
     return g_next.free(p);
   }
-  if (engine::in_sample_region(p)) return engine::sample_free(p);
-  g_next.free(p);  // a mode change under way (set_free_filter)
+  free_maybe_sampled(p);
 }
 
 LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
@@ -266,8 +263,7 @@ LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
 }
 
 LIVEHEAP_OWN_CODE void* realloc(void* p, std::size_t size) {
-  if (LIVEHEAP_UNLIKELY(engine::in_sample_region(p) ||
-                        (engine::may_be_hosted(p) && engine::hosted_header(p))))
+  if (LIVEHEAP_UNLIKELY(engine::may_be_sampled(p) && (engine::in_sample_region(p) || engine::is_hosted(p))))
     return realloc_sampled(p, size);
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return g_next.realloc(p, size);

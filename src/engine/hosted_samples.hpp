@@ -24,12 +24,9 @@ inline constexpr std::uintptr_t kHostedOffset = sizeof(SampleHeader);  // 64: th
 // sample there, without a lock.
 inline constexpr std::size_t kHostedFrom = kHostedGrain - kHostedOffset + 1;
 
-// True for every hosted block, and for glibc's other blocks at 0 or 64 past a boundary
-// (one in 128 of a heap's, and page-aligned ones): a single test of the address on free()'s
-// fast path. hosted_header() tells them apart.
-inline bool may_be_hosted(const void* p) noexcept {
-  return (reinterpret_cast<std::uintptr_t>(p) & (kHostedGrain - 1 - kHostedOffset)) == 0;
-}
+// free() lets hosted blocks through by their address (may_be_sampled, sample_region.hpp).
+static_assert(kSampleAddressBits == kHostedGrain - 1 - kHostedOffset);
+
 // True where a hosted block can be: 64 bytes past a page boundary (one in 256 of a heap's
 // places).
 inline bool at_hosted_offset(const void* p) noexcept {

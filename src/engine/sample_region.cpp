@@ -19,7 +19,7 @@ namespace liveheap::engine {
 
 std::uintptr_t g_region_base = 0;
 std::uintptr_t g_region_span = 0;
-std::uintptr_t g_free_span = 0;
+std::uintptr_t g_free_mask = kSampleAddressBits;
 
 namespace {
 
@@ -379,9 +379,11 @@ void* region_allocate(std::size_t size, std::size_t alignment, bool zero, std::s
   if (usable < size) usable = size;
   if (g_region_span == 0 || usable > (g_region_span >> 1) || alignment > (g_region_span >> 4)) return nullptr;
   // The block starts past a 64-byte header, aligned; the header sits at the start of the
-  // page just before the block's first byte, so it is found from the block alone.
+  // page just before the block's first byte, so it is found from the block alone. The
+  // block is 64 bytes past a page boundary, or on one (may_be_sampled: free() lets it
+  // through by its address alone).
   const std::size_t lead = alignment <= kHeaderBytes ? kHeaderBytes
-                           : alignment <= kPage      ? alignment
+                           : alignment <= kPage      ? kPage
                                                      : alignment + kPage;
   const std::uint64_t pages = (lead + usable + kPage - 1) / kPage;
   ThreadRuns& mine = thread_runs();

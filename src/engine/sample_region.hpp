@@ -50,16 +50,25 @@ inline bool in_sample_region(const void* p) noexcept {
   return reinterpret_cast<std::uintptr_t>(p) - g_region_base < g_region_span;
 }
 
-// The blocks whose free() the engine must see: g_region_base + [0, g_free_span). Off and
-// sampled, the sample region (g_free_span is g_region_span); exact, every block
-// (UINTPTR_MAX: an address below the base wraps to a large offset, and only base - 1, no
-// block's address, is left out). One subtraction and one compare on free()'s fast path in
-// every mode, where a region check and a mode check were two. Written by the engine's
-// start and stop (set_free_filter, engine.cpp), one word, so a free never reads it torn.
-[[gnu::visibility("hidden")]] extern std::uintptr_t g_free_span;
+// Every sampled block, of the region or hosted by glibc (hosted_samples.hpp), starts 0 or
+// 64 bytes past a page boundary: its address has none of these bits. About one in 128 of
+// glibc's other heap blocks has none either (and page-aligned ones, and null), which the
+// engine hands on to the allocator underneath.
+inline constexpr std::uintptr_t kSampleAddressBits = 0xfbf;
+inline bool may_be_sampled(const void* p) noexcept {
+  return (reinterpret_cast<std::uintptr_t>(p) & kSampleAddressBits) == 0;
+}
+
+// The blocks whose free() the engine must see: those whose address has no bit of
+// g_free_mask. Off and sampled, kSampleAddressBits (the blocks that may be samples); exact,
+// 0 (every block). One test of the address against a word on free()'s fast path in every
+// mode, where a region compare, an address test and a mode check were three. Written by
+// the engine's start and stop (set_free_filter, engine.cpp), one word, so a free never
+// reads it torn.
+[[gnu::visibility("hidden")]] extern std::uintptr_t g_free_mask;
 
 inline bool free_needs_engine(const void* p) noexcept {
-  return reinterpret_cast<std::uintptr_t>(p) - g_region_base < g_free_span;
+  return (reinterpret_cast<std::uintptr_t>(p) & g_free_mask) == 0;
 }
 // The same, callable from outside the library (tests).
 bool is_sampled_block(const void* p) noexcept;

@@ -32,7 +32,7 @@ TEST_F(Hosted, ABlockSitsPastAPageBoundaryWithItsHeaderAndGoesBackToGlibc) {
     auto* p = static_cast<unsigned char*>(hosted_allocate(size, size, false));
     ASSERT_NE(p, nullptr) << size;
     EXPECT_EQ(address(p) % 4096, 64u) << size;
-    EXPECT_TRUE(may_be_hosted(p)) << size;
+    EXPECT_TRUE(may_be_sampled(p)) << size;
     const SampleHeader* h = hosted_header(p);
     ASSERT_NE(h, nullptr) << size;
     EXPECT_EQ(address(h), address(p) - 64) << size;
@@ -57,7 +57,7 @@ TEST_F(Hosted, GlibcsOwnBlocksAtTheSamePlaceAndCopiesOfAHeaderAreNotHosted) {
     if (address(b) % 4096 == 64) found = b;
   }
   ASSERT_NE(found, nullptr);
-  EXPECT_TRUE(may_be_hosted(found));
+  EXPECT_TRUE(may_be_sampled(found));
   EXPECT_EQ(hosted_header(found), nullptr);
   // A block's header copied, as it stands, in front of another such place.
   auto* p = static_cast<unsigned char*>(hosted_allocate(100, 100, false));
@@ -67,7 +67,7 @@ TEST_F(Hosted, GlibcsOwnBlocksAtTheSamePlaceAndCopiesOfAHeaderAreNotHosted) {
   EXPECT_EQ(hosted_header(other + 4096 + 64), nullptr);
   EXPECT_NE(hosted_header(p), nullptr);
   // Page-aligned blocks pass the first test, never the second.
-  EXPECT_TRUE(may_be_hosted(other));
+  EXPECT_TRUE(may_be_sampled(other));
   EXPECT_EQ(hosted_header(other), nullptr);
   g_next.free(other);
   hosted_release(p);

@@ -33,6 +33,24 @@ class Region : public ::testing::Test {
   }
 };
 
+// free() lets a sampled block through by its address alone: 0 or 64 bytes past a page
+// boundary, whatever its alignment.
+TEST_F(Region, EveryBlockSitsWhereFreeLooksForSamples) {
+  for (const std::size_t alignment : {0ul, 16ul, 64ul, 128ul, 256ul, 2048ul, 4096ul, 8192ul, 1ul << 16}) {
+    for (const std::size_t size : {1ul, 4000ul, 5000ul, 1ul << 20}) {
+      void* p = region_allocate(size, alignment, false);
+      ASSERT_NE(p, nullptr) << alignment << " " << size;
+      EXPECT_TRUE(may_be_sampled(p)) << alignment << " " << size;
+      if (alignment != 0) {
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % alignment, 0u) << alignment;
+      }
+      std::memset(p, 0x77, size);
+      EXPECT_EQ(region_live_header(p)->size, size);
+      region_release(p);
+    }
+  }
+}
+
 TEST_F(Region, AFreedRunIsReusedAsItWasWithoutMadvise) {
   auto* p = static_cast<unsigned char*>(region_allocate(3 * kMiB, 0, false));
   ASSERT_NE(p, nullptr);
