@@ -1,6 +1,7 @@
-// Where sampled blocks live: one reserved range of address space, so that free() knows a
-// sampled block by a single range compare (no hash lookup, no shared cache line), and a
-// header in front of each block carries its stack and weight.
+// Where sampled blocks live when glibc does not hold them (hosted_samples.hpp: samples of
+// up to a page, alignments above 64, other allocators): one reserved range of address
+// space, so that free() knows a block of it by a range compare (no hash lookup, no shared
+// cache line), and a header in front of each block carries its stack and weight.
 // Freed runs stay resident for reuse up to a budget (a large block freed and allocated
 // again costs no page faults) and go back to the kernel past it, on trim and on stop.
 // Thread-safety: contains() is lock-free (the range is fixed once reserved); allocate,
