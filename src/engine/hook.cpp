@@ -120,9 +120,8 @@ LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcep
 }
 
 // free() of a block that may be a sample (may_be_sampled: one in 128 of glibc's others, and
-// page-aligned ones and null, pass too), off the fast path. In exact mode, one that is none
-// is forgotten first (free(nullptr) comes here: on_free ignores it); while the mode changes
-// (set_free_filter), it just goes on.
+// page-aligned ones, pass too), off the fast path. In exact mode, one that is none is
+// forgotten first; while the mode changes (set_free_filter), it just goes on.
 [[gnu::noinline]] void free_maybe_sampled(void* p) noexcept {
   if (engine::in_sample_region(p) || engine::is_hosted(p)) return engine::sample_free(p);
   if (engine::mode() == Mode::exact) engine::on_free(p);
@@ -242,6 +241,7 @@ LIVEHEAP_OWN_CODE void* malloc(std::size_t size) {
 LIVEHEAP_OWN_CODE void free(void* p) {
   // Off and sampled, only a block that may be a sample passes; exact, every block.
   if (LIVEHEAP_LIKELY(!engine::free_needs_engine(p))) return g_next.free(p);
+  if (p == nullptr) return;  // passes the address test; a no-op for every allocator
   if (engine::mode() == Mode::exact && LIVEHEAP_LIKELY(!engine::may_be_sampled(p))) {
     // Forgotten before the allocator has it: once freed its address may go to another
     // thread.
