@@ -61,10 +61,17 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# `run` and `bench` leave the tests out of a fresh tree (building them would take most of
+# their time); a tree configured before keeps its own setting, so that `./build.sh run`
+# in a developer's tree does not turn its tests off.
+tests_off_if_fresh() {
+  [ -f "$BUILD_DIR/CMakeCache.txt" ] || echo "-DLIVEHEAP_BUILD_TESTS=OFF"
+}
+
 case "${1:-}" in
   run)
     install_packages "${BUILD_PACKAGES[@]}"
-    build -DLIVEHEAP_BUILD_TESTS=OFF
+    build $(tests_off_if_fresh)
     exec "$BUILD_DIR/samples/leaky_server" --host 127.0.0.1 --port "${PORT:-8080}"
     ;;
   test)
@@ -99,7 +106,7 @@ case "${1:-}" in
     ;;
   bench)
     install_packages "${BUILD_PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
-    build -DLIVEHEAP_BUILD_TESTS=OFF
+    build $(tests_off_if_fresh)
     cmake --build "$BUILD_DIR" -j "$JOBS" --target overhead_bench  # not in the default build
     exec "$BUILD_DIR/samples/overhead_bench" "${@:2}"
     ;;
