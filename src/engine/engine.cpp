@@ -8,8 +8,8 @@
 #include <sys/single_threaded.h>
 
 #include "fork_repairs.hpp"
-#include "live_table.hpp"
 #include "hosted_samples.hpp"
+#include "live_table.hpp"
 #include "next_threshold.hpp"
 #include "next_usable.hpp"
 #include "own_code.hpp"
