@@ -37,7 +37,6 @@ constexpr std::uint32_t kFirstIndexSlots = 1u << 12;
 constexpr std::uint32_t kMostIndexSlots = 1u << 17;
 std::atomic<Index*> g_index{nullptr};
 SpinLock g_insert_lock;
-std::uint32_t g_indexed = 0;  // frames in the index; guarded by g_insert_lock
 
 // The code cache: (code address, instruction) -> frame id, with what the id was computed
 // from. A sequence count makes a read that overlaps a write miss instead of mixing them.
@@ -140,12 +139,14 @@ std::uint32_t intern_text(const char* file, std::size_t file_length, const char*
   Index* index = g_index.load(std::memory_order_relaxed);
   if (index != nullptr)
     if (const std::uint32_t id = find(*index, hash, file, file_length, name, name_length, line)) return id;
-  if (index == nullptr || g_indexed + 1 > (index->mask + 1) / 2) {
+  // Every entry is in the index (both are written under the lock): with this one, there
+  // will be g_next_entry of them.
+  const std::uint32_t fresh = g_next_entry.load(std::memory_order_relaxed);
+  if (index == nullptr || fresh > (index->mask + 1) / 2) {
     if (index != nullptr && index->mask + 1 >= kMostIndexSlots) return 0;  // full
     index = grow_index(index);
     if (index == nullptr) return 0;
   }
-  const std::uint32_t fresh = g_next_entry.load(std::memory_order_relaxed);
   if (fresh >= kChunks * kEntriesPerChunk) return 0;
   FrameEntry* chunk = mapped_once(g_chunks[fresh / kEntriesPerChunk], kEntriesPerChunk * sizeof(FrameEntry));
   if (chunk == nullptr) return 0;
@@ -160,7 +161,6 @@ std::uint32_t intern_text(const char* file, std::size_t file_length, const char*
   e.text[file_length + 1 + name_length] = '\0';
   g_next_entry.store(fresh + 1, std::memory_order_release);  // the entry before its id
   put(index, fresh, hash);
-  ++g_indexed;
   return fresh;
 }
 
