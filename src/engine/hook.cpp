@@ -123,7 +123,7 @@ LIVEHEAP_OWN_CODE void* realloc_maybe_sampled(void* p, std::size_t size) noexcep
 // page-aligned ones, pass too), off the fast path. In exact mode, one that is none is
 // forgotten first; while the mode changes (set_free_filter), it just goes on.
 [[gnu::noinline]] void free_maybe_sampled(void* p) noexcept {
-  if (engine::in_sample_region(p) || engine::is_hosted(p)) return engine::sample_free(p);
+  if (engine::is_sample(p)) return engine::sample_free(p);
   if (engine::mode() == Mode::exact) engine::on_free(p);
   g_next.free(p);
 }
@@ -263,8 +263,7 @@ LIVEHEAP_OWN_CODE void* calloc(std::size_t n, std::size_t size) {
 }
 
 LIVEHEAP_OWN_CODE void* realloc(void* p, std::size_t size) {
-  if (LIVEHEAP_UNLIKELY(engine::may_be_sampled(p) && (engine::in_sample_region(p) || engine::is_hosted(p))))
-    return realloc_sampled(p, size);
+  if (LIVEHEAP_UNLIKELY(engine::may_be_sampled(p) && engine::is_sample(p))) return realloc_sampled(p, size);
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(mode == Mode::off)) return g_next.realloc(p, size);
   if (p == nullptr) return malloc(size);

@@ -67,7 +67,7 @@ SampleHeader* hosted_header(const void* p) noexcept {
   return h;
 }
 
-bool is_sampled_block(const void* p) noexcept { return in_sample_region(p) || is_hosted(p); }
+bool is_sampled_block(const void* p) noexcept { return is_sample(p); }
 
 bool hosts(std::size_t usable, std::size_t alignment) noexcept {
   return usable >= kHostedFrom && alignment <= kHostedOffset && g_hosting.load(std::memory_order_relaxed) &&
@@ -99,6 +99,18 @@ void* hosted_allocate(std::size_t size, std::size_t usable, bool zero) noexcept 
 
 namespace {
 
+// glibc's realloc of the chunk of the live hosted block at `h` (a copy of whose header is
+// `old`) to `request` bytes: the new chunk, or 0 when glibc has no memory (the block is
+// unchanged). The header is wiped first: where realloc moves the chunk, the old place is
+// glibc's free memory, and a block glibc hands out there must not read as this one.
+std::uintptr_t realloc_chunk(SampleHeader* h, const SampleHeader& old, std::uint64_t request) noexcept {
+  h->magic = 0;
+  const auto chunk =
+      reinterpret_cast<std::uintptr_t>(g_next.realloc(reinterpret_cast<void*>(old.run), request));
+  if (chunk == 0) h->magic = old.magic;
+  return chunk;
+}
+
 // Moves the live hosted block p (its first `keep` bytes) into a chunk of `request` bytes
 // through glibc's realloc, then to 64 bytes past the chunk's first page boundary (the
 // request holds the slack): its header says `size` and `usable` and keeps its draw. nullptr
@@ -109,15 +121,8 @@ void* rechunk(void* p, std::size_t size, std::size_t usable, std::uint64_t reque
   SampleHeader* h = header_at(old_block);
   const SampleHeader old = *h;
   const std::uintptr_t lead = old_block - old.run;
-  // Wiped first: where realloc moves the chunk, the old place is glibc's free memory, and a
-  // block glibc hands out there must not read as this one.
-  h->magic = 0;
-  const auto chunk =
-      reinterpret_cast<std::uintptr_t>(g_next.realloc(reinterpret_cast<void*>(old.run), request));
-  if (chunk == 0) {
-    h->magic = old.magic;
-    return nullptr;
-  }
+  const std::uintptr_t chunk = realloc_chunk(h, old, request);
+  if (chunk == 0) return nullptr;
   const std::uintptr_t block = next_boundary(chunk) + kHostedOffset;
   if (block != chunk + lead)
     __builtin_memmove(reinterpret_cast<void*>(block), reinterpret_cast<void*>(chunk + lead), keep);
@@ -162,13 +167,8 @@ void* hosted_unsample(void* p, std::size_t size) noexcept {
   SampleHeader* h = header_at(block);
   const SampleHeader old = *h;
   const std::uintptr_t lead = block - old.run;
-  h->magic = 0;  // as in hosted_grow
-  const auto chunk =
-      reinterpret_cast<std::uintptr_t>(g_next.realloc(reinterpret_cast<void*>(old.run), lead + size));
-  if (chunk == 0) {
-    h->magic = old.magic;
-    return nullptr;
-  }
+  const std::uintptr_t chunk = realloc_chunk(h, old, lead + size);
+  if (chunk == 0) return nullptr;
   __builtin_memmove(reinterpret_cast<void*>(chunk), reinterpret_cast<void*>(chunk + lead),
                     old.usable < size ? old.usable : size);
   forget(old);

@@ -38,6 +38,8 @@ inline bool at_hosted_offset(const void* p) noexcept {
 // reaches glibc, which aborts with its own message.
 SampleHeader* hosted_header(const void* p) noexcept;
 inline bool is_hosted(const void* p) noexcept { return at_hosted_offset(p) && hosted_header(p) != nullptr; }
+// A live sampled block, hosted or of the sample region.
+inline bool is_sample(const void* p) noexcept { return in_sample_region(p) || is_hosted(p); }
 
 // Whether a sample of `alignment` (0: malloc's) is hosted: the allocator underneath is glibc
 // (the others keep the sample region, as before), the alignment at most the header's 64,
