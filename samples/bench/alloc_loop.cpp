@@ -2,14 +2,16 @@
 // liveheap: overhead_bench runs this one binary bare and under each LD_PRELOAD (liveheap
 // off/sampled/exact, heaptrack, jemalloc), so every row times exactly the same code.
 //
-//   alloc_loop [--threads N] [--pairs M] [--depth D] [--route NAME]
+//   alloc_loop [--threads N] [--pairs M] [--depth D] [--sites 1|2|4] [--route NAME]
 //
 // Each thread descends D non-inlined frames (default 18: with thread start-up, the loop
 // and the call site, malloc is called 25 frames deep, the depth of the performance
 // targets in docs/ARCHITECTURE.md), then
-// replaces blocks of 16-512 B in small rings from 4 call sites, half malloc/free and half
-// operator new/delete (liveheap hooks both). One replacement (an allocation and a free)
-// is a "pair".
+// replaces blocks of 16-512 B in small rings from 4 call sites chosen at random, half
+// malloc/free and half operator new/delete (liveheap hooks both). One replacement (an
+// allocation and a free) is a "pair". --sites 1 takes every pair from the first site (a
+// malloc): every allocation from one stack, what exact mode's caches see at their best;
+// --sites 2 from the first two.
 // With --route, each thread runs inside a request of that route (liveheap_request_begin,
 // looked up at run time: the cost of tagging allocations with their request).
 // Prints `ns_per_pair=` (wall clock) and `cpu_ns_per_pair=` (the thread's CPU time: what
@@ -36,6 +38,7 @@ constexpr unsigned kRing = 64;  // live blocks per site: a small working set, li
 
 struct Work {
   std::uint64_t rng = 0;      // xorshift state: sizes, sites and slots vary every pair
+  std::uint64_t site_mask = kSites - 1;  // --sites - 1
   long pairs = 0;
   void* rings[kSites][kRing] = {};
   volatile std::uintptr_t sink = 0;  // keeps the frames and the block writes observable
@@ -66,7 +69,7 @@ template <int Site>
     const std::uint64_t r = next_random(w);
     const std::size_t size = 16 + (r >> 8) % 497;  // 16..512 B
     const unsigned slot = static_cast<unsigned>(r >> 32) % kRing;
-    switch (r & (kSites - 1)) {
+    switch (r & w.site_mask) {
       case 0: replace_block<0>(w, slot, size); break;
       case 1: replace_block<1>(w, slot, size); break;
       case 2: replace_block<2>(w, slot, size); break;
@@ -129,17 +132,24 @@ void begin_request(const char* route) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  long threads = 1, pairs = 2'000'000, depth = 18;
+  long threads = 1, pairs = 2'000'000, depth = 18, sites = kSites;
   const char* route = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--threads") == 0) threads = parse_long(argv[i], argv[i + 1]);
     else if (std::strcmp(argv[i], "--pairs") == 0) pairs = parse_long(argv[i], argv[i + 1]);
     else if (std::strcmp(argv[i], "--depth") == 0) depth = parse_long(argv[i], argv[i + 1]);
+    else if (std::strcmp(argv[i], "--sites") == 0) sites = parse_long(argv[i], argv[i + 1]);
     else if (std::strcmp(argv[i], "--route") == 0) route = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: alloc_loop [--threads N] [--pairs M] [--depth D] [--route NAME]\n");
+      std::fprintf(stderr,
+                   "usage: alloc_loop [--threads N] [--pairs M] [--depth D] [--sites 1|2|4] "
+                   "[--route NAME]\n");
       return 2;
     }
+  }
+  if (sites != 1 && sites != 2 && sites != kSites) {
+    std::fprintf(stderr, "alloc_loop: --sites wants 1, 2 or 4, got %ld\n", sites);
+    return 2;
   }
   if (threads < 1) threads = 1;
 
@@ -152,6 +162,7 @@ int main(int argc, char** argv) {
       begin_request(route);
       Work w;
       w.rng = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(t + 1);
+      w.site_mask = static_cast<std::uint64_t>(sites - 1);
       descend(w, static_cast<int>(depth), pairs / 10);  // warm-up: first stacks, heap pages
       start_line.arrive_and_wait();
       const double wall_begin = now_ns(CLOCK_MONOTONIC);

@@ -15,7 +15,8 @@
 namespace bench {
 
 enum class ToolId { none, off, sampled, exact, heaptrack, jemalloc, jemalloc_prof };
-enum class WorkloadId { loop_1, loop_2, server };
+// loop_one_site: alloc_loop --sites 1, one thread (every allocation from one stack).
+enum class WorkloadId { loop_1, loop_2, loop_one_site, server };
 
 struct Tool {
   ToolId id;

@@ -95,9 +95,9 @@ void note_unexpected_lines(const std::string& who, const std::string& output,
   }
 }
 
-std::optional<bench::Cost> measure_loop(const bench::Tool& tool, int threads, long pairs) {
-  const std::vector<std::string> argv = {LIVEHEAP_BENCH_ALLOC_LOOP, "--threads",
-                                         std::to_string(threads), "--pairs", std::to_string(pairs)};
+std::optional<bench::Cost> measure_loop(const bench::Tool& tool, int threads, long pairs, int sites = 4) {
+  std::vector<std::string> argv = {LIVEHEAP_BENCH_ALLOC_LOOP, "--threads", std::to_string(threads)};
+  argv.insert(argv.end(), {"--pairs", std::to_string(pairs), "--sites", std::to_string(sites)});
   const bench::Outcome outcome = bench::run(argv, tool.env, 600s);
   if (!outcome.ok()) {
     note_failure("alloc_loop under " + tool.name, argv, tool.env, outcome);
@@ -446,7 +446,8 @@ void print_header(const Settings& s) {
   std::printf("liveheap overhead benchmark: %s %s, %u CPUs, load average %.2f at start; %d rounds, "
               "modes interleaved, medians\n",
               u.sysname, u.release, std::thread::hardware_concurrency(), load[0], s.rounds);
-  std::printf("loop: alloc_loop, %ld malloc/free pairs of 16-512 B per thread, ~25 frames deep. "
+  std::printf("loop: alloc_loop, %ld malloc/free pairs of 16-512 B per thread, ~25 frames deep, from 4 "
+              "call sites at random (one site: every pair from the first, a malloc). "
               "server: bench_server (Beast, 1 io thread) loaded by wrk -t1 -c%d for %d s on "
               "loopback.\ncpu/op: the measured process's CPU time per pair or request (other load "
               "on the machine cannot inflate it); wall/op: elapsed time per pair, or per request "
@@ -467,7 +468,7 @@ int main(int argc, char** argv) {
 
   std::vector<WorkloadId> workloads;
   if (s.only.count("loop"))
-    workloads.insert(workloads.end(), {WorkloadId::loop_1, WorkloadId::loop_2});
+    workloads.insert(workloads.end(), {WorkloadId::loop_1, WorkloadId::loop_2, WorkloadId::loop_one_site});
   if (s.only.count("server")) workloads.push_back(WorkloadId::server);
 
   bench::Measurements m(static_cast<std::size_t>(s.rounds));
@@ -480,7 +481,8 @@ int main(int argc, char** argv) {
         if (!tool.missing.empty()) continue;
         const std::optional<bench::Cost> cost =
             w == WorkloadId::server ? measure_server(tool, s)
-                                    : measure_loop(tool, w == WorkloadId::loop_1 ? 1 : 2, s.pairs);
+                                    : measure_loop(tool, w == WorkloadId::loop_2 ? 2 : 1, s.pairs,
+                                                   w == WorkloadId::loop_one_site ? 1 : 4);
         if (cost) m.record(static_cast<std::size_t>(round), w, tool.id, *cost);
       }
     }
