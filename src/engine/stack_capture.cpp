@@ -114,6 +114,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
   // liveheap's own frames on top (none past a hook's start but a hook called by another)
   // are walked with the rules and not output.
   bool in_own_frames = true;
+  bool ended_outermost = false;  // at a frame whose rule says it has no caller
   while (n < want) {
     // Cached steps are in rsp order, and rsp only grows: skip those the walk went past.
     while (steps.sp[next] < sp) ++next;  // stops at the sentinel, sp[kSteps]
@@ -181,6 +182,12 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
         in_own_frames = false;
         key = steps.frame[s - 1] - 1;
         sp = steps.cfa[s - 1];
+        // At the cache's end, a frame the walk that cached it found outermost (the run
+        // checked its return address, so its rule): the rules would stop there too.
+        if (s == WalkCache::kSteps && steps.outermost_at_end) {
+          ended_outermost = true;
+          break;
+        }
       }
       // Step s (when there is one) did not check: the rules walk it, and the search goes on
       // from the step after it.
@@ -195,7 +202,10 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
     }
     const FrameRule::Kind kind = FrameRule::kind_of(bits);
     if (__builtin_expect(kind != FrameRule::Kind::step, 0)) {
-      if (kind == FrameRule::Kind::outermost) break;
+      if (kind == FrameRule::Kind::outermost) {
+        ended_outermost = true;
+        break;
+      }
       std::atomic_signal_fence(std::memory_order_seq_cst);  // the cache's writes before
       cache.busy = false;
       return kNeedsOtherUnwinder;
@@ -241,7 +251,8 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
     }
   }
   copy_reused();
-  *hash = rules_alone ? hash_frames(frames, n) : cache.remember(frames, n, reused, reused_count, fresh_limit);
+  *hash = rules_alone ? hash_frames(frames, n)
+                      : cache.remember(frames, n, reused, reused_count, fresh_limit, ended_outermost);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
   return n;

@@ -11,8 +11,8 @@ constexpr std::uint32_t kSteps = WalkCache::kSteps;
 // Cached step `to` := fresh step `from` (output frame `frame`), written at clock `now`,
 // after the steps further out (their checks end at steps.checks_from[to + 1]).
 [[gnu::always_inline]] inline void put_fresh(Steps& steps, std::uint32_t to, const Fresh& fresh,
-                                             std::uint32_t from, std::uintptr_t frame,
-                                             std::uint64_t now) noexcept {
+                                             std::uint32_t from, std::uintptr_t frame, std::uint64_t now,
+                                             bool ended_outermost) noexcept {
   steps.stamp[to] = now;
   steps.sp[to] = fresh.sp[from];
   steps.key[to] = fresh.key[from];
@@ -34,14 +34,18 @@ constexpr std::uint32_t kSteps = WalkCache::kSteps;
   steps.checks_from[to] = static_cast<std::uint8_t>(c);
   steps.needs_bp[to] =
       FrameRule::cfa_from_rbp_of(fresh.rule[from]) || (rbp_slot == 0 && steps.needs_bp[to + 1]);
-  if (to == kSteps - 1) steps.bp_at_end = fresh.bp_after[from];
+  if (to == kSteps - 1) {
+    steps.bp_at_end = fresh.bp_after[from];
+    steps.outermost_at_end = ended_outermost;
+  }
   steps.restores[to] = static_cast<std::uint8_t>(steps.restores[to + 1] + (rbp_slot != 0));
 }
 
 }  // namespace
 
 std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n, const Reused* reused,
-                                  std::uint32_t reused_count, std::uint32_t recorded) noexcept {
+                                  std::uint32_t reused_count, std::uint32_t recorded,
+                                  bool ended_outermost) noexcept {
   std::uint32_t taken = 0;
   for (std::uint32_t k = 0; k < reused_count && k < kMaxReused; ++k)
     taken += reused[k].out_end - reused[k].out_begin;
@@ -57,7 +61,7 @@ std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
     const std::uint64_t now = r.out_begin > 0 ? ++clock : clock;
     for (std::uint32_t j = r.out_begin; j-- > 0;) {
       const std::uint32_t to = new_first + j;
-      put_fresh(steps, to, fresh, j, frames[j], now);
+      put_fresh(steps, to, fresh, j, frames[j], now, ended_outermost);
       hash.add(frames[j]);
       steps.hash[to] = hash.state();
     }
@@ -102,7 +106,7 @@ std::uint64_t WalkCache::remember(const std::uintptr_t* frames, std::uint32_t n,
   const std::uint64_t now = ++clock;
   for (std::uint32_t j = n; j-- > 0;) {
     const std::uint32_t to = new_first + j;
-    put_fresh(steps, to, fresh, j, frames[j], now);
+    put_fresh(steps, to, fresh, j, frames[j], now, ended_outermost);
     hash.add(frames[j]);
     steps.hash[to] = hash.state();
   }

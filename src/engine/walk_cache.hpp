@@ -67,6 +67,10 @@ struct WalkCache {
     // rbp after the outermost step as the walk that wrote it saw it: a run to the cache's
     // end leaves it so (the saved rbp that set it was checked: needs_bp[kSteps]).
     std::uintptr_t bp_at_end;
+    // Whether the walk that wrote the outermost step found no caller past it (its frame's
+    // rule is Kind::outermost: the thread's first frame): a run to the cache's end has
+    // checked that frame's return address, so its rule, and the walk ends there.
+    bool outermost_at_end;
     // Steps from here outward that restore rbp (restores[kSteps] is 0): a run of reused
     // steps that restored none leaves the walk's rbp as it was.
     std::uint8_t restores[kSteps + 1];
@@ -196,6 +200,7 @@ struct WalkCache {
       steps.sp[kSteps] = UINTPTR_MAX;
       steps.needs_bp[kSteps] = true;
       steps.checks_from[kSteps] = kChecks;
+      steps.outermost_at_end = false;
       steps.check[kChecks] = {reinterpret_cast<std::uintptr_t>(&steps.sp[kSteps]), 0};
       skipped = poor = since_probe = 0;
       ++clock;  // every step is rewritten before a run can begin at it: memo entries go stale
@@ -204,10 +209,10 @@ struct WalkCache {
 
   // After a walk of `n` output frames (`frames`) whose runs `reused[0..reused_count)` came
   // from the cache (reused_count > kMaxReused: too many to say), whose own steps were
-  // recorded for its first `recorded` output frames: makes the cache this walk's, when
-  // they suffice, and returns its hash_frames().
+  // recorded for its first `recorded` output frames, and which ended at an outermost frame
+  // or not: makes the cache this walk's, when they suffice, and returns its hash_frames().
   std::uint64_t remember(const std::uintptr_t* frames, std::uint32_t n, const Reused* reused,
-                         std::uint32_t reused_count, std::uint32_t recorded) noexcept;
+                         std::uint32_t reused_count, std::uint32_t recorded, bool ended_outermost) noexcept;
 
   // Counts a walk of `n` output frames that took `taken` of them from the cache (for the
   // rules-alone decision and the tests). remember() calls it; a walk whose id the memo
