@@ -31,11 +31,18 @@ unsigned long long loader_adds() noexcept {
   return adds;
 }
 
-// The address of `name` if it is defined in the object at `base`, else 0.
-std::uintptr_t symbol_in(const char* name, const void* base) noexcept {
+// The loaded object that holds `address` (nullptr: none). _dl_find_object is a binary
+// search; dladdr reads the object's whole symbol table (an interpreter's thousands), once
+// for each of the symbols below.
+const link_map* object_of(const void* address) noexcept {
+  dl_find_object found;
+  return _dl_find_object(const_cast<void*>(address), &found) == 0 ? found.dlfo_link_map : nullptr;
+}
+
+// The address of `name` if it is defined in `object`, else 0.
+std::uintptr_t symbol_in(const char* name, const link_map* object) noexcept {
   void* p = dlsym(RTLD_DEFAULT, name);
-  Dl_info info;
-  if (p == nullptr || dladdr(p, &info) == 0 || info.dli_fbase != base) return 0;
+  if (p == nullptr || object_of(p) != object) return 0;
   return reinterpret_cast<std::uintptr_t>(p);
 }
 
@@ -52,8 +59,9 @@ void look() noexcept {
   if (eval == nullptr || dladdr1(eval, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) == 0 ||
       sym == nullptr)
     return set_status(PythonSupport::absent, 0, nullptr);
-  const void* base = info.dli_fbase;
-  const std::uintptr_t version_at = symbol_in("Py_Version", base);
+  const link_map* object = object_of(eval);
+  if (object == nullptr) return set_status(PythonSupport::absent, 0, nullptr);
+  const std::uintptr_t version_at = symbol_in("Py_Version", object);
   if (version_at == 0) return set_status(PythonSupport::unsupported, 0, nullptr);  // before 3.11
   const std::uint32_t version = *reinterpret_cast<const std::uint32_t*>(version_at);
   const PythonLayout* layout = (version >> 24) == 3 ? python_layout((version >> 16) & 0xFF) : nullptr;
@@ -71,7 +79,7 @@ void look() noexcept {
                                            "PyBytes_Type"};
   std::uintptr_t at[6];
   for (int i = 0; i < 6; ++i)
-    if ((at[i] = symbol_in(kNames[i], base)) == 0)
+    if ((at[i] = symbol_in(kNames[i], object)) == 0)
       return set_status(PythonSupport::incomplete, version, kNames[i]);
   if (sym->st_size == 0) return set_status(PythonSupport::incomplete, version, "_PyEval_EvalFrameDefault");
   r.this_thread_state = reinterpret_cast<void* (*)()>(at[0]);
