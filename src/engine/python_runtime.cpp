@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <link.h>
 
+#include "defined_symbol.hpp"
 #include "stack_capture.hpp"
 
 namespace liveheap::engine {
@@ -53,6 +54,9 @@ void set_status(PythonSupport support, std::uint32_t version, const char* missin
 }
 
 void look() noexcept {
+  // Most processes have no CPython: found so without dlsym, whose failure allocates.
+  if (defined_in_some_object("_PyEval_EvalFrameDefault") == Defined::no)
+    return set_status(PythonSupport::absent, 0, nullptr);
   void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
   Dl_info info;
   ElfW(Sym)* sym = nullptr;
