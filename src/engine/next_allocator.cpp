@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "loaded_objects.hpp"
 #include "stack_capture.hpp"
 
 namespace liveheap::engine {
@@ -65,9 +66,9 @@ void* bootstrap_allocate(std::size_t size, std::size_t alignment) noexcept {
 // symbols) for each address: 18 of them were 1.6 M instructions, most of the preload
 // library's start-up cost in every process.
 bool in_one_object(const void* a, const void* b) noexcept {
-  dl_find_object x, y;
-  if (_dl_find_object(const_cast<void*>(a), &x) == 0 && _dl_find_object(const_cast<void*>(b), &y) == 0)
-    return x.dlfo_link_map == y.dlfo_link_map;
+  const link_map* x = object_of(a);
+  const link_map* y = object_of(b);
+  if (x != nullptr && y != nullptr) return x == y;
   Dl_info p{}, q{};
   return dladdr(a, &p) != 0 && dladdr(b, &q) != 0 && p.dli_fbase == q.dli_fbase;
 }

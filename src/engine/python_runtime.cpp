@@ -6,7 +6,7 @@
 #include <elf.h>
 #include <link.h>
 
-#include "defined_symbol.hpp"
+#include "loaded_objects.hpp"
 #include "stack_capture.hpp"
 
 namespace liveheap::engine {
@@ -30,14 +30,6 @@ unsigned long long loader_adds() noexcept {
       },
       &adds);
   return adds;
-}
-
-// The loaded object that holds `address` (nullptr: none). _dl_find_object is a binary
-// search; dladdr reads the object's whole symbol table (an interpreter's thousands), once
-// for each of the symbols below.
-const link_map* object_of(const void* address) noexcept {
-  dl_find_object found;
-  return _dl_find_object(const_cast<void*>(address), &found) == 0 ? found.dlfo_link_map : nullptr;
 }
 
 // The address of `name` if it is defined in `object`, else 0.

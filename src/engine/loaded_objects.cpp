@@ -1,6 +1,6 @@
-// A symbol looked up in each loaded object's GNU hash table, as the loader looks it up: the
-// Bloom filter, the bucket, the chain of hashes, then the name.
-#include "defined_symbol.hpp"
+// Whether some loaded object defines a symbol: looked up in each object's GNU hash table,
+// as the loader looks it up (the Bloom filter, the bucket, the chain of hashes, the name).
+#include "loaded_objects.hpp"
 
 #include <elf.h>
 #include <link.h>

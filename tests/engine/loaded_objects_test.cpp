@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "defined_symbol.hpp"
+#include "loaded_objects.hpp"
 
 namespace liveheap::engine {
 namespace {
