@@ -41,6 +41,10 @@ SampleHeader* header_at(std::uintptr_t block) noexcept {
   return reinterpret_cast<SampleHeader*>(block - kHostedOffset);
 }
 
+// What a hosted block with room for `usable` asks of glibc: a page of slack before the
+// boundary, the header, the block.
+std::uint64_t chunk_request(std::uint64_t usable) noexcept { return kHostedGrain + kHostedOffset + usable; }
+
 std::uintptr_t next_boundary(std::uintptr_t chunk) noexcept {
   return (chunk + kHostedGrain - 1) & ~(kHostedGrain - 1);
 }
@@ -82,7 +86,7 @@ void set_hosting(bool on) noexcept { g_hosting.store(on, std::memory_order_relax
 void* hosted_allocate(std::size_t size, std::size_t usable, bool zero) noexcept {
   if (usable < size) usable = size;
   if (usable > kLargest) return nullptr;
-  const std::uint64_t request = kHostedGrain + kHostedOffset + usable;
+  const std::uint64_t request = chunk_request(usable);
   const bool glibc_clears = zero && usable >= kCallocFrom;
   const auto chunk =
       reinterpret_cast<std::uintptr_t>(glibc_clears ? g_next.calloc(1, request) : g_next.malloc(request));
@@ -140,7 +144,7 @@ void* hosted_resize(void* p, std::size_t size, std::size_t usable) noexcept {
   if (usable < size) usable = size;
   // A page or more smaller: glibc's realloc shrinks the chunk (in place, its tail freed), as
   // it shrinks the program's own blocks.
-  const std::uint64_t request = kHostedGrain + kHostedOffset + usable;
+  const std::uint64_t request = chunk_request(usable);
   if (h->dirty >= request + kHostedGrain)
     if (void* q = rechunk(p, size, usable, request, usable)) return q;
   g_overhead.fetch_add(static_cast<std::int64_t>(h->size) - static_cast<std::int64_t>(size),
@@ -153,7 +157,7 @@ void* hosted_resize(void* p, std::size_t size, std::size_t usable) noexcept {
 void* hosted_grow(void* p, std::size_t size, std::size_t usable) noexcept {
   if (usable < size) usable = size;
   if (usable > kLargest) return nullptr;
-  return rechunk(p, size, usable, kHostedGrain + kHostedOffset + usable,
+  return rechunk(p, size, usable, chunk_request(usable),
                  header_at(reinterpret_cast<std::uintptr_t>(p))->usable);
 }
 
