@@ -395,7 +395,10 @@ void record_own(void* p, std::size_t size) noexcept {
 
 LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart& start) noexcept {
   bool folded = false;
-  const StackId stack = capture_and_intern(&folded, start);
+  // The stack of the thread's previous walk again, its id known: asked before the full
+  // capture, which sets up a frame buffer of its own.
+  StackId stack = start.pc != 0 ? repeated_walk_id(g_settings.max_frames, start) : kNoStack;
+  if (stack == kNoStack) stack = capture_and_intern(&folded, start);
   LiveBlock replaced;
   if (stack == kNoStack || !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
     count_dropped(static_cast<std::int64_t>(size));
@@ -586,25 +589,34 @@ LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& star
   record_traced(p, size, start);
 }
 
+namespace {
+
+// Takes the block at `key` off the live table and its stack's totals, or off liveheap's own
+// blocks: what forget() does, inlined into each of its callers.
+[[gnu::always_inline]] inline Forgotten forget_block(std::uintptr_t key) noexcept {
+  LiveBlock b;
+  if (g_live.remove(key, &b)) [[likely]] {
+    count_block<Side::freed>(b.stack, b.size);
+    return {b.size, b.stack, true, false};
+  }
+  if (g_own.remove(key, &b)) {
+    g_own_bytes.fetch_sub(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
+    return {b.size, b.stack, false, true};
+  }
+  return {};
+}
+
+}  // namespace
+
 void on_free(void* p) noexcept {
   // Processed even when reentered: a stale entry would be charged to whoever reuses the
-  // address. A lookup only, no stack walk.
-  forget(p);
+  // address. A lookup only, no stack walk; what was forgotten is not handed back.
+  if (p != nullptr) forget_block(reinterpret_cast<std::uintptr_t>(p));
 }
 
 Forgotten forget(void* p) noexcept {
-  Forgotten f;
-  if (p == nullptr) return f;
-  const auto key = reinterpret_cast<std::uintptr_t>(p);
-  LiveBlock b;
-  if (g_live.remove(key, &b)) {
-    count_block<Side::freed>(b.stack, b.size);
-    f = {b.size, b.stack, true, false};
-  } else if (g_own.remove(key, &b)) {
-    g_own_bytes.fetch_sub(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
-    f = {b.size, b.stack, false, true};
-  }
-  return f;
+  if (p == nullptr) return {};
+  return forget_block(reinterpret_cast<std::uintptr_t>(p));
 }
 
 void restore(void* p, const Forgotten& f) noexcept {

@@ -77,6 +77,22 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // per thread.
 [[gnu::tls_model("initial-exec")]] constinit thread_local WalkCache t_walk_cache{};
 
+// The first of the cached checks from `check` on whose stack word no longer holds its
+// value; a run to the cache's end, which the sentinel stops. By fours, each failure its own
+// exit (one load of each word, a compare and a branch a check; no count kept).
+[[gnu::always_inline]] inline const WalkCache::Steps::Check* first_failed_check(
+    const WalkCache::Steps::Check* check) noexcept {
+  const auto holds = [](const WalkCache::Steps::Check* k) {
+    return *reinterpret_cast<const std::uintptr_t*>(k->address) == k->value;
+  };
+  for (;; check += 4) {
+    if (!holds(check)) return check;
+    if (!holds(check + 1)) return check + 1;
+    if (!holds(check + 2)) return check + 2;
+    if (!holds(check + 3)) return check + 3;
+  }
+}
+
 // Walks from `start` (a hook's frame), or without one from this function's own frame,
 // caller by caller, writing up to `want` return addresses past liveheap's own frames (so
 // no copy drops them afterwards), and `*hash` with their hash_frames(); kNeedsOtherUnwinder
@@ -133,23 +149,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
           return *reinterpret_cast<const std::uintptr_t*>(k->address) == k->value;
         };
         if (checks_end == WalkCache::kChecks) {
-          // To the cache's end: the sentinel stops it. By fours, each failure its own exit
-          // (one load of each word, a compare and a branch a check; no count kept).
-          for (;; check += 4) {
-            if (!holds(check)) break;
-            if (!holds(check + 1)) {
-              check += 1;
-              break;
-            }
-            if (!holds(check + 2)) {
-              check += 2;
-              break;
-            }
-            if (!holds(check + 3)) {
-              check += 3;
-              break;
-            }
-          }
+          check = first_failed_check(check);
         } else {
           const WalkCache::Steps::Check* const last = steps.check + checks_end;
           while (check != last && holds(check)) ++check;
@@ -257,6 +257,40 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
   cache.busy = false;
   return n;
 }
+
+}  // namespace
+
+// What walk_with_frame_rules() does for a walk that meets the cache at its first step,
+// checks it to its end and finds its id in the memo, without the rest of its work (its
+// registers, its rule state, its runs, the memo's general case): the path of a hook whose
+// stack repeats the thread's previous walk, call after call.
+LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& start) noexcept {
+  WalkCache& cache = t_walk_cache;
+  if (__builtin_expect(cache.busy, 0)) return kNoStack;
+  cache.busy = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  StackId id = kNoStack;
+  const WalkCache::Steps& steps = cache.steps;
+  const std::uint32_t first = cache.first;
+  const std::uint32_t n = WalkCache::kSteps - first;  // 0: an empty cache
+  // The walk would stop where the cache ends: at the frame limit, or at the thread's first
+  // frame. (Past the cache's end it would go on with the rules.)
+  const bool ends_with_cache = n == want || (n < want && steps.outermost_at_end);
+  if (n != 0 && ends_with_cache &&
+      cache.generation_plus_one == std::uint64_t{g_frame_rules.generation()} + 1 &&
+      steps.sp[first] == start.sp && steps.key[first] == start.pc &&
+      (!steps.needs_bp[first] || steps.bp[first] == start.bp) && !in_own_section(steps.frame[first]) &&
+      first_failed_check(steps.check + steps.checks_from[first]) == steps.check + WalkCache::kChecks) {
+    WalkCache::MemoTicket unused;
+    id = cache.recall(nullptr, n, 0, first, &unused);  // no fresh frames: none read
+    if (id != kNoStack) cache.count_walk(n, n);
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  cache.busy = false;
+  return id;
+}
+
+namespace {
 
 LIVEHEAP_OWN_CODE
 std::uint32_t walk_with_libunwind(std::uintptr_t* frames, std::uint32_t want) noexcept {

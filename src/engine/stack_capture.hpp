@@ -46,6 +46,10 @@ struct KnownStack {
 };
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash, KnownStack* known,
                             const WalkStart& start = {}) noexcept;
+// The id capture_stack(…, known, start) would find in `known->id` when the walk from `start`
+// (a hook's) repeats this thread's previous walk in every frame: found with the cached
+// steps' checks alone. kNoStack otherwise (then capture_stack walks in full).
+StackId repeated_walk_id(std::uint32_t max, const WalkStart& start) noexcept;
 // `frames`: what capture_stack() filled; `id`: the id the caller records for them (the
 // stack table's, in the thread's request's route when it is in one).
 void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept;

@@ -406,23 +406,37 @@ TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
 StackTable g_memo_table;
 volatile int g_two = 2;
 
+// From capture_at's own registers (`from_here`, as a hook walks) or from the walk's; begun
+// from there, a walk the memo knows may be known before it is walked (repeated_walk_id):
+// then *repeated is set and nothing is written.
 [[gnu::noinline]] std::uint32_t capture_at(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
-                                           KnownStack* known) {
-  const std::uint32_t depth = capture_stack(frames, max, hash, known);
+                                           KnownStack* known, bool from_here, bool* repeated) {
+  const WalkStart start = from_here ? here() : WalkStart{};
+  if (from_here && known != nullptr) {
+    known->id = repeated_walk_id(max, start);
+    *repeated = known->id != kNoStack;
+    if (*repeated) return 0;
+  }
+  const std::uint32_t depth = capture_stack(frames, max, hash, known, start);
   g_sink = g_sink + depth;  // work after the call: not a tail call
   return depth;
 }
 
-[[gnu::noinline]] void check_known_id(int level, std::uint32_t max, int branch, int* checked,
-                                      std::uint64_t* known_ids) {
+struct KnownIds {
+  std::uint64_t known = 0;     // walks whose id was known
+  std::uint64_t repeated = 0;  // of them, known before the walk (repeated_walk_id)
+};
+
+[[gnu::noinline]] void check_known_id(int level, std::uint32_t max, int branch, bool from_here, int* checked,
+                                      KnownIds* known_ids) {
   if (level > 0) {
     // The outer levels call from one site; the innermost three take turns among three (the
     // third skipping a level), so that stacks share their outer part, as a server's do.
     const int site = level <= 3 ? branch % 3 : 0;
     const int rest = level <= 3 ? branch / 3 : branch;
-    if (site == 0) check_known_id(level - 1, max, rest, checked, known_ids);
-    else if (site == 1) check_known_id(level - 1, max, rest, checked, known_ids);
-    else check_known_id(level - 2 < 0 ? 0 : level - 2, max, rest, checked, known_ids);
+    if (site == 0) check_known_id(level - 1, max, rest, from_here, checked, known_ids);
+    else if (site == 1) check_known_id(level - 1, max, rest, from_here, checked, known_ids);
+    else check_known_id(level - 2 < 0 ? 0 : level - 2, max, rest, from_here, checked, known_ids);
     g_sink = g_sink + static_cast<std::uintptr_t>(level);
     return;
   }
@@ -430,6 +444,7 @@ volatile int g_two = 2;
   std::uint64_t hash[2] = {};
   std::uint32_t depth[2] = {};
   KnownStack known;
+  bool repeated = false;
   // One call site, so the same stack twice. At -O3 GCC peels both passes of a loop over
   // two-element arrays into two call sites, and splits one on a `pass == 0 ?` argument: the
   // pass number is hidden from it (an empty asm may have changed it) and the memo argument
@@ -438,15 +453,18 @@ volatile int g_two = 2;
   for (int pass = 0; pass < g_two; ++pass) {
     int p = pass;
     asm volatile("" : "+r"(p));
-    depth[p] = capture_at(frames[p], max, &hash[p], memo_of_pass[p]);
+    depth[p] = capture_at(frames[p], max, &hash[p], memo_of_pass[p], from_here, &repeated);
   }
-  ASSERT_EQ(depth[0], depth[1]);
+  if (!repeated) {
+    ASSERT_EQ(depth[0], depth[1]);
+  }
   EXPECT_EQ(hash[1], hash_frames(frames[1], depth[1]));
   const StackId id = g_memo_table.find_or_insert(frames[1], depth[1], false);
   ASSERT_NE(id, kNoStack);
   if (known.id != kNoStack) {
-    EXPECT_EQ(known.id, id) << "the memo named another stack";
-    ++*known_ids;
+    EXPECT_EQ(known.id, id) << (repeated ? "repeated_walk_id" : "the memo") << " named another stack";
+    ++known_ids->known;
+    if (repeated) ++known_ids->repeated;
   } else {
     EXPECT_TRUE(std::equal(frames[0], frames[0] + depth[0], frames[1]));
     EXPECT_EQ(hash[0], hash[1]);
@@ -456,23 +474,33 @@ volatile int g_two = 2;
 }
 
 TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
-  int checked = 0;
-  std::uint64_t known_ids = 0, memo_hits = 0;
-  std::thread([&] {  // a thread of its own: its memo holds this test's ids only
-    std::mt19937 random(7);
-    for (int round = 0; round < 20000 && !testing::Test::HasFailure(); ++round) {
-      // Mostly one depth with the call sites below it taking turns, as a server's handlers
-      // do; now and then another depth, or a frame limit that cuts the stack.
-      const std::uint32_t max = round % 11 == 0 ? 4 + random() % 12 : 128;
-      const int level = round % 13 == 0 ? 2 + static_cast<int>(random() % 14) : 10;
-      check_known_id(level, max, static_cast<int>(random() % 27), &checked, &known_ids);
+  for (const bool from_here : {false, true}) {
+    SCOPED_TRACE(from_here ? "from the caller's registers, as a hook walks" : "from the walk's own frame");
+    int checked = 0;
+    KnownIds known_ids;
+    std::uint64_t memo_hits = 0;
+    std::thread([&] {  // a thread of its own: its memo holds this test's ids only
+      std::mt19937 random(7);
+      for (int round = 0; round < 20000 && !testing::Test::HasFailure(); ++round) {
+        // Mostly one depth with the call sites below it taking turns, as a server's handlers
+        // do; now and then another depth, or a frame limit that cuts the stack (the walk
+        // ending with the cache, or after it, or before its end).
+        const std::uint32_t max = round % 11 == 0   ? 4 + random() % 12
+                                  : round % 17 == 0 ? 14 + random() % 6
+                                                    : 128;
+        const int level = round % 13 == 0 ? 2 + static_cast<int>(random() % 14) : 10;
+        check_known_id(level, max, static_cast<int>(random() % 27), from_here, &checked, &known_ids);
+      }
+      memo_hits = walk_cache_use().memo_hits;
+    })
+        .join();
+    EXPECT_EQ(checked, 20000);
+    EXPECT_GT(known_ids.known, 20u) << "the memo hardly ever knew a stack";
+    EXPECT_EQ(known_ids.known, memo_hits);
+    if (from_here) {
+      EXPECT_GT(known_ids.repeated, 20u) << "no walk was known before it was walked";
     }
-    memo_hits = walk_cache_use().memo_hits;
-  })
-      .join();
-  EXPECT_EQ(checked, 20000);
-  EXPECT_GT(known_ids, 20u) << "the memo hardly ever knew a stack";
-  EXPECT_EQ(known_ids, memo_hits);
+  }
 }
 
 TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
