@@ -381,6 +381,7 @@ LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& star
   if (stack != kNoStack) [[likely]] {
     const StackId routed = in_route(stack);
     remember_stack_id(frames, known, routed);
+    keep_repeated_walk(frames, depth, g_settings.max_frames, start, routed);
     return routed;
   }
   *folded = true;

@@ -12,6 +12,7 @@
 #include "engine.hpp"  // fallback_walks
 #include "frame_rule_cache.hpp"
 #include "own_code.hpp"
+#include "repeated_walks.hpp"
 #include "stack_table.hpp"
 #include "thread_state.hpp"
 #include "walk_cache.hpp"
@@ -76,6 +77,8 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // This thread's previous walk and its stack-id memo (walk_cache.hpp): 11.2 KiB of static TLS
 // per thread.
 [[gnu::tls_model("initial-exec")]] constinit thread_local WalkCache t_walk_cache{};
+// The whole walks this thread repeats (repeated_walks.hpp): 3.3 KiB of static TLS per thread.
+[[gnu::tls_model("initial-exec")]] constinit thread_local RepeatedWalks t_repeated_walks{};
 
 // The first of the cached checks from `check` on whose stack word no longer holds its
 // value; a run to the cache's end, which the sentinel stops. By fours, each failure its own
@@ -260,34 +263,90 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
 
 }  // namespace
 
-// What walk_with_frame_rules() does for a walk that meets the cache at its first step,
-// checks it to its end and finds its id in the memo, without the rest of its work (its
-// registers, its rule state, its runs, the memo's general case): the path of a hook whose
-// stack repeats the thread's previous walk, call after call.
+namespace {
+
+// Whether a walk from `start` with at most `want` frames is the kept walk `w`: it starts
+// there, it would end where `w` ended (at the thread's first frame, or at the limit), and
+// the stack words that decide it still hold.
+[[gnu::always_inline]] inline bool repeats(const RepeatedWalks::Walk& w, std::uint32_t want,
+                                           const WalkStart& start,
+                                           std::uint64_t generation_plus_one) noexcept {
+  return w.sp == start.sp && w.pc == start.pc && w.generation_plus_one == generation_plus_one &&
+         (!w.needs_bp || w.bp == start.bp) && (w.depth == want || (w.depth < want && w.outermost_at_end)) &&
+         first_failed_check(w.check) == w.check + w.checks;
+}
+
+// The walks but the one known last, in turn.
+LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
+    RepeatedWalks& walks, std::uint32_t want, const WalkStart& start,
+    std::uint64_t generation_plus_one) noexcept {
+  for (std::uint32_t i = 1; i < RepeatedWalks::kWalks; ++i) {
+    const std::uint32_t k = (walks.last + i) % RepeatedWalks::kWalks;
+    if (repeats(walks.walk[k], want, start, generation_plus_one)) {
+      walks.last = k;
+      return walks.walk[k].id;
+    }
+  }
+  return kNoStack;
+}
+
+}  // namespace
+
 LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& start) noexcept {
   WalkCache& cache = t_walk_cache;
   if (__builtin_expect(cache.busy, 0)) return kNoStack;
   cache.busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  StackId id = kNoStack;
-  const WalkCache::Steps& steps = cache.steps;
-  const std::uint32_t first = cache.first;
-  const std::uint32_t n = WalkCache::kSteps - first;  // 0: an empty cache
-  // The walk would stop where the cache ends: at the frame limit, or at the thread's first
-  // frame. (Past the cache's end it would go on with the rules.)
-  const bool ends_with_cache = n == want || (n < want && steps.outermost_at_end);
-  if (n != 0 && ends_with_cache &&
-      cache.generation_plus_one == std::uint64_t{g_frame_rules.generation()} + 1 &&
-      steps.sp[first] == start.sp && steps.key[first] == start.pc &&
-      (!steps.needs_bp[first] || steps.bp[first] == start.bp) && !in_own_section(steps.frame[first]) &&
-      first_failed_check(steps.check + steps.checks_from[first]) == steps.check + WalkCache::kChecks) {
-    WalkCache::MemoTicket unused;
-    id = cache.recall(nullptr, n, 0, first, &unused);  // no fresh frames: none read
-    if (id != kNoStack) cache.count_walk(n, n);
-  }
+  RepeatedWalks& walks = t_repeated_walks;
+  const std::uint64_t generation_plus_one = std::uint64_t{g_frame_rules.generation()} + 1;
+  // The walk known last first: a thread repeating one stack checks one walk.
+  const RepeatedWalks::Walk& last = walks.walk[walks.last];
+  StackId id = repeats(last, want, start, generation_plus_one)
+                   ? last.id
+                   : another_repeated_walk_id(walks, want, start, generation_plus_one);
+  if (id != kNoStack) ++cache.memo_hits;  // no other count: the walk cache was not asked
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
   return id;
+}
+
+void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t want,
+                        const WalkStart& start, StackId id) noexcept {
+  WalkCache& cache = t_walk_cache;
+  if (cache.busy || id == kNoStack || start.pc == 0) return;
+  cache.busy = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const WalkCache::Steps& steps = cache.steps;
+  const std::uint32_t first = cache.first;
+  const std::uint32_t n = WalkCache::kSteps - first;  // 0: an empty cache
+  // The cache's steps go from the hook's frame to where the walk would end, and their
+  // frames are `frames`, whose id is `id`: a walk from `start` whose checks hold takes these
+  // steps (walk_cache.hpp), so it has these frames. (Compared rather than assumed: what
+  // the cache holds after a walk depends on its runs and on what it chose to keep.)
+  if (n != 0 && n == depth && (n == want || (n < want && steps.outermost_at_end)) &&
+      cache.generation_plus_one == std::uint64_t{g_frame_rules.generation()} + 1 &&
+      steps.sp[first] == start.sp && steps.key[first] == start.pc &&
+      (!steps.needs_bp[first] || steps.bp[first] == start.bp) && !in_own_section(steps.frame[first]) &&
+      WalkCache::kChecks - steps.checks_from[first] <= RepeatedWalks::kChecks &&
+      __builtin_memcmp(frames, steps.frame + first, n * sizeof(std::uintptr_t)) == 0) {
+    RepeatedWalks& walks = t_repeated_walks;
+    RepeatedWalks::Walk& w = walks.walk[walks.next];
+    walks.next = (walks.next + 1) % RepeatedWalks::kWalks;
+    w.generation_plus_one = cache.generation_plus_one;
+    w.sp = start.sp;
+    w.pc = start.pc;
+    w.bp = start.bp;
+    w.needs_bp = steps.needs_bp[first];
+    w.outermost_at_end = steps.outermost_at_end;
+    w.depth = n;
+    w.id = id;
+    w.checks = WalkCache::kChecks - steps.checks_from[first];
+    __builtin_memcpy(w.check, steps.check + steps.checks_from[first],
+                     w.checks * sizeof(RepeatedWalks::Check));
+    w.check[w.checks] = {reinterpret_cast<std::uintptr_t>(&w.sentinel), ~w.sentinel};
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  cache.busy = false;
 }
 
 namespace {
@@ -389,6 +448,7 @@ void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, St
 void forget_stack_ids() noexcept {
   WalkCache& cache = t_walk_cache;
   for (WalkCache::MemoEntry& e : cache.memo) e.clock = 0;  // 0: empty
+  for (RepeatedWalks::Walk& w : t_repeated_walks.walk) w.generation_plus_one = 0;
 }
 
 LIVEHEAP_OWN_CODE

@@ -46,10 +46,15 @@ struct KnownStack {
 };
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash, KnownStack* known,
                             const WalkStart& start = {}) noexcept;
-// The id capture_stack(…, known, start) would find in `known->id` when the walk from `start`
-// (a hook's) repeats this thread's previous walk in every frame: found with the cached
-// steps' checks alone. kNoStack otherwise (then capture_stack walks in full).
+// The id of the stack a walk from `start` (a hook's registers) with at most `max` frames
+// would find, when it is one of the whole walks this thread repeats (repeated_walks.hpp),
+// known after checking their stack words; kNoStack otherwise (then walk with
+// capture_stack). keep_repeated_walk() makes a walk one of them: call it after
+// capture_stack(…, start) returned `frames` (`depth` of them), in the same frame (the stack
+// words it checks must be the walk's), with the id the caller records for them.
 StackId repeated_walk_id(std::uint32_t max, const WalkStart& start) noexcept;
+void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t max,
+                        const WalkStart& start, StackId id) noexcept;
 // `frames`: what capture_stack() filled; `id`: the id the caller records for them (the
 // stack table's, in the thread's request's route when it is in one).
 void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept;

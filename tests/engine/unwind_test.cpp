@@ -406,9 +406,10 @@ TEST_F(Unwind, TheHashOfAReusedWalkIsTheHashOfItsFrames) {
 StackTable g_memo_table;
 volatile int g_two = 2;
 
-// From capture_at's own registers (`from_here`, as a hook walks) or from the walk's; begun
-// from there, a walk the memo knows may be known before it is walked (repeated_walk_id):
-// then *repeated is set and nothing is written.
+// From capture_at's own registers (`from_here`, as a hook walks) or from the walk's. Begun
+// from there, as a hook's capture does: a walk this thread repeats is known before it is
+// walked (repeated_walk_id; then *repeated is set and nothing is written), and a walk the
+// memo did not know is kept, with the id the table gives its frames.
 [[gnu::noinline]] std::uint32_t capture_at(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
                                            KnownStack* known, bool from_here, bool* repeated) {
   const WalkStart start = from_here ? here() : WalkStart{};
@@ -418,6 +419,8 @@ volatile int g_two = 2;
     if (*repeated) return 0;
   }
   const std::uint32_t depth = capture_stack(frames, max, hash, known, start);
+  if (from_here && known != nullptr && known->id == kNoStack)
+    keep_repeated_walk(frames, depth, max, start, g_memo_table.find_or_insert(frames, depth, false));
   g_sink = g_sink + depth;  // work after the call: not a tail call
   return depth;
 }
@@ -500,6 +503,40 @@ TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
     if (from_here) {
       EXPECT_GT(known_ids.repeated, 20u) << "no walk was known before it was walked";
     }
+  }
+}
+
+// A walk is kept with the id of its own frames only: keep_repeated_walk() given frames
+// that are not the ones the walk cache holds (here one frame altered, as if the caller
+// mixed up two walks) keeps nothing, so the next walk of that stack is not known by that id.
+constexpr StackId kKeptId = 4242;
+
+[[gnu::noinline]] StackId keep_then_recall(int pass, bool altered) {
+  const WalkStart start = here();
+  if (pass == 1) return repeated_walk_id(kMaxFramesCapture, start);
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
+  std::uint64_t hash = 0;
+  KnownStack known;
+  const std::uint32_t depth = capture_stack(frames, kMaxFramesCapture, &hash, &known, start);
+  if (altered) frames[depth / 2] ^= 0x10;
+  keep_repeated_walk(frames, depth, kMaxFramesCapture, start, kKeptId);
+  g_sink = g_sink + depth;
+  return kNoStack;
+}
+
+TEST_F(Unwind, AWalkIsKeptWithTheIdOfItsOwnFramesOnly) {
+  for (const bool altered : {false, true}) {
+    StackId recalled = kNoStack;
+    std::thread([&] {  // a thread of its own: an empty walk cache and no kept walks
+      for (int pass = 0; pass < g_two; ++pass) {
+        int p = pass;
+        asm volatile("" : "+r"(p));  // one call site for both passes
+        const StackId id = keep_then_recall(p, altered);
+        if (p == 1) recalled = id;
+      }
+    })
+        .join();
+    EXPECT_EQ(recalled, altered ? kNoStack : kKeptId) << (altered ? "altered frames" : "the walk's frames");
   }
 }
 

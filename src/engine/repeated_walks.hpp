@@ -1,0 +1,55 @@
+// Whole stack walks a thread repeats, each kept as the stack words that decide it and the
+// stack id its frames have, so that a hook whose stack is one of them knows its id after
+// checking those words alone: no rule, no cached step, no memo, no frame written.
+// Thread-safety: one per thread (initial-exec TLS), read and written only under the
+// thread's walk cache `busy` flag (walk_cache.hpp), so a walk nested in a signal handler
+// neither reads a walk half written nor writes one.
+//
+// Why it is exact: a walk is kept only when the thread's walk cache holds it from the
+// hook's own frame (its code address, rsp and, where the rules read it, rbp) to where the
+// walk ends, and every one of those steps' checks holds at that moment. The cache's
+// invariant (walk_cache.hpp) then says that a walk from that start whose checks hold takes
+// those steps and no others: the same frames, so the same id. The checks are copied, so a
+// kept walk stays right whatever the walk cache holds later; what can change the steps is
+// code unloaded (the rules' generation, kept with the walk) and what the id means (a
+// request's route: forget_stack_ids() empties the walks with the memo).
+//
+// Four walks: a server's hot paths (a few call sites under one handler, taking turns) fit,
+// where the walk cache holds one walk only and takes the steps of each other's inner
+// frames with the rules. A thread whose stacks vary more keeps only the walks that repeat
+// most recently (one is replaced in turn when another is kept).
+#pragma once
+
+#include <cstdint>
+
+#include "stack_table.hpp"
+#include "walk_cache.hpp"
+
+namespace liveheap::engine {
+
+struct RepeatedWalks {
+  static constexpr std::uint32_t kWalks = 4;  // a power of two
+  // A walk decided by more stack words than this (~40 frames and more) is not kept.
+  static constexpr std::uint32_t kChecks = 48;
+  using Check = WalkCache::Steps::Check;
+
+  struct Walk {
+    std::uint64_t generation_plus_one;  // the rules' generation + 1; 0: no walk
+    std::uintptr_t sp, pc, bp;          // the hook's registers; bp compared where needs_bp
+    bool needs_bp;
+    bool outermost_at_end;  // the walk ended at the thread's first frame, not at a frame limit
+    std::uint32_t depth;    // frames
+    std::uint32_t checks;   // check[0..checks) decide it
+    StackId id;
+    // The stack words in the order the walk reads them, and after them a sentinel that
+    // never holds (the word `sentinel`, against its complement).
+    Check check[kChecks + 1];
+    std::uintptr_t sentinel;
+  };
+
+  Walk walk[kWalks];
+  std::uint32_t next;  // the walk replaced by the next one kept
+  std::uint32_t last;  // the walk known last: checked first
+};
+
+}  // namespace liveheap::engine
