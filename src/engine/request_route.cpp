@@ -85,7 +85,8 @@ bool wait_ready(const RouteSlot& slot) noexcept {
   return false;
 }
 
-// The walk memo's ids are routed ids (engine.cpp): a change of route empties it.
+// The walk memo's ids and the repeated walks' are routed ids (engine.cpp): a change of route
+// empties them.
 void enter_route(RouteId id) noexcept {
   if (t_thread.route == id) return;
   t_thread.route = id;
