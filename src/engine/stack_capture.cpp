@@ -293,11 +293,12 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
 }  // namespace
 
 LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& start) noexcept {
+  RepeatedWalks& walks = t_repeated_walks;
+  if (!walks.any) return kNoStack;  // read before `busy`: written once, never taken back
   WalkCache& cache = t_walk_cache;
   if (__builtin_expect(cache.busy, 0)) return kNoStack;
   cache.busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  RepeatedWalks& walks = t_repeated_walks;
   const std::uint64_t generation_plus_one = std::uint64_t{g_frame_rules.generation()} + 1;
   // The walk known last first: a thread repeating one stack checks one walk.
   const RepeatedWalks::Walk& last = walks.walk[walks.last];
@@ -344,6 +345,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
     __builtin_memcpy(w.check, steps.check + steps.checks_from[first],
                      w.checks * sizeof(RepeatedWalks::Check));
     w.check[w.checks] = {reinterpret_cast<std::uintptr_t>(&w.sentinel), ~w.sentinel};
+    walks.any = true;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
