@@ -49,7 +49,6 @@ struct RepeatedWalks {
 
   Walk walk[kWalks];
   std::uint32_t next;  // the walk replaced by the next one kept
-  bool any;            // whether a walk was ever kept (never on a thread with Python frames)
   std::uint32_t last;  // the walk known last: checked first
 };
 

@@ -292,9 +292,10 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
 
 }  // namespace
 
+constinit thread_local bool t_any_repeated_walks = false;
+
 LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& start) noexcept {
   RepeatedWalks& walks = t_repeated_walks;
-  if (!walks.any) return kNoStack;  // read before `busy`: written once, never taken back
   WalkCache& cache = t_walk_cache;
   if (__builtin_expect(cache.busy, 0)) return kNoStack;
   cache.busy = true;
@@ -345,7 +346,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
     __builtin_memcpy(w.check, steps.check + steps.checks_from[first],
                      w.checks * sizeof(RepeatedWalks::Check));
     w.check[w.checks] = {reinterpret_cast<std::uintptr_t>(&w.sentinel), ~w.sentinel};
-    walks.any = true;
+    t_any_repeated_walks = true;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
