@@ -7,9 +7,9 @@
 //
 // Why it is exact: a walk is kept only when the thread's walk cache holds it from the
 // hook's own frame (its code address, rsp and, where the rules read it, rbp) to where the
-// walk ends, and every one of those steps' checks holds at that moment. The cache's
-// invariant (walk_cache.hpp) then says that a walk from that start whose checks hold takes
-// those steps and no others: the same frames, so the same id. The checks are copied, so a
+// walk ends, its steps' frames compared with the walk's. The cache's invariant
+// (walk_cache.hpp) then says that a walk from that start whose checks hold takes those
+// steps and no others: the same frames, so the same id. The checks are copied, so a
 // kept walk stays right whatever the walk cache holds later; what can change the steps is
 // code unloaded (the rules' generation, kept with the walk) and what the id means (a
 // request's route: forget_stack_ids() empties the walks with the memo).
@@ -28,7 +28,7 @@
 namespace liveheap::engine {
 
 struct RepeatedWalks {
-  static constexpr std::uint32_t kWalks = 4;  // a power of two
+  static constexpr std::uint32_t kWalks = 4;
   // A walk decided by more stack words than this (~40 frames and more) is not kept.
   static constexpr std::uint32_t kChecks = 48;
   using Check = WalkCache::Steps::Check;

@@ -261,10 +261,6 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
   return n;
 }
 
-}  // namespace
-
-namespace {
-
 // Whether a walk from `start` with at most `want` frames is the kept walk `w`: it starts
 // there, it would end where `w` ended (at the thread's first frame, or at the limit), and
 // the stack words that decide it still hold.

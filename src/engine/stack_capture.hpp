@@ -49,9 +49,9 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
 // The id of the stack a walk from `start` (a hook's registers) with at most `max` frames
 // would find, when it is one of the whole walks this thread repeats (repeated_walks.hpp),
 // known after checking their stack words; kNoStack otherwise (then walk with
-// capture_stack). keep_repeated_walk() makes a walk one of them: call it after
-// capture_stack(…, start) returned `frames` (`depth` of them), in the same frame (the stack
-// words it checks must be the walk's), with the id the caller records for them.
+// capture_stack). keep_repeated_walk() makes a walk one of them: call it with the `frames`
+// (`depth` of them) that capture_stack(…, start) returned and the id the caller records for
+// them; it keeps the walk only when the walk cache holds exactly those frames from `start`.
 // Ask only when any_repeated_walks(): a thread that never kept a walk (one whose walks have
 // Python frames) pays no call.
 StackId repeated_walk_id(std::uint32_t max, const WalkStart& start) noexcept;
