@@ -399,7 +399,7 @@ LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart&
   // The stack of the thread's previous walk again, its id known: asked before the full
   // capture, which sets up a frame buffer of its own.
   StackId stack =
-      start.pc != 0 && any_repeated_walks() ? repeated_walk_id(g_settings.max_frames, start) : kNoStack;
+      start.pc != 0 && ask_repeated_walks() ? repeated_walk_id(g_settings.max_frames, start) : kNoStack;
   if (stack == kNoStack) stack = capture_and_intern(&folded, start);
   LiveBlock replaced;
   if (stack == kNoStack || !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {

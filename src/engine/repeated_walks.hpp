@@ -7,7 +7,8 @@
 //
 // Why it is exact: a walk is kept only when the thread's walk cache holds it from the
 // hook's own frame (its code address, rsp and, where the rules read it, rbp) to where the
-// walk ends, its steps' frames compared with the walk's. The cache's invariant
+// walk ends, its steps' frames compared with the walk's (and its checks holding, or the
+// walk would never be known). The cache's invariant
 // (walk_cache.hpp) then says that a walk from that start whose checks hold takes those
 // steps and no others: the same frames, so the same id. The checks are copied, so a
 // kept walk stays right whatever the walk cache holds later; what can change the steps is
@@ -50,6 +51,17 @@ struct RepeatedWalks {
   Walk walk[kWalks];
   std::uint32_t next;  // the walk replaced by the next one kept
   std::uint32_t last;  // the walk known last: checked first
+
+  // A thread whose stacks do not repeat (each walk another: a recursion that branches at
+  // random, a parser) would pay for asking and keeping at every allocation and gain
+  // nothing: after kUnknownToRest walks kept in a row with no stack known in between, it
+  // stops asking and keeping, and after kRestingWalks walks in full it tries again.
+  static constexpr std::uint32_t kUnknownToRest = 32;
+  static constexpr std::uint32_t kRestingWalks = 1024;
+  std::uint64_t hits_seen;         // the walk cache's memo_hits at the last keep
+  std::uint32_t unknown_in_a_row;  // keeps since a stack was last known
+  bool resting;                    // not asking
+  std::uint32_t rested;            // walks in full while resting
 };
 
 }  // namespace liveheap::engine

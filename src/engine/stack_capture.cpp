@@ -288,7 +288,7 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
 
 }  // namespace
 
-constinit thread_local bool t_any_repeated_walks = false;
+constinit thread_local bool t_ask_repeated_walks = false;
 
 LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& start) noexcept {
   RepeatedWalks& walks = t_repeated_walks;
@@ -310,8 +310,25 @@ LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& 
 
 void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t want,
                         const WalkStart& start, StackId id) noexcept {
+  RepeatedWalks& walks = t_repeated_walks;
+  if (walks.resting) {
+    if (++walks.rested < RepeatedWalks::kRestingWalks) return;
+    walks.rested = 0;
+    walks.resting = false;
+  }
   WalkCache& cache = t_walk_cache;
   if (cache.busy || id == kNoStack || start.pc == 0) return;
+  // Walks kept in a row with no walk known in between (the memo's hits count both kinds):
+  // the thread's stacks do not repeat.
+  if (cache.memo_hits != walks.hits_seen) {
+    walks.hits_seen = cache.memo_hits;
+    walks.unknown_in_a_row = 0;
+  } else if (++walks.unknown_in_a_row >= RepeatedWalks::kUnknownToRest) {
+    walks.unknown_in_a_row = 0;
+    walks.resting = true;
+    t_ask_repeated_walks = false;
+    return;
+  }
   cache.busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   const WalkCache::Steps& steps = cache.steps;
@@ -320,14 +337,16 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
   // The cache's steps go from the hook's frame to where the walk would end, and their
   // frames are `frames`, whose id is `id`: a walk from `start` whose checks hold takes these
   // steps (walk_cache.hpp), so it has these frames. (Compared rather than assumed: what
-  // the cache holds after a walk depends on its runs and on what it chose to keep.)
+  // the cache holds after a walk depends on its runs and on what it chose to keep.) And
+  // their stack words hold now: a cache left as an earlier walk wrote it may have the same
+  // frames and another saved rbp, which would never hold again.
   if (n != 0 && n == depth && (n == want || (n < want && steps.outermost_at_end)) &&
       cache.generation_plus_one == std::uint64_t{g_frame_rules.generation()} + 1 &&
       steps.sp[first] == start.sp && steps.key[first] == start.pc &&
       (!steps.needs_bp[first] || steps.bp[first] == start.bp) && !in_own_section(steps.frame[first]) &&
       WalkCache::kChecks - steps.checks_from[first] <= RepeatedWalks::kChecks &&
-      __builtin_memcmp(frames, steps.frame + first, n * sizeof(std::uintptr_t)) == 0) {
-    RepeatedWalks& walks = t_repeated_walks;
+      __builtin_memcmp(frames, steps.frame + first, n * sizeof(std::uintptr_t)) == 0 &&
+      first_failed_check(steps.check + steps.checks_from[first]) == steps.check + WalkCache::kChecks) {
     RepeatedWalks::Walk& w = walks.walk[walks.next];
     walks.next = (walks.next + 1) % RepeatedWalks::kWalks;
     w.generation_plus_one = cache.generation_plus_one;
@@ -342,7 +361,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
     __builtin_memcpy(w.check, steps.check + steps.checks_from[first],
                      w.checks * sizeof(RepeatedWalks::Check));
     w.check[w.checks] = {reinterpret_cast<std::uintptr_t>(&w.sentinel), ~w.sentinel};
-    t_any_repeated_walks = true;
+    t_ask_repeated_walks = true;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;

@@ -52,11 +52,11 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
 // capture_stack). keep_repeated_walk() makes a walk one of them: call it with the `frames`
 // (`depth` of them) that capture_stack(…, start) returned and the id the caller records for
 // them; it keeps the walk only when the walk cache holds exactly those frames from `start`.
-// Ask only when any_repeated_walks(): a thread that never kept a walk (one whose walks have
-// Python frames) pays no call.
+// Ask only when ask_repeated_walks(): a thread that never kept a walk (one whose walks have
+// Python frames), or whose asks keep finding none, pays no call.
 StackId repeated_walk_id(std::uint32_t max, const WalkStart& start) noexcept;
-[[gnu::tls_model("initial-exec")]] extern thread_local bool t_any_repeated_walks;
-inline bool any_repeated_walks() noexcept { return t_any_repeated_walks; }
+[[gnu::tls_model("initial-exec")]] extern thread_local bool t_ask_repeated_walks;
+inline bool ask_repeated_walks() noexcept { return t_ask_repeated_walks; }
 void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t max,
                         const WalkStart& start, StackId id) noexcept;
 // `frames`: what capture_stack() filled; `id`: the id the caller records for them (the

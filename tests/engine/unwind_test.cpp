@@ -16,6 +16,7 @@
 #include "engine.hpp"
 #include "frame_rule_cache.hpp"
 #include "frame_rules.hpp"
+#include "repeated_walks.hpp"
 #include "stack_capture.hpp"
 #include "stack_table.hpp"
 #include "unwind_shapes.hpp"
@@ -538,6 +539,45 @@ TEST_F(Unwind, AWalkIsKeptWithTheIdOfItsOwnFramesOnly) {
         .join();
     EXPECT_EQ(recalled, altered ? kNoStack : kKeptId) << (altered ? "altered frames" : "the walk's frames");
   }
+}
+
+// A thread whose stacks do not repeat stops asking the kept walks after a run of walks kept
+// with no stack known in between, and tries again after a run of walks in full. The walks
+// are one stack, kept again and again and asked for only at the end: all from one call
+// site, in a function of their own (a loop whose body tests the counter gets its last
+// round peeled by GCC, with a call site of its own).
+constexpr std::uint32_t kToRest = RepeatedWalks::kUnknownToRest;
+constexpr std::uint32_t kRestWalks = kToRest + RepeatedWalks::kRestingWalks;
+
+[[gnu::noinline]] void rest_walk(std::uint32_t walk) {
+  int pass = walk == kRestWalks ? 1 : 0;
+  asm volatile("" : "+r"(pass));
+  const StackId id = keep_then_recall(pass, false);
+  asm volatile("" : "+r"(walk));  // nor a call site per test below (jump threading)
+  if (walk == 0) {
+    EXPECT_TRUE(ask_repeated_walks()) << "a kept walk is asked for";
+  } else if (walk == kToRest - 2) {
+    EXPECT_TRUE(ask_repeated_walks()) << "resting too early";
+  } else if (walk == kToRest - 1) {
+    EXPECT_FALSE(ask_repeated_walks()) << "asking after walks that never repeated";
+  } else if (walk == kRestWalks - 2) {
+    EXPECT_FALSE(ask_repeated_walks()) << "asking again too early";
+  } else if (walk == kRestWalks - 1) {
+    EXPECT_TRUE(ask_repeated_walks()) << "never tried again";
+  } else if (walk == kRestWalks) {
+    EXPECT_EQ(id, kKeptId) << "the walk kept when trying again is not known";
+  }
+}
+
+TEST_F(Unwind, AThreadWhoseStacksDoNotRepeatStopsAskingAndTriesAgain) {
+  std::thread([] {  // a thread of its own: no kept walks, no memo hits yet
+    for (std::uint32_t walk = 0; walk <= kRestWalks; ++walk) {
+      std::uint32_t w = walk;
+      asm volatile("" : "+r"(w));
+      rest_walk(w);
+    }
+  })
+      .join();
 }
 
 TEST_F(Unwind, TheCacheIsDroppedWithTheRulesWhenCodeIsUnloaded) {
