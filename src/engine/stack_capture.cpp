@@ -77,7 +77,7 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // This thread's previous walk and its stack-id memo (walk_cache.hpp): 11.2 KiB of static TLS
 // per thread.
 [[gnu::tls_model("initial-exec")]] constinit thread_local WalkCache t_walk_cache{};
-// The whole walks this thread repeats (repeated_walks.hpp): 3.3 KiB of static TLS per thread.
+// The whole walks this thread repeats (repeated_walks.hpp): 3.4 KiB of static TLS per thread.
 [[gnu::tls_model("initial-exec")]] constinit thread_local RepeatedWalks t_repeated_walks{};
 
 // The first of the cached checks from `check` on whose stack word no longer holds its
