@@ -80,14 +80,16 @@ RecentRules& recent_rules(std::uint32_t generation) noexcept {
 // The whole walks this thread repeats (repeated_walks.hpp): 3.4 KiB of static TLS per thread.
 [[gnu::tls_model("initial-exec")]] constinit thread_local RepeatedWalks t_repeated_walks{};
 
+// Whether the stack word a check reads still holds the value it was cached with.
+[[gnu::always_inline]] inline bool holds(const WalkCache::Steps::Check* k) noexcept {
+  return *reinterpret_cast<const std::uintptr_t*>(k->address) == k->value;
+}
+
 // The first of the cached checks from `check` on whose stack word no longer holds its
 // value; a run to the cache's end, which the sentinel stops. By fours, each failure its own
 // exit (one load of each word, a compare and a branch a check; no count kept).
 [[gnu::always_inline]] inline const WalkCache::Steps::Check* first_failed_check(
     const WalkCache::Steps::Check* check) noexcept {
-  const auto holds = [](const WalkCache::Steps::Check* k) {
-    return *reinterpret_cast<const std::uintptr_t*>(k->address) == k->value;
-  };
   for (;; check += 4) {
     if (!holds(check)) return check;
     if (!holds(check + 1)) return check + 1;
@@ -148,9 +150,6 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
       if (!steps.needs_bp[begin] || bp == steps.bp[begin]) {
         const std::uint32_t checks_end = steps.checks_from[end];
         const WalkCache::Steps::Check* check = steps.check + steps.checks_from[begin];
-        const auto holds = [](const WalkCache::Steps::Check* k) {
-          return *reinterpret_cast<const std::uintptr_t*>(k->address) == k->value;
-        };
         if (checks_end == WalkCache::kChecks) {
           check = first_failed_check(check);
         } else {
@@ -261,14 +260,21 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
   return n;
 }
 
+// Whether a walk of at most `want` frames whose steps are those of a walk of `depth` frames
+// ends where that one did: at the frame limit, or at the thread's first frame (past which
+// it would not go on with the rules).
+[[gnu::always_inline]] inline bool ends_as(std::uint32_t depth, bool outermost_at_end,
+                                           std::uint32_t want) noexcept {
+  return depth == want || (depth < want && outermost_at_end);
+}
+
 // Whether a walk from `start` with at most `want` frames is the kept walk `w`: it starts
-// there, it would end where `w` ended (at the thread's first frame, or at the limit), and
-// the stack words that decide it still hold.
+// there, it ends where `w` ended, and the stack words that decide it still hold.
 [[gnu::always_inline]] inline bool repeats(const RepeatedWalks::Walk& w, std::uint32_t want,
                                            const WalkStart& start,
                                            std::uint64_t generation_plus_one) noexcept {
   return w.sp == start.sp && w.pc == start.pc && w.generation_plus_one == generation_plus_one &&
-         (!w.needs_bp || w.bp == start.bp) && (w.depth == want || (w.depth < want && w.outermost_at_end)) &&
+         (!w.needs_bp || w.bp == start.bp) && ends_as(w.depth, w.outermost_at_end, want) &&
          first_failed_check(w.check) == w.check + w.checks;
 }
 
@@ -340,7 +346,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
   // the cache holds after a walk depends on its runs and on what it chose to keep.) And
   // their stack words hold now: a cache left as an earlier walk wrote it may have the same
   // frames and another saved rbp, which would never hold again.
-  if (n != 0 && n == depth && (n == want || (n < want && steps.outermost_at_end)) &&
+  if (n != 0 && n == depth && ends_as(n, steps.outermost_at_end, want) &&
       cache.generation_plus_one == std::uint64_t{g_frame_rules.generation()} + 1 &&
       steps.sp[first] == start.sp && steps.key[first] == start.pc &&
       (!steps.needs_bp[first] || steps.bp[first] == start.bp) && !in_own_section(steps.frame[first]) &&
