@@ -8,12 +8,12 @@
 // Why it is exact: a walk is kept only when the thread's walk cache holds it from the
 // hook's own frame (its code address, rsp and, where the rules read it, rbp) to where the
 // walk ends, its steps' frames compared with the walk's (and its checks holding, or the
-// walk would never be known). The cache's invariant
-// (walk_cache.hpp) then says that a walk from that start whose checks hold takes those
-// steps and no others: the same frames, so the same id. The checks are copied, so a
-// kept walk stays right whatever the walk cache holds later; what can change the steps is
-// code unloaded (the rules' generation, kept with the walk) and what the id means (a
-// request's route: forget_stack_ids() empties the walks with the memo).
+// walk would never be known). The cache's invariant (walk_cache.hpp) then says that a walk
+// from that start whose checks hold takes those steps and no others: the same frames, so
+// the same id. The checks are copied, so a kept walk stays right whatever the walk cache
+// holds later; what can change the steps is code unloaded (the rules' generation, kept
+// with the walk) and what the id means (a request's route: forget_stack_ids() empties the
+// walks with the memo).
 //
 // Four walks: a server's hot paths (a few call sites under one handler, taking turns) fit,
 // where the walk cache holds one walk only and takes the steps of each other's inner

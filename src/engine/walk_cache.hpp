@@ -151,7 +151,8 @@ struct WalkCache {
   std::uint32_t first;                // the innermost cached step; kSteps: none
   std::uint64_t reused_frames;        // for tests: output frames taken from the cache
   std::uint64_t walks;                // for tests: walks that used the cache
-  std::uint64_t memo_hits;            // for tests: walks whose stack id the memo knew
+  std::uint64_t memo_hits;            // walks whose stack id the memo or a kept walk knew (tests;
+                                      // and the kept walks' rest, repeated_walks.hpp)
   std::uint64_t clock;                // bumped by every remember() that writes steps
   Steps steps;
   Fresh fresh;
