@@ -23,6 +23,7 @@
 #include "sampler.hpp"
 #include "stack_capture.hpp"
 #include "stack_table.hpp"
+#include "walk_state.hpp"
 
 namespace liveheap::engine {
 
@@ -544,6 +545,7 @@ void after_fork_in_child() noexcept {
   }
   for_each_taken_slot([](CurrentSlot& s) { s.counting.store(0, std::memory_order_relaxed); });
   g_sample_clearing.store(false, std::memory_order_relaxed);
+  walk_state_after_fork_in_child();
   after_fork();
   region_after_fork_in_child();
   run_fork_repairs();

@@ -1,8 +1,8 @@
 // Whole stack walks a thread repeats, each kept as the stack words that decide it and the
 // stack id its frames have, so that a hook whose stack is one of them knows its id after
 // checking those words alone: no rule, no cached step, no memo, no frame written.
-// Thread-safety: one per thread (initial-exec TLS), read and written only under the
-// thread's walk cache `busy` flag (walk_cache.hpp), so a walk nested in a signal handler
+// Thread-safety: one per thread (its walk state, walk_state.hpp), read and written only
+// under the thread's walk cache `busy` flag (walk_cache.hpp), so a walk nested in a signal handler
 // neither reads a walk half written nor writes one.
 //
 // Why it is exact: a walk is kept only when the thread's walk cache holds it from the

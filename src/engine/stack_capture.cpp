@@ -12,10 +12,12 @@
 #include "engine.hpp"  // fallback_walks
 #include "frame_rule_cache.hpp"
 #include "own_code.hpp"
+#include "recent_rules.hpp"
 #include "repeated_walks.hpp"
 #include "stack_table.hpp"
 #include "thread_state.hpp"
 #include "walk_cache.hpp"
+#include "walk_state.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -32,28 +34,6 @@ constexpr std::uint32_t kNeedsOtherUnwinder = UINT32_MAX;
 // default): the walk stops there, as it does at a step that does not go up the stack.
 constexpr std::uintptr_t kMaxFrameBytes = std::uintptr_t{1} << 26;
 
-// Per thread, the rules last used: a direct-mapped cache indexed by the frame's stack
-// address and code address together, checked against the code address (so a stale slot is
-// a miss, never a wrong rule). Hot paths put the same frames at the same stack addresses
-// call after call; the code address is in the index too because several call sites take
-// turns at one stack address (a dispatch over handlers), and a slot per stack address
-// alone sent them to the shared cache in turn (~45 instructions a miss). Most frames of a
-// repeated stack are taken from the walk cache, so this serves the few walked afresh.
-struct RecentRules {
-  static constexpr std::size_t kSlots = 128;  // 2 KiB of static TLS per thread
-  struct Slot {
-    std::uintptr_t key;
-    std::uint64_t rule;  // FrameRule::pack()
-  };
-  std::uint32_t generation;  // g_frame_rules' generation the slots belong to
-  Slot slots[kSlots];
-
-  Slot& at(std::uintptr_t sp, std::uintptr_t key) noexcept {
-    return slots[((sp >> 4) ^ key ^ (key >> 7)) & (kSlots - 1)];
-  }
-};
-[[gnu::tls_model("initial-exec")]] constinit thread_local RecentRules t_recent_rules{};
-
 // The shared cache, then the CFI itself (caching what it finds).
 // `generation` was read before the walk began: a rule found after a clear is cached under
 // its old generation, so it is not (insert drops it).
@@ -64,21 +44,15 @@ struct RecentRules {
   return rule.pack();
 }
 
-// This thread's recent rules, emptied when code was unloaded since it last walked.
-RecentRules& recent_rules(std::uint32_t generation) noexcept {
-  RecentRules& recent = t_recent_rules;
+// The thread's recent rules (recent_rules.hpp), emptied when code was unloaded since it
+// last walked.
+RecentRules& recent_rules(RecentRules& recent, std::uint32_t generation) noexcept {
   if (__builtin_expect(recent.generation != generation, 0)) {
     __builtin_memset(recent.slots, 0, sizeof recent.slots);
     recent.generation = generation;
   }
   return recent;
 }
-
-// This thread's previous walk and its stack-id memo (walk_cache.hpp): 11.2 KiB of static TLS
-// per thread.
-[[gnu::tls_model("initial-exec")]] constinit thread_local WalkCache t_walk_cache{};
-// The whole walks this thread repeats (repeated_walks.hpp): 3.4 KiB of static TLS per thread.
-[[gnu::tls_model("initial-exec")]] constinit thread_local RepeatedWalks t_repeated_walks{};
 
 // Whether the stack word a check reads still holds the value it was cached with.
 [[gnu::always_inline]] inline bool holds(const WalkCache::Steps::Check* k) noexcept {
@@ -113,13 +87,15 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
   // function's own (then liveheap's frames below the hook are walked first).
   const WalkStart begin = start.pc != 0 ? start : here();
   std::uintptr_t sp = begin.sp, bp = begin.bp;
-  WalkCache& cache = t_walk_cache;
+  WalkState* const state = walk_state();
+  if (__builtin_expect(state == nullptr, 0)) return kNeedsOtherUnwinder;
+  WalkCache& cache = state->cache;
   // A signal handler's walk while this thread was walking: the cache is mid-update.
   if (__builtin_expect(cache.busy, 0)) return kNeedsOtherUnwinder;
   cache.busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   const std::uint32_t generation = g_frame_rules.generation();
-  RecentRules& recent = recent_rules(generation);
+  RecentRules& recent = recent_rules(state->recent, generation);
   cache.check_generation(generation);
   WalkCache::Steps& steps = cache.steps;
   WalkCache::Fresh& fresh = cache.fresh;
@@ -297,8 +273,10 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
 constinit thread_local bool t_ask_repeated_walks = false;
 
 LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& start) noexcept {
-  RepeatedWalks& walks = t_repeated_walks;
-  WalkCache& cache = t_walk_cache;
+  WalkState* const state = t_walk_state;  // asked after a walk only: taken then
+  if (__builtin_expect(state == nullptr, 0)) return kNoStack;
+  RepeatedWalks& walks = state->repeated;
+  WalkCache& cache = state->cache;
   if (__builtin_expect(cache.busy, 0)) return kNoStack;
   cache.busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -316,13 +294,15 @@ LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& 
 
 void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t want,
                         const WalkStart& start, StackId id) noexcept {
-  RepeatedWalks& walks = t_repeated_walks;
+  WalkState* const state = t_walk_state;
+  if (state == nullptr) return;  // walked by another unwinder
+  RepeatedWalks& walks = state->repeated;
   if (walks.resting) {
     if (++walks.rested < RepeatedWalks::kRestingWalks) return;
     walks.rested = 0;
     walks.resting = false;
   }
-  WalkCache& cache = t_walk_cache;
+  WalkCache& cache = state->cache;
   if (cache.busy || id == kNoStack || start.pc == 0) return;
   // Walks kept in a row with no walk known in between (the memo's hits count both kinds):
   // the thread's stacks do not repeat.
@@ -459,8 +439,9 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
 }
 
 void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept {
-  if (known.ticket.slot >= WalkCache::kMemoSlots || id == kNoStack) return;
-  WalkCache& cache = t_walk_cache;
+  WalkState* const state = t_walk_state;
+  if (known.ticket.slot >= WalkCache::kMemoSlots || id == kNoStack || state == nullptr) return;
+  WalkCache& cache = state->cache;
   if (cache.busy) return;  // a signal handler's, in the middle of this thread's walk
   cache.busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -470,9 +451,10 @@ void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, St
 }
 
 void forget_stack_ids() noexcept {
-  WalkCache& cache = t_walk_cache;
-  for (WalkCache::MemoEntry& e : cache.memo) e.clock = 0;  // 0: empty
-  for (RepeatedWalks::Walk& w : t_repeated_walks.walk) w.generation_plus_one = 0;
+  WalkState* const state = t_walk_state;
+  if (state == nullptr) return;                                   // none known
+  for (WalkCache::MemoEntry& e : state->cache.memo) e.clock = 0;  // 0: empty
+  for (RepeatedWalks::Walk& w : state->repeated.walk) w.generation_plus_one = 0;
 }
 
 LIVEHEAP_OWN_CODE
@@ -496,7 +478,9 @@ bool is_own_code(std::uintptr_t address) noexcept { return in_own_section(addres
 void forget_frame_rules() noexcept { g_frame_rules.clear(); }
 std::size_t cached_frame_rules() noexcept { return g_frame_rules.size(); }
 WalkCacheUse walk_cache_use() noexcept {
-  return {t_walk_cache.walks, t_walk_cache.reused_frames, t_walk_cache.memo_hits};
+  const WalkState* const state = t_walk_state;
+  if (state == nullptr) return {};
+  return {state->cache.walks, state->cache.reused_frames, state->cache.memo_hits};
 }
 std::uint64_t fallback_walks() noexcept { return g_fallback_walks.load(std::memory_order_relaxed); }
 void frame_rules_lock_for_fork() noexcept { g_frame_rules.lock_for_fork(); }

@@ -1,6 +1,6 @@
 // The previous stack walk of one thread, step by step, so that the next walk can take over
 // its outer part after checking it instead of walking it again.
-// Thread-safety: one per thread (initial-exec TLS), used by one walk at a time (`busy`: a
+// Thread-safety: one per thread (its walk state, walk_state.hpp), used by one walk at a time (`busy`: a
 // walk nested in another on the same thread, from a signal handler, does not use it).
 //
 // Why reusing is exact: a step of the walk is a function of the frame's state (code address
