@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <emmintrin.h>
 
 #include "stack_table.hpp"
 #include "walk_cache.hpp"
@@ -51,6 +52,31 @@ struct RepeatedWalks {
   Walk walk[kWalks];
   std::uint32_t next;  // the walk replaced by the next one kept
   std::uint32_t last;  // the walk known last: checked first
+
+  // The walks a newer one put out of `walk`, in turn: asked only when none of `walk` is the
+  // stack (before a walk in full, ~1,500 instructions in a server), and one that is goes
+  // back into `walk` in place of the next to go. A request's dozen stacks outnumber `walk`
+  // and come back each request; the loops that fit `walk` never ask these.
+  static constexpr std::uint32_t kSpares = 28;
+  Walk spare[kSpares];
+  // Each spare's tag: a byte of its start, never 0 (0: none there). Spares are searched
+  // among those with the start's tag, found with two compares of 16 bytes.
+  alignas(16) std::uint8_t spare_tag[32];
+  std::uint32_t next_spare;  // the spare replaced by the next walk put out
+  static std::uint8_t tag_of(std::uintptr_t sp, std::uintptr_t pc) noexcept {
+    const std::uint64_t mix = ((sp >> 4) ^ pc) * 0x9e3779b97f4a7c15ull;
+    return static_cast<std::uint8_t>(mix >> 57 | 0x80);
+  }
+  // The spares tagged `t`, a bit each.
+  std::uint32_t spares_tagged(std::uint8_t t) const noexcept {
+    static_assert(kSpares <= 32);
+    const __m128i want = _mm_set1_epi8(static_cast<char>(t));
+    const auto low = static_cast<std::uint32_t>(
+        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(spare_tag)), want)));
+    const auto high = static_cast<std::uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(spare_tag + 16)), want)));
+    return low | high << 16;
+  }
 
   // A thread whose stacks do not repeat (each walk another: a recursion that branches at
   // random, a parser) would pay for asking and keeping at every allocation and gain

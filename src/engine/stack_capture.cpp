@@ -6,6 +6,7 @@
 #include "stack_capture.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <dlfcn.h>
 #include <unwind.h>
 
@@ -254,7 +255,53 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
          first_failed_check(w.check) == w.check + w.checks;
 }
 
-// The walks but the one known last, in turn.
+// `to` := `from`, a kept walk (its sentinel check its own).
+void place_walk(RepeatedWalks::Walk& to, const RepeatedWalks::Walk& from) noexcept {
+  __builtin_memcpy(&to, &from,
+                   offsetof(RepeatedWalks::Walk, check) + from.checks * sizeof(RepeatedWalks::Check));
+  to.check[to.checks] = {reinterpret_cast<std::uintptr_t>(&to.sentinel), ~to.sentinel};
+}
+
+// Puts the kept walk `w`, which a newer one replaces, among the spares (in place of the
+// oldest spare), unless it holds none.
+void put_out(RepeatedWalks& walks, const RepeatedWalks::Walk& w) noexcept {
+  const std::uint32_t k = walks.next_spare;
+  if (w.generation_plus_one == 0) return;
+  walks.next_spare = (k + 1) % RepeatedWalks::kSpares;
+  place_walk(walks.spare[k], w);
+  walks.spare_tag[k] = RepeatedWalks::tag_of(w.sp, w.pc);
+}
+
+// The spares with this walk's start (their tags say they may); one that is the walk goes
+// back into the kept walks, in place of the next to go, which takes its place.
+LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId spare_walk_id(RepeatedWalks& walks, std::uint32_t want,
+                                                          const WalkStart& start,
+                                                          std::uint64_t generation_plus_one) noexcept {
+  for (std::uint32_t may = walks.spares_tagged(RepeatedWalks::tag_of(start.sp, start.pc)); may != 0;
+       may &= may - 1) {
+    const auto k = static_cast<std::uint32_t>(__builtin_ctz(may));
+    RepeatedWalks::Walk& found = walks.spare[k];
+    if (!repeats(found, want, start, generation_plus_one)) continue;
+    const std::uint32_t back = walks.next;
+    walks.next = (back + 1) % RepeatedWalks::kWalks;
+    RepeatedWalks::Walk& out = walks.walk[back];
+    RepeatedWalks::Walk swapped;
+    place_walk(swapped, out);
+    place_walk(out, found);
+    if (swapped.generation_plus_one != 0) {
+      place_walk(found, swapped);
+      walks.spare_tag[k] = RepeatedWalks::tag_of(swapped.sp, swapped.pc);
+    } else {
+      found.generation_plus_one = 0;
+      walks.spare_tag[k] = 0;
+    }
+    walks.last = back;
+    return out.id;
+  }
+  return kNoStack;
+}
+
+// The walks but the one known last, in turn; then the spares.
 LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
     RepeatedWalks& walks, std::uint32_t want, const WalkStart& start,
     std::uint64_t generation_plus_one) noexcept {
@@ -265,7 +312,7 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
       return walks.walk[k].id;
     }
   }
-  return kNoStack;
+  return spare_walk_id(walks, want, start, generation_plus_one);
 }
 
 }  // namespace
@@ -335,6 +382,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
       first_failed_check(steps.check + steps.checks_from[first]) == steps.check + WalkCache::kChecks) {
     RepeatedWalks::Walk& w = walks.walk[walks.next];
     walks.next = (walks.next + 1) % RepeatedWalks::kWalks;
+    put_out(walks, w);
     w.generation_plus_one = cache.generation_plus_one;
     w.sp = start.sp;
     w.pc = start.pc;
@@ -455,6 +503,8 @@ void forget_stack_ids() noexcept {
   if (state == nullptr) return;                                   // none known
   for (WalkCache::MemoEntry& e : state->cache.memo) e.clock = 0;  // 0: empty
   for (RepeatedWalks::Walk& w : state->repeated.walk) w.generation_plus_one = 0;
+  for (RepeatedWalks::Walk& w : state->repeated.spare) w.generation_plus_one = 0;
+  for (std::uint8_t& t : state->repeated.spare_tag) t = 0;
 }
 
 LIVEHEAP_OWN_CODE

@@ -507,6 +507,22 @@ TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
   }
 }
 
+// Eight stacks in turn outnumber the four kept walks, each put out before it comes back:
+// the spares keep them, so each is known before it is walked, with its own id.
+TEST_F(Unwind, StacksThatOutnumberTheKeptWalksAreKnownFromTheSpares) {
+  constexpr int kRounds = 800;
+  int checked = 0;
+  KnownIds known_ids;
+  std::thread([&] {  // a thread of its own: no walks kept before
+    for (int round = 0; round < kRounds && !testing::Test::HasFailure(); ++round)
+      check_known_id(10, 128, round % 8, true, &checked, &known_ids);
+  })
+      .join();
+  EXPECT_EQ(checked, kRounds);
+  EXPECT_GT(known_ids.repeated, kRounds * 3 / 4u)
+      << "the stacks were walked in full again (" << known_ids.known << " known)";
+}
+
 // A walk is kept with the id of its own frames only: keep_repeated_walk() given frames
 // that are not the ones the walk cache holds (here one frame altered, as if the caller
 // mixed up two walks) keeps nothing, so the next walk of that stack is not known by that id.
