@@ -4,7 +4,7 @@
 
 #include <atomic>
 #include <cerrno>
-#include <csignal>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -66,6 +66,21 @@ WalkStateSlot* mapped_slot(pid_t me) noexcept {
   return s;
 }
 
+// A state taken over, zeroed as a new one: its whole pages given back to the kernel (they
+// read zero again, and an exited thread's spares it never used are not touched), the rest
+// written. The slot's mapping starts at the state.
+void zero_state(WalkState& state) noexcept {
+  constexpr std::uintptr_t kPage = 4096;
+  const auto begin = reinterpret_cast<std::uintptr_t>(&state);
+  const std::uintptr_t end = begin + sizeof state;
+  const std::uintptr_t pages_end = end & ~(kPage - 1);
+  std::uintptr_t zeroed = begin;
+  if (begin % kPage == 0 && pages_end > begin &&
+      madvise(reinterpret_cast<void*>(begin), pages_end - begin, MADV_DONTNEED) == 0)
+    zeroed = pages_end;
+  __builtin_memset(reinterpret_cast<void*>(zeroed), 0, end - zeroed);
+}
+
 }  // namespace
 
 constinit thread_local WalkState* t_walk_state = nullptr;
@@ -77,7 +92,7 @@ WalkState* take_walk_state() noexcept {
   const int saved_errno = errno;  // malloc leaves errno alone when it succeeds
   const pid_t me = gettid();
   WalkStateSlot* s = slot_of_an_exited_thread(me);
-  if (s != nullptr) __builtin_memset(&s->state, 0, sizeof s->state);  // as a new one
+  if (s != nullptr) zero_state(s->state);
   else s = mapped_slot(me);
   t_walks_since_failed_take = s == nullptr ? 1 : 0;
   errno = saved_errno;

@@ -31,8 +31,13 @@ TEST(WalkState, AThreadTakesOverTheStateOfAThreadThatExited) {
   const std::uint64_t mapped = walk_states_mapped();
   for (int i = 0; i < 16; ++i) {
     const WalkState* state = nullptr;
-    std::thread([&] { state = walk_and_tell_state(); }).join();
+    std::uint64_t walks = 0;
+    std::thread([&] {
+      state = walk_and_tell_state();
+      walks = walk_cache_use().walks;
+    }).join();
     EXPECT_NE(state, nullptr);
+    EXPECT_EQ(walks, 1u) << "the state taken over was not emptied";
   }
   EXPECT_EQ(walk_states_mapped(), mapped) << "threads that came and went one at a time mapped states";
 }
