@@ -10,7 +10,11 @@
 //                          startup]
 //                  [--judge cpu|wall]
 //                  [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]
-//                  [--baseline-preload PATH]
+//                  [--baseline-preload PATH] [--pin SERVER_CPU,LOAD_CPU]
+// --pin runs the Beast server on one CPU and wrk on another (taskset): on a small machine
+// unpinned, the two share cores, and the server's thread, moved between them, finds its
+// caches (and liveheap's tables) cold more often than on a server of its own.
+#include <sched.h>
 #include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -50,6 +54,30 @@ struct Settings {
   std::string jemalloc_lib;
   std::string preload_lib = LIVEHEAP_BENCH_PRELOAD;  // another build's, to compare
   bench::Clock judged_by = bench::Clock::cpu;
+  std::string server_cpu, load_cpu;  // --pin: the server's CPU and wrk's ("": unpinned)
+};
+
+// While it lives, this process (and so each child it starts) runs on `cpu` alone; on any
+// CPU again after. No CPU given: nothing changes. (Affinity rather than a taskset in front
+// of the program: some preloaded tools leave a process they see exec another untraced.)
+class RunOn {
+ public:
+  explicit RunOn(const std::string& cpu) {
+    if (cpu.empty() || sched_getaffinity(0, sizeof was_, &was_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(std::atoi(cpu.c_str()), &one);
+    pinned_ = sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~RunOn() {
+    if (pinned_) sched_setaffinity(0, sizeof was_, &was_);
+  }
+  RunOn(const RunOn&) = delete;
+  RunOn& operator=(const RunOn&) = delete;
+
+ private:
+  cpu_set_t was_{};
+  bool pinned_ = false;
 };
 
 // Every note is printed once, after the table: crashes, hangs, unexpected output.
@@ -114,7 +142,9 @@ std::optional<bench::Cost> measure_loop(const bench::Tool& tool, int threads, lo
 // (1/throughput) that wrk saw.
 std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Settings& s) {
   const std::vector<std::string> server_argv = {LIVEHEAP_BENCH_SERVER};
+  std::optional<RunOn> on_server_cpu(std::in_place, s.server_cpu);
   bench::Child server(server_argv, tool.env);
+  on_server_cpu.reset();
   const auto port_line = server.read_line(30s);
   if (!port_line || port_line->rfind("PORT ", 0) != 0) {
     note_failure("bench_server under " + tool.name + " did not start", server_argv, tool.env,
@@ -124,6 +154,7 @@ std::optional<bench::Cost> measure_server(const bench::Tool& tool, const Setting
   const std::vector<std::string> wrk_argv = {
       "wrk", "-t1", "-c" + std::to_string(s.connections), "-d" + std::to_string(s.seconds) + "s",
       "http://127.0.0.1:" + port_line->substr(5) + "/bench"};
+  const RunOn on_load_cpu(s.load_cpu);
   std::optional<bench::Outcome> load;
   try {
     load = bench::run(wrk_argv, {}, std::chrono::seconds(s.seconds + 60));
@@ -400,7 +431,7 @@ Settings parse_settings(int argc, char** argv) {
                   "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle,startup]\n"
                   "                      [--judge cpu|wall]\n"
                   "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]\n"
-                  "                      [--baseline-preload PATH]\n");
+                  "                      [--baseline-preload PATH] [--pin SERVER_CPU,LOAD_CPU]\n");
       std::exit(flag == "--help" ? 0 : 2);
     }
     ++i;
@@ -414,6 +445,20 @@ Settings parse_settings(int argc, char** argv) {
     else if (flag == "--jemalloc-lib") s.jemalloc_lib = value;
     else if (flag == "--baseline-preload") s.baseline_preload = value;
     else if (flag == "--preload-lib") s.preload_lib = value;
+    else if (flag == "--pin") {
+      const std::string cpus = value;
+      const std::size_t comma = cpus.find(',');
+      const auto is_cpu = [](const std::string& c) {
+        return !c.empty() && c.size() < 5 && c.find_first_not_of("0123456789") == std::string::npos;
+      };
+      s.server_cpu = cpus.substr(0, comma);
+      s.load_cpu = comma == std::string::npos ? "" : cpus.substr(comma + 1);
+      if (!is_cpu(s.server_cpu) || !is_cpu(s.load_cpu) || s.server_cpu == s.load_cpu) {
+        std::fprintf(stderr, "overhead_bench: --pin wants two CPUs, the server's and wrk's (1,0), got %s\n",
+                     value);
+        std::exit(2);
+      }
+    }
     else if (flag == "--only") {
       s.only.clear();
       for (std::string rest = value; !rest.empty();) {
@@ -449,11 +494,13 @@ void print_header(const Settings& s) {
   std::printf("loop: alloc_loop, %ld malloc/free pairs of 16-512 B per thread, ~25 frames deep, from 4 "
               "call sites at random (one site: every pair from the first, a malloc). "
               "server: bench_server (Beast, 1 io thread) loaded by wrk -t1 -c%d for %d s on "
-              "loopback.\ncpu/op: the measured process's CPU time per pair or request (other load "
+              "loopback%s.\ncpu/op: the measured process's CPU time per pair or request (other load "
               "on the machine cannot inflate it); wall/op: elapsed time per pair, or per request "
               "(1/throughput).\nratio = median over rounds of (cost / cost of no liveheap in the "
               "same round); verdicts judge %s time\n\n",
-              s.pairs, s.connections, s.seconds, s.judged_by == bench::Clock::cpu ? "cpu" : "wall");
+              s.pairs, s.connections, s.seconds,
+              s.server_cpu.empty() ? "" : (", the server on CPU " + s.server_cpu + " and wrk on CPU " + s.load_cpu).c_str(),
+              s.judged_by == bench::Clock::cpu ? "cpu" : "wall");
 }
 
 }  // namespace
