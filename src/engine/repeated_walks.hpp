@@ -17,8 +17,8 @@
 //
 // Four walks: a server's hot paths (a few call sites under one handler, taking turns) fit,
 // where the walk cache holds one walk only and takes the steps of each other's inner
-// frames with the rules. A thread whose stacks vary more keeps only the walks that repeat
-// most recently (one is replaced in turn when another is kept).
+// frames with the rules. A thread whose stacks vary more (a request's dozen) keeps the
+// walks the four put out as spares, asked only when none of the four is the stack.
 #pragma once
 
 #include <cstdint>
