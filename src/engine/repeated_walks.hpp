@@ -47,6 +47,8 @@ struct RepeatedWalks {
     // never holds (the word `sentinel`, against its complement).
     Check check[kChecks + 1];
     std::uintptr_t sentinel;
+    // Ends the checks with the sentinel, this walk's own (a copied walk ends with its own).
+    void seal() noexcept { check[checks] = {reinterpret_cast<std::uintptr_t>(&sentinel), ~sentinel}; }
   };
 
   Walk walk[kWalks];

@@ -255,18 +255,18 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
          first_failed_check(w.check) == w.check + w.checks;
 }
 
-// `to` := `from`, a kept walk (its sentinel check its own).
+// `to` := `from`, a kept walk.
 void place_walk(RepeatedWalks::Walk& to, const RepeatedWalks::Walk& from) noexcept {
   __builtin_memcpy(&to, &from,
                    offsetof(RepeatedWalks::Walk, check) + from.checks * sizeof(RepeatedWalks::Check));
-  to.check[to.checks] = {reinterpret_cast<std::uintptr_t>(&to.sentinel), ~to.sentinel};
+  to.seal();
 }
 
 // Puts the kept walk `w`, which a newer one replaces, among the spares (in place of the
 // oldest spare), unless it holds none.
 void put_out(RepeatedWalks& walks, const RepeatedWalks::Walk& w) noexcept {
-  const std::uint32_t k = walks.next_spare;
   if (w.generation_plus_one == 0) return;
+  const std::uint32_t k = walks.next_spare;
   walks.next_spare = (k + 1) % RepeatedWalks::kSpares;
   place_walk(walks.spare[k], w);
   walks.spare_tag[k] = RepeatedWalks::tag_of(w.sp, w.pc);
@@ -394,7 +394,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
     w.checks = WalkCache::kChecks - steps.checks_from[first];
     __builtin_memcpy(w.check, steps.check + steps.checks_from[first],
                      w.checks * sizeof(RepeatedWalks::Check));
-    w.check[w.checks] = {reinterpret_cast<std::uintptr_t>(&w.sentinel), ~w.sentinel};
+    w.seal();
     t_ask_repeated_walks = true;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
