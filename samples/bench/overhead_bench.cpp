@@ -11,7 +11,7 @@
 //                  [--judge cpu|wall]
 //                  [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]
 //                  [--baseline-preload PATH] [--pin SERVER_CPU,LOAD_CPU]
-// --pin runs the Beast server on one CPU and wrk on another (taskset): on a small machine
+// --pin runs the Beast server on one CPU and wrk on another (CPU affinity): on a small machine
 // unpinned, the two share cores, and the server's thread, moved between them, finds its
 // caches (and liveheap's tables) cold more often than on a server of its own.
 #include <sched.h>
