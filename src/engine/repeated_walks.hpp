@@ -47,24 +47,35 @@ struct RepeatedWalks {
     // never holds (the word `sentinel`, against its complement).
     Check check[kChecks + 1];
     std::uintptr_t sentinel;
-    // Ends the checks with the sentinel, this walk's own (a copied walk ends with its own).
+    // Ends the checks with the sentinel, this walk's own.
     void seal() noexcept { check[checks] = {reinterpret_cast<std::uintptr_t>(&sentinel), ~sentinel}; }
   };
 
-  Walk walk[kWalks];
-  std::uint32_t next;  // the walk replaced by the next one kept
-  std::uint32_t last;  // the walk known last: checked first
-
-  // The walks a newer one put out of `walk`, in turn: asked only when none of `walk` is the
-  // stack (before a walk in full, ~1,500 instructions in a server), and one that is goes
-  // back into `walk` in place of the next to go. A request's dozen stacks outnumber `walk`
-  // and come back each request; the loops that fit `walk` never ask these.
+  // The four and the spares (below) are walks of one store, named by pointers: a walk stays
+  // where it was written, and a spare brought back and the walk it replaces trade their
+  // names, not their ~800 bytes.
   static constexpr std::uint32_t kSpares = 28;
-  Walk spare[kSpares];
+  Walk stored[kWalks + kSpares];
+  Walk* kept[kWalks];
+  std::uint32_t next;  // the kept walk replaced by the next one kept
+  std::uint32_t last;  // the kept walk known last: checked first
+  Walk* last_walk;     // kept[last]
+  // A state taken (zeroed): each name its own walk.
+  void name_own_walks() noexcept {
+    for (std::uint32_t k = 0; k < kWalks; ++k) kept[k] = &stored[k];
+    for (std::uint32_t k = 0; k < kSpares; ++k) spare[k] = &stored[kWalks + k];
+    last_walk = kept[last];
+  }
+
+  // The walks the four put out, asked in turn only when none of the four is the stack
+  // (before a walk in full, ~1,500 instructions in a server); one that is goes back among
+  // the four in place of the next to go. A request's dozen stacks outnumber the four and
+  // come back each request; the loops that fit the four never ask these.
   // Each spare's tag: a byte of its start, never 0 (0: none there). Spares are searched
   // among those with the start's tag, found with two compares of 16 bytes.
+  Walk* spare[kSpares];
   alignas(16) std::uint8_t spare_tag[32];
-  std::uint32_t next_spare;  // the spare replaced by the next walk put out
+  std::uint32_t next_spare;  // the spare, in [0, kSpares), replaced by the next walk put out
   static std::uint8_t tag_of(std::uintptr_t sp, std::uintptr_t pc) noexcept {
     const std::uint64_t mix = ((sp >> 4) ^ pc) * 0x9e3779b97f4a7c15ull;
     return static_cast<std::uint8_t>(mix >> 57 | 0x80);

@@ -255,48 +255,39 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
          first_failed_check(w.check) == w.check + w.checks;
 }
 
-// `to` := `from`, a kept walk.
-void place_walk(RepeatedWalks::Walk& to, const RepeatedWalks::Walk& from) noexcept {
-  __builtin_memcpy(&to, &from,
-                   offsetof(RepeatedWalks::Walk, check) + from.checks * sizeof(RepeatedWalks::Check));
-  to.seal();
-}
-
-// Puts the kept walk `w`, which a newer one replaces, among the spares (in place of the
-// oldest spare), unless it holds none.
-void put_out(RepeatedWalks& walks, const RepeatedWalks::Walk& w) noexcept {
-  if (w.generation_plus_one == 0) return;
+// Puts the kept walk `p`, which a newer one replaces, among the spares in place of the
+// oldest spare (unless it holds none): the two trade walks, and `p` names the oldest
+// spare's, to be written over.
+void put_out(RepeatedWalks& walks, std::uint32_t p) noexcept {
+  RepeatedWalks::Walk* const out = walks.kept[p];
+  if (out->generation_plus_one == 0) return;
   const std::uint32_t k = walks.next_spare;
   walks.next_spare = (k + 1) % RepeatedWalks::kSpares;
-  place_walk(walks.spare[k], w);
-  walks.spare_tag[k] = RepeatedWalks::tag_of(w.sp, w.pc);
+  walks.kept[p] = walks.spare[k];
+  walks.spare[k] = out;
+  walks.spare_tag[k] = RepeatedWalks::tag_of(out->sp, out->pc);
+  if (walks.last == p) walks.last_walk = walks.kept[p];
 }
 
 // The spares with this walk's start (their tags say they may); one that is the walk goes
-// back into the kept walks, in place of the next to go, which takes its place.
+// back among the kept walks in place of the next to go, which takes its place.
 LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId spare_walk_id(RepeatedWalks& walks, std::uint32_t want,
                                                           const WalkStart& start,
                                                           std::uint64_t generation_plus_one) noexcept {
   for (std::uint32_t may = walks.spares_tagged(RepeatedWalks::tag_of(start.sp, start.pc)); may != 0;
        may &= may - 1) {
     const auto k = static_cast<std::uint32_t>(__builtin_ctz(may));
-    RepeatedWalks::Walk& found = walks.spare[k];
-    if (!repeats(found, want, start, generation_plus_one)) continue;
+    RepeatedWalks::Walk* const found = walks.spare[k];
+    if (!repeats(*found, want, start, generation_plus_one)) continue;
     const std::uint32_t back = walks.next;
     walks.next = (back + 1) % RepeatedWalks::kWalks;
-    RepeatedWalks::Walk& out = walks.walk[back];
-    RepeatedWalks::Walk swapped;
-    place_walk(swapped, out);
-    place_walk(out, found);
-    if (swapped.generation_plus_one != 0) {
-      place_walk(found, swapped);
-      walks.spare_tag[k] = RepeatedWalks::tag_of(swapped.sp, swapped.pc);
-    } else {
-      found.generation_plus_one = 0;
-      walks.spare_tag[k] = 0;
-    }
+    RepeatedWalks::Walk* const out = walks.kept[back];
+    walks.kept[back] = found;
+    walks.spare[k] = out;
+    walks.spare_tag[k] = out->generation_plus_one != 0 ? RepeatedWalks::tag_of(out->sp, out->pc) : 0;
     walks.last = back;
-    return out.id;
+    walks.last_walk = found;
+    return found->id;
   }
   return kNoStack;
 }
@@ -307,9 +298,11 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
     std::uint64_t generation_plus_one) noexcept {
   for (std::uint32_t i = 1; i < RepeatedWalks::kWalks; ++i) {
     const std::uint32_t k = (walks.last + i) % RepeatedWalks::kWalks;
-    if (repeats(walks.walk[k], want, start, generation_plus_one)) {
+    RepeatedWalks::Walk* const w = walks.kept[k];
+    if (repeats(*w, want, start, generation_plus_one)) {
       walks.last = k;
-      return walks.walk[k].id;
+      walks.last_walk = w;
+      return w->id;
     }
   }
   return spare_walk_id(walks, want, start, generation_plus_one);
@@ -329,7 +322,7 @@ LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& 
   std::atomic_signal_fence(std::memory_order_seq_cst);
   const std::uint64_t generation_plus_one = std::uint64_t{g_frame_rules.generation()} + 1;
   // The walk known last first: a thread repeating one stack checks one walk.
-  const RepeatedWalks::Walk& last = walks.walk[walks.last];
+  const RepeatedWalks::Walk& last = *walks.last_walk;
   StackId id = repeats(last, want, start, generation_plus_one)
                    ? last.id
                    : another_repeated_walk_id(walks, want, start, generation_plus_one);
@@ -380,9 +373,10 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
       WalkCache::kChecks - steps.checks_from[first] <= RepeatedWalks::kChecks &&
       __builtin_memcmp(frames, steps.frame + first, n * sizeof(std::uintptr_t)) == 0 &&
       first_failed_check(steps.check + steps.checks_from[first]) == steps.check + WalkCache::kChecks) {
-    RepeatedWalks::Walk& w = walks.walk[walks.next];
-    walks.next = (walks.next + 1) % RepeatedWalks::kWalks;
-    put_out(walks, w);
+    const std::uint32_t p = walks.next;
+    walks.next = (p + 1) % RepeatedWalks::kWalks;
+    put_out(walks, p);
+    RepeatedWalks::Walk& w = *walks.kept[p];
     w.generation_plus_one = cache.generation_plus_one;
     w.sp = start.sp;
     w.pc = start.pc;
@@ -502,8 +496,7 @@ void forget_stack_ids() noexcept {
   WalkState* const state = t_walk_state;
   if (state == nullptr) return;                                   // none known
   for (WalkCache::MemoEntry& e : state->cache.memo) e.clock = 0;  // 0: empty
-  for (RepeatedWalks::Walk& w : state->repeated.walk) w.generation_plus_one = 0;
-  for (RepeatedWalks::Walk& w : state->repeated.spare) w.generation_plus_one = 0;
+  for (RepeatedWalks::Walk& w : state->repeated.stored) w.generation_plus_one = 0;
   for (std::uint8_t& t : state->repeated.spare_tag) t = 0;
 }
 

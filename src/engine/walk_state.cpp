@@ -96,7 +96,10 @@ WalkState* take_walk_state() noexcept {
   else s = mapped_slot(me);
   t_walks_since_failed_take = s == nullptr ? 1 : 0;
   errno = saved_errno;
-  if (s != nullptr) t_walk_state = &s->state;
+  if (s != nullptr) {
+    s->state.repeated.name_own_walks();
+    t_walk_state = &s->state;
+  }
   t_taking = false;
   return t_walk_state;
 }

@@ -508,19 +508,24 @@ TEST_F(Unwind, AStackIdTheWalkKnowsIsTheTablesIdForItsFrames) {
 }
 
 // Eight stacks in turn outnumber the four kept walks, each put out before it comes back:
-// the spares keep them, so each is known before it is walked, with its own id.
+// the spares keep them, so each is known before it is walked, with its own id. The second
+// thread takes over the walk state of one that exited (the first's, or an earlier test's):
+// emptied, it keeps and knows walks the same.
 TEST_F(Unwind, StacksThatOutnumberTheKeptWalksAreKnownFromTheSpares) {
   constexpr int kRounds = 800;
-  int checked = 0;
-  KnownIds known_ids;
-  std::thread([&] {  // a thread of its own: no walks kept before
-    for (int round = 0; round < kRounds && !testing::Test::HasFailure(); ++round)
-      check_known_id(10, 128, round % 8, true, &checked, &known_ids);
-  })
-      .join();
-  EXPECT_EQ(checked, kRounds);
-  EXPECT_GT(known_ids.repeated, kRounds * 3 / 4u)
-      << "the stacks were walked in full again (" << known_ids.known << " known)";
+  for (int thread = 0; thread < 2; ++thread) {
+    SCOPED_TRACE(thread == 0 ? "first thread" : "a thread that took over a state");
+    int checked = 0;
+    KnownIds known_ids;
+    std::thread([&] {  // a thread of its own: no walks kept before
+      for (int round = 0; round < kRounds && !testing::Test::HasFailure(); ++round)
+        check_known_id(10, 128, round % 8, true, &checked, &known_ids);
+    })
+        .join();
+    EXPECT_EQ(checked, kRounds);
+    EXPECT_GT(known_ids.repeated, kRounds * 3 / 4u)
+        << "the stacks were walked in full again (" << known_ids.known << " known)";
+  }
 }
 
 // A walk is kept with the id of its own frames only: keep_repeated_walk() given frames
