@@ -154,7 +154,13 @@ template <typename Entry>
   const std::size_t i = find(shard, ptr, h);
   if (i == kNotFound) return false;
   *removed = shard.slots[i].block();
-  erase_at(shard, i);
+  // The entry after it empty (its probe run ends here): nothing to shift, no call.
+  if (shard.slots[next_slot(i, shard.capacity)].key() == 0) {
+    shard.slots[i] = Entry{};
+    set_used(shard.used, shard.used - 1);
+  } else {
+    erase_at(shard, i);
+  }
   return true;
 }
 
