@@ -12,14 +12,12 @@ namespace liveheap::engine {
 
 class SpinLock {
  public:
-  void lock() noexcept {
-    for (;;) {
-      if (!locked_.exchange(true, std::memory_order_acquire)) return;
-      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-        if (spins > 64) sched_yield();  // 2 cores: let a preempted holder run
-        else __builtin_ia32_pause();
-      }
-    }
+  // The wait out of line: the hooks inline the lock, and the loop's registers and call
+  // would be saved and restored on every allocation and free that never waits.
+  [[gnu::always_inline]] void lock() noexcept {
+    if (!locked_.exchange(true, std::memory_order_acquire)) [[likely]]
+      return;
+    wait_and_lock();
   }
   bool try_lock() noexcept {
     return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
@@ -30,6 +28,16 @@ class SpinLock {
   bool is_locked() const noexcept { return locked_.load(std::memory_order_relaxed); }
 
  private:
+  [[gnu::noinline, gnu::cold]] void wait_and_lock() noexcept {
+    for (;;) {
+      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
+        if (spins > 64) sched_yield();  // 2 cores: let a preempted holder run
+        else __builtin_ia32_pause();
+      }
+      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    }
+  }
+
   std::atomic<bool> locked_{false};
 };
 
