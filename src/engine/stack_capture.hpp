@@ -55,7 +55,7 @@ std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint
 // Ask only when ask_repeated_walks(): a thread that never kept a walk (one whose walks have
 // Python frames), or whose asks keep finding none, pays no call.
 StackId repeated_walk_id(std::uint32_t max, const WalkStart& start) noexcept;
-[[gnu::tls_model("initial-exec")]] extern thread_local bool t_ask_repeated_walks;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool t_ask_repeated_walks;
 inline bool ask_repeated_walks() noexcept { return t_ask_repeated_walks; }
 void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t max,
                         const WalkStart& start, StackId id) noexcept;
