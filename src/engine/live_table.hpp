@@ -100,20 +100,32 @@ class LiveTable {
 // A block lives in exactly one of the two tables: which one follows from its pointer and
 // size, so an insert also takes a stale entry of the same pointer out of the other.
 // Inline, for the compact table; the wide one's work is out of line (live_table.cpp).
+// The out-of-line calls get blocks of their own, copied out: `*replaced`'s address never
+// leaves the inlined code, so the caller's block stays in registers.
 inline bool LiveTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced) noexcept {
-  if (!CompactEntry::fits(ptr, block)) [[unlikely]]
-    return insert_wide(ptr, block, replaced);
+  if (!CompactEntry::fits(ptr, block)) [[unlikely]] {
+    LiveBlock wide_replaced;
+    const bool inserted = insert_wide(ptr, block, &wide_replaced);
+    *replaced = wide_replaced;
+    return inserted;
+  }
   bool found = false;
   if (!compact_.insert(ptr, block, replaced, &found)) return false;
-  if (!found && has_wide()) [[unlikely]]
-    remove_wide(ptr, replaced);
+  if (!found && has_wide()) [[unlikely]] {
+    LiveBlock stale;
+    if (remove_wide(ptr, &stale)) *replaced = stale;
+  }
   return true;
 }
 
 inline bool LiveTable::remove(std::uintptr_t ptr, LiveBlock* removed) noexcept {
   if (compact_.remove(ptr, removed)) [[likely]]
     return true;
-  return has_wide() && remove_wide(ptr, removed);
+  if (!has_wide()) return false;
+  LiveBlock wide_removed;
+  if (!remove_wide(ptr, &wide_removed)) return false;
+  *removed = wide_removed;
+  return true;
 }
 
 }  // namespace liveheap::engine
