@@ -36,7 +36,7 @@ bool OpenShards<Entry>::grow(Shard& shard) noexcept {
 }
 
 template <typename Entry>
-void OpenShards<Entry>::erase_at(Shard& shard, std::size_t i) noexcept {
+std::size_t OpenShards<Entry>::shift_back(Shard& shard, std::size_t i) noexcept {
   // Backward-shift deletion: pull later entries of the probe run into the hole.
   const std::size_t capacity = shard.capacity;
   for (std::size_t j = next_slot(i, capacity); shard.slots[j].key() != 0; j = next_slot(j, capacity)) {
@@ -48,8 +48,7 @@ void OpenShards<Entry>::erase_at(Shard& shard, std::size_t i) noexcept {
       i = j;
     }
   }
-  shard.slots[i] = Entry{};
-  set_used(shard.used, shard.used - 1);
+  return i;
 }
 
 template <typename Entry>

@@ -80,7 +80,12 @@ class OpenShards {
     return shards_[group << kSubShardBits | h >> (64 - kSubShardBits)];  // home_slot: the rest
   }
   bool grow(Shard& shard) noexcept;
-  static void erase_at(Shard& shard, std::size_t i) noexcept;
+  // Empties slot i. Inline; the backward shift of the entries after it (out of line)
+  // only when its probe run goes on past it.
+  [[gnu::always_inline]] static void erase_at(Shard& shard, std::size_t i) noexcept;
+  // Pulls the later entries of the probe run through i back into it; returns the slot
+  // left empty.
+  static std::size_t shift_back(Shard& shard, std::size_t i) noexcept;
   [[gnu::always_inline]] static std::size_t find(const Shard& shard, std::uintptr_t ptr,
                                                  std::uint64_t h) noexcept;
 
@@ -93,8 +98,8 @@ class OpenShards {
 
 // The probe and the insert and remove of a pointer, here so that they inline into the
 // engine's allocation and free paths (a call to each cost ~20 instructions of saved
-// registers per allocation and per free); growing and deleting stay out of line
-// (live_table.cpp, for the two entry layouts).
+// registers per allocation and per free); growing and the backward shift of a deletion stay
+// out of line (live_table.cpp, for the two entry layouts).
 template <typename Entry>
 [[gnu::always_inline]] inline std::uint64_t OpenShards<Entry>::hash(std::uintptr_t ptr) noexcept {
   // Blocks are 16-byte aligned; Fibonacci hashing spreads consecutive ones.
@@ -154,14 +159,16 @@ template <typename Entry>
   const std::size_t i = find(shard, ptr, h);
   if (i == kNotFound) return false;
   *removed = shard.slots[i].block();
-  // The entry after it empty (its probe run ends here): nothing to shift, no call.
-  if (shard.slots[next_slot(i, shard.capacity)].key() == 0) {
-    shard.slots[i] = Entry{};
-    set_used(shard.used, shard.used - 1);
-  } else {
-    erase_at(shard, i);
-  }
+  erase_at(shard, i);
   return true;
+}
+
+template <typename Entry>
+[[gnu::always_inline]] inline void OpenShards<Entry>::erase_at(Shard& shard, std::size_t i) noexcept {
+  // The entry after it empty (its probe run ends here): nothing to shift, no call.
+  if (shard.slots[next_slot(i, shard.capacity)].key() != 0) i = shift_back(shard, i);
+  shard.slots[i] = Entry{};
+  set_used(shard.used, shard.used - 1);
 }
 
 }  // namespace liveheap::engine
