@@ -255,18 +255,24 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
          first_failed_check(w.check) == w.check + w.checks;
 }
 
-// Puts the kept walk `p`, which a newer one replaces, among the spares in place of the
-// oldest spare (unless it holds none): the two trade walks, and `p` names the oldest
-// spare's, to be written over.
-void put_out(RepeatedWalks& walks, std::uint32_t p) noexcept {
+// Kept walk `p` and spare `k` trade walks; the spare's tag follows the walk it now holds
+// (0 for none).
+void trade(RepeatedWalks& walks, std::uint32_t p, std::uint32_t k) noexcept {
   RepeatedWalks::Walk* const out = walks.kept[p];
-  if (out->generation_plus_one == 0) return;
-  const std::uint32_t k = walks.next_spare;
-  walks.next_spare = (k + 1) % RepeatedWalks::kSpares;
   walks.kept[p] = walks.spare[k];
   walks.spare[k] = out;
-  walks.spare_tag[k] = RepeatedWalks::tag_of(out->sp, out->pc);
+  walks.spare_tag[k] = out->generation_plus_one != 0 ? RepeatedWalks::tag_of(out->sp, out->pc) : 0;
   if (walks.last == p) walks.last_walk = walks.kept[p];
+}
+
+// Puts the kept walk `p`, which a newer one replaces, among the spares in place of the
+// oldest spare (unless it holds none): `p` then holds the oldest spare's walk, to be
+// written over.
+void put_out(RepeatedWalks& walks, std::uint32_t p) noexcept {
+  if (walks.kept[p]->generation_plus_one == 0) return;
+  const std::uint32_t k = walks.next_spare;
+  walks.next_spare = (k + 1) % RepeatedWalks::kSpares;
+  trade(walks, p, k);
 }
 
 // The spares with this walk's start (their tags say they may); one that is the walk goes
@@ -281,10 +287,7 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId spare_walk_id(RepeatedWalks& walks, 
     if (!repeats(*found, want, start, generation_plus_one)) continue;
     const std::uint32_t back = walks.next;
     walks.next = (back + 1) % RepeatedWalks::kWalks;
-    RepeatedWalks::Walk* const out = walks.kept[back];
-    walks.kept[back] = found;
-    walks.spare[k] = out;
-    walks.spare_tag[k] = out->generation_plus_one != 0 ? RepeatedWalks::tag_of(out->sp, out->pc) : 0;
+    trade(walks, back, k);
     walks.last = back;
     walks.last_walk = found;
     return found->id;
