@@ -133,9 +133,15 @@ inline constexpr double kVerdictMinTolerance = 64;
 // An interval in which the whole process allocated no more than this (or the sampling
 // interval, if larger) is idle: background noise, not work.
 inline constexpr double kVerdictIdleBytes = 4096;
-// Sampled mode: a change within this many standard errors of the series' estimate is noise
-// (two estimates a window apart differ by sqrt(2) of one: 4 keeps a false "growing" under 1 in 400).
+// Sampled mode: a difference within this many standard errors of the series' estimate is
+// noise (two estimates a window apart differ by up to sqrt(2) of one): the band of levels,
+// rises and steps.
 inline constexpr double kVerdictEstimateErrors = 4;
+// Sampled mode: a trend (the window's fitted change) within this many is noise. Wider than
+// the band: a window spanning a turnover or two of what is sampled sees the estimate wander
+// as its samples are replaced (an LRU at capacity sampled at 16 KiB, simulated in
+// verdict_test.cpp: at 4, 0.8 % of its histories read a trend from their slope; at 5, none).
+inline constexpr double kVerdictTrendErrors = 5;
 // Sampled mode: a series holds its level while within this many standard errors of it.
 inline constexpr double kVerdictHoldErrors = 2;
 // Whether the process was idle from one point to a later one: it allocated no more than
@@ -173,8 +179,9 @@ inline constexpr double kVerdictStepGapFactor = 2;
 //     its span;
 //   - tolerance = max(noise, kVerdictEstimateErrors x estimate_error, 1% of the largest |size|,
 //     64 bytes);
-//   - with kVerdictMinPoints points of work or more: growing when change > tolerance,
-//     shrinking when change < -tolerance;
+//   - with kVerdictMinPoints points of work or more: growing when change > the trend band,
+//     shrinking when change < -the trend band (the tolerance with kVerdictTrendErrors
+//     standard errors in place of kVerdictEstimateErrors);
 //   - growing: the size rose in steps (3 or more, each over the last by more than tolerance)
 //     and has been flat for at most kVerdictStepGapFactor x the longest working time between
 //     steps;

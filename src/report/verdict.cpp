@@ -206,14 +206,17 @@ Verdict judge(const std::vector<std::int64_t>& t_ms, const std::vector<std::int6
   const double change = slope * (w.x[m - 1] - w.x[first]);
   v.window = window;
   v.tolerance = tolerance_of(sizes, noise, estimate_error, kVerdictEstimateErrors);
+  // A trend is judged on a wider band in sampled mode: over a window, the samples behind
+  // the estimate are replaced, and it wanders further than two points apart.
+  const double trend = tolerance_of(sizes, noise, estimate_error, kVerdictTrendErrors);
   // Holding a level is judged on a narrower band in sampled mode: a leak's estimate rises
   // steadily within the tolerance for several points, a full cache's wobbles.
   const double hold = tolerance_of(sizes, noise, estimate_error, kVerdictHoldErrors);
   v.growth_per_min = slope * 60000.0;
   v.since_last_growth_s = since_last_high_s(t_ms, sizes);
   const bool enough = m >= kVerdictMinPoints;
-  if (enough && change > v.tolerance) return v.trend = Trend::growing, v;
-  if (enough && change < -v.tolerance) return v.trend = Trend::shrinking, v;
+  if (enough && change > trend) return v.trend = Trend::growing, v;
+  if (enough && change < -trend) return v.trend = Trend::shrinking, v;
   if (still_stepping(w, v.tolerance)) return v.trend = Trend::growing, v;
   // It rose and holds its high: a cache only with evidence of a bound; without it, a leak
   // candidate however long the program then idled (however few points of work it took).

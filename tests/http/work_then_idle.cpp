@@ -2,7 +2,7 @@
 // stdin, then allocates nothing until stdin closes. Each request exercises the shapes the
 // verdict must tell apart, each at its own line:
 //   leak     a 4 KiB block leaked by every request (sampled at 16 KiB, its estimate must
-//            outgrow 4 standard errors over the recent window: ~1 MiB at 4 MiB);
+//            outgrow 5 standard errors over the recent window: ~1.2 MiB at 4 MiB);
 //   bursty   a 64 KiB block leaked by one request in 250;
 //   lru      an LRU of 512 entries of 4 KiB, a new key every request (fills in ~5 s, then
 //            evicts one entry for each it inserts);
