@@ -28,10 +28,28 @@ bool OpenShards<Entry>::grow(Shard& shard) noexcept {
     while (slots[i].key() != 0) i = next_slot(i, capacity);
     slots[i] = e;
   }
-  unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
+  if (shard.capacity != 0) unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
   grown_.store(true, std::memory_order_release);  // before the slots: see clear()
   shard.slots = slots;
   shard.capacity = capacity;
+  shard.grow_at = capacity * 3 / 4;
+  return true;
+}
+
+template <typename Entry>
+bool OpenShards<Entry>::insert_growing(Shard& shard, std::uintptr_t ptr, std::uint64_t h, LiveBlock block,
+                                       LiveBlock* replaced, bool* found) noexcept {
+  std::size_t i = insert_slot(shard, ptr, h);  // without slots: no_slots_, empty
+  *found = shard.slots[i].key() != 0;
+  if (*found) {
+    *replaced = shard.slots[i].block();
+  } else {
+    *replaced = LiveBlock{};
+    if (!grow(shard)) return false;
+    i = insert_slot(shard, ptr, h);
+    set_used(shard.used, shard.used + 1);
+  }
+  shard.slots[i] = Entry::make(ptr, block);
   return true;
 }
 
@@ -69,9 +87,10 @@ void OpenShards<Entry>::clear(void (*visit)(void* ctx, const LiveBlock& block), 
       if (shard.slots[j].key() == 0) continue;
       if (visit != nullptr) visit(ctx, shard.slots[j].block());
     }
-    unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
-    shard.slots = nullptr;
+    if (shard.capacity != 0) unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
+    shard.slots = &no_slots_;
     shard.capacity = 0;
+    shard.grow_at = 0;
     set_used(shard.used, 0);
   }
 }

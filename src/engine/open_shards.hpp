@@ -42,11 +42,18 @@ class OpenShards {
 
  private:
   // One line: whoever takes the lock reads the rest.
+  // The slots of a shard without any: one empty entry, never written (an insert into it
+  // grows the shard first), so that a lookup there finds an empty slot at once, with no
+  // test of its own.
+  static inline Entry no_slots_{};
   struct alignas(64) Shard {
     SpinLock lock;
-    Entry* slots = nullptr;    // capacity entries
-    std::size_t capacity = 0;  // slots, 0 before the first insert
+    Entry* slots = &no_slots_;  // capacity entries (no_slots_ while capacity is 0)
+    std::size_t capacity = 0;   // slots, 0 before the first insert
     std::size_t used = 0;
+    // 3/4 of capacity: a new entry when `used` is there grows the shard first (linear
+    // probing stays short). 0 while there are no slots, so one compare also says that.
+    std::size_t grow_at = 0;
   };
   static_assert(sizeof(Shard) == 64);
   // Shards come in groups, one group per 64 MiB region of addresses: glibc gives each
@@ -80,6 +87,13 @@ class OpenShards {
     return shards_[group << kSubShardBits | h >> (64 - kSubShardBits)];  // home_slot: the rest
   }
   bool grow(Shard& shard) noexcept;
+  // An insert into a shard at grow_at (or without slots): a replacement as any other, a new
+  // entry after growing. Out of line: rare, and the hooks' inlined insert stays short.
+  [[gnu::noinline]] bool insert_growing(Shard& shard, std::uintptr_t ptr, std::uint64_t h, LiveBlock block,
+                                        LiveBlock* replaced, bool* found) noexcept;
+  // The probe of an insert: the slot holding `ptr`, or the empty slot it goes to.
+  [[gnu::always_inline]] static std::size_t insert_slot(const Shard& shard, std::uintptr_t ptr,
+                                                        std::uint64_t h) noexcept;
   // Empties slot i. Inline; the backward shift of the entries after it (out of line)
   // only when its probe run goes on past it.
   [[gnu::always_inline]] static void erase_at(Shard& shard, std::size_t i) noexcept;
@@ -110,7 +124,7 @@ template <typename Entry>
 template <typename Entry>
 [[gnu::always_inline]] inline std::size_t OpenShards<Entry>::find(const Shard& shard, std::uintptr_t ptr,
                                                                   std::uint64_t h) noexcept {
-  if (shard.capacity == 0) return kNotFound;
+  // Without slots: no_slots_, whose one entry is empty (home_slot is 0 there).
   for (std::size_t i = home_slot(h, shard.capacity);; i = next_slot(i, shard.capacity)) {
     const std::uintptr_t key = shard.slots[i].key();
     if (key == ptr) return i;
@@ -119,34 +133,28 @@ template <typename Entry>
 }
 
 template <typename Entry>
+[[gnu::always_inline]] inline std::size_t OpenShards<Entry>::insert_slot(const Shard& shard,
+                                                                         std::uintptr_t ptr,
+                                                                         std::uint64_t h) noexcept {
+  std::size_t i = home_slot(h, shard.capacity);
+  for (std::uintptr_t key; (key = shard.slots[i].key()) != 0 && key != ptr;) i = next_slot(i, shard.capacity);
+  return i;
+}
+
+template <typename Entry>
 [[gnu::always_inline]] inline bool OpenShards<Entry>::insert(std::uintptr_t ptr, LiveBlock block,
                                                              LiveBlock* replaced, bool* found) noexcept {
   const std::uint64_t h = hash(ptr);
   Shard& shard = shard_for(ptr, h);
   SpinGuard guard(shard.lock);
+  if (shard.used >= shard.grow_at) [[unlikely]]
+    return insert_growing(shard, ptr, h, block, replaced, found);
   // One probe run: it ends at the entry, or at the empty slot the entry goes to.
-  std::size_t i = 0;
-  if (shard.capacity != 0) {
-    i = home_slot(h, shard.capacity);
-    for (std::uintptr_t key; (key = shard.slots[i].key()) != 0; i = next_slot(i, shard.capacity)) {
-      if (key == ptr) {
-        *replaced = shard.slots[i].block();
-        *found = true;
-        shard.slots[i] = Entry::make(ptr, block);
-        return true;
-      }
-    }
-  }
-  *replaced = LiveBlock{};
-  *found = false;
-  // Grow at 3/4 load: linear probing stays short.
-  if ((shard.used + 1) * 4 > shard.capacity * 3) {
-    if (!grow(shard)) return false;
-    i = home_slot(h, shard.capacity);
-    while (shard.slots[i].key() != 0) i = next_slot(i, shard.capacity);
-  }
+  const std::size_t i = insert_slot(shard, ptr, h);
+  *found = shard.slots[i].key() != 0;
+  *replaced = *found ? shard.slots[i].block() : LiveBlock{};
   shard.slots[i] = Entry::make(ptr, block);
-  set_used(shard.used, shard.used + 1);
+  if (!*found) set_used(shard.used, shard.used + 1);
   return true;
 }
 

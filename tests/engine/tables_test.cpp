@@ -74,6 +74,22 @@ TEST(LiveTable, MatchesAModelThroughGrowthAndBackwardShiftDeletion) {
   EXPECT_EQ(table.memory_bytes(), 0);
 }
 
+TEST(LiveTable, ATableWithoutSlotsFindsNothingAndGrowsOnItsFirstInsert) {
+  static LiveTable table;
+  LiveBlock replaced, removed;
+  for (int round = 0; round < 2; ++round) {  // new, then emptied by clear()
+    EXPECT_FALSE(table.contains(0x7f0000001230ull));
+    EXPECT_FALSE(table.remove(0x7f0000001230ull, &removed));
+    EXPECT_EQ(table.size(), 0u);
+    EXPECT_EQ(table.memory_bytes(), 0);
+    ASSERT_TRUE(table.insert(0x7f0000001230ull, {48, 9}, &replaced));
+    EXPECT_EQ(replaced.stack, kNoStack);
+    EXPECT_GT(table.memory_bytes(), 0);
+    EXPECT_TRUE(table.contains(0x7f0000001230ull));
+    table.clear(nullptr, nullptr);
+  }
+}
+
 TEST(LiveTable, SizesAboveTheFieldAreClamped) {
   static LiveTable table;
   LiveBlock replaced, removed;
@@ -470,6 +486,12 @@ TEST(LiveTable, PastTheRoomCheckInsertsFailAndFreesStillWork) {
   EXPECT_EQ(table.size(), inserted.size());
   EXPECT_GT(inserted.size(), 50000u);  // 1 MiB of 12-byte entries at up to 3/4 load
   EXPECT_FALSE(table.contains(ptr));
+  // A block inserted again replaces its entry, in the shard that could not grow too: a
+  // replacement needs no room.
+  for (const std::uintptr_t p : inserted) ASSERT_TRUE(table.insert(p, {64, 6}, &replaced));
+  EXPECT_EQ(replaced.stack, 5u);
+  EXPECT_EQ(table.size(), inserted.size());
+  EXPECT_EQ(g_refusals, 1);
   // Frees are processed; their room is reused without mapping more.
   for (std::size_t i = 0; i < inserted.size(); i += 2) ASSERT_TRUE(table.remove(inserted[i], &removed));
   const std::int64_t mapped = table.memory_bytes();
