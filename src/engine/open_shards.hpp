@@ -164,8 +164,10 @@ template <typename Entry>
   const std::uint64_t h = hash(ptr);
   Shard& shard = shard_for(ptr, h);
   SpinGuard guard(shard.lock);
-  const std::size_t i = find(shard, ptr, h);
-  if (i == kNotFound) return false;
+  // find()'s probe, each end its own exit (no index that says "none" to test again).
+  std::size_t i = home_slot(h, shard.capacity);
+  for (std::uintptr_t key; (key = shard.slots[i].key()) != ptr; i = next_slot(i, shard.capacity))
+    if (key == 0) return false;
   *removed = shard.slots[i].block();
   erase_at(shard, i);
   return true;
