@@ -151,8 +151,16 @@ template <typename Entry>
   const std::uint64_t h = hash(ptr);
   Shard& shard = shard_for(ptr, h);
   SpinGuard guard(shard.lock);
-  if (shard.used >= shard.grow_at) [[unlikely]]
-    return insert_growing(shard, ptr, h, block, replaced, found);
+  if (shard.used >= shard.grow_at) [[unlikely]] {
+    // Blocks of its own, copied out: the caller's never leave registers (as LiveTable's
+    // wide calls).
+    LiveBlock growing_replaced;
+    bool growing_found = false;
+    const bool inserted = insert_growing(shard, ptr, h, block, &growing_replaced, &growing_found);
+    *replaced = growing_replaced;
+    *found = growing_found;
+    return inserted;
+  }
   // One probe run: it ends at the entry, or at the empty slot the entry goes to.
   const std::size_t i = insert_slot(shard, ptr, h);
   *found = shard.slots[i].key() != 0;
