@@ -41,11 +41,11 @@ class OpenShards {
   bool any_locked() const noexcept;
 
  private:
-  // One line: whoever takes the lock reads the rest.
   // The slots of a shard without any: one empty entry, never written (an insert into it
   // grows the shard first), so that a lookup there finds an empty slot at once, with no
   // test of its own.
   static inline Entry no_slots_{};
+  // One line: whoever takes the lock reads the rest.
   struct alignas(64) Shard {
     SpinLock lock;
     Entry* slots = &no_slots_;  // capacity entries (no_slots_ while capacity is 0)
