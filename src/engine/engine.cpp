@@ -364,30 +364,40 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId python_stack(const std::uintptr_t* n
   return g_fold_stack.load(std::memory_order_relaxed);
 }
 
+// A captured stack's id, and whether it is the over-the-cap stack's for want of room.
+// Returned by value, in registers: a flag written through a pointer would live in the
+// hook's frame, stored and loaded on every allocation.
+struct Interned {
+  StackId stack = kNoStack;
+  bool folded = false;
+};
+
 // The stack's id (in this thread's request's route, if any); when it cannot be interned,
-// the over-the-cap stack's (and *folded set), or kNoStack when even that one does not exist.
+// the over-the-cap stack's (folded), or kNoStack when even that one does not exist.
 // The walk memo holds the ids in the route (a change of route empties it, request_route.cpp):
 // a walk whose id it knows costs nothing more for routes, inside a request or not, nor for
 // Python frames outside CPython.
-LIVEHEAP_OWN_CODE StackId capture_and_intern(bool* folded, const WalkStart& start) noexcept {
+LIVEHEAP_OWN_CODE Interned capture_and_intern(const WalkStart& start) noexcept {
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
   KnownStack known;
   const std::uint32_t depth = capture_stack(frames, g_settings.max_frames, &hash, &known, start);
-  if (known.id != kNoStack) return known.id;
+  if (known.id != kNoStack) return {known.id};
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]]
     intern_fold_stack();
-  if (const PythonRuntime* py = python_runtime()) [[unlikely]]
-    return python_stack(frames, depth, hash, *py, folded);
+  if (const PythonRuntime* py = python_runtime()) [[unlikely]] {
+    Interned interned;
+    interned.stack = python_stack(frames, depth, hash, *py, &interned.folded);
+    return interned;
+  }
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     const StackId routed = in_route(stack);
     remember_stack_id(frames, known, routed);
     keep_repeated_walk(frames, depth, g_settings.max_frames, start, routed);
-    return routed;
+    return {routed};
   }
-  *folded = true;
-  return g_fold_stack.load(std::memory_order_relaxed);
+  return {g_fold_stack.load(std::memory_order_relaxed), true};
 }
 
 void record_own(void* p, std::size_t size) noexcept {
@@ -397,12 +407,12 @@ void record_own(void* p, std::size_t size) noexcept {
 }
 
 LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart& start) noexcept {
-  bool folded = false;
   // The stack of the thread's previous walk again, its id known: asked before the full
   // capture, which sets up a frame buffer of its own.
-  StackId stack =
-      start.pc != 0 && ask_repeated_walks() ? repeated_walk_id(g_settings.max_frames, start) : kNoStack;
-  if (stack == kNoStack) stack = capture_and_intern(&folded, start);
+  Interned interned{start.pc != 0 && ask_repeated_walks() ? repeated_walk_id(g_settings.max_frames, start)
+                                                          : kNoStack};
+  if (interned.stack == kNoStack) interned = capture_and_intern(start);
+  const auto [stack, folded] = interned;
   LiveBlock replaced;
   if (stack == kNoStack || !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
     count_dropped(static_cast<std::int64_t>(size));
@@ -692,8 +702,7 @@ LIVEHEAP_OWN_CODE void count_sample(SampleHeader* h, std::size_t size, std::uint
   const double inverse = inverse_probability(size, g_settings.sample_interval);
   const SampleWeight w = sample_weight(size, inverse);
   h->session = 0;
-  bool folded = false;
-  const StackId stack = capture_and_intern(&folded, start);
+  const auto [stack, folded] = capture_and_intern(start);
   if (stack == kNoStack) {  // allocated, never counted
     count_dropped(w.bytes);
     return;
@@ -827,8 +836,7 @@ LIVEHEAP_OWN_CODE void* sample_resize(void* p, std::size_t size, const WalkStart
     StackId stack = h->stack;
     if (!t_thread.in_hook && t_thread.ignore_depth == 0) {
       HookGuard guard;
-      bool folded = false;
-      const StackId now = capture_and_intern(&folded, start);
+      const auto [now, folded] = capture_and_intern(start);
       if (now != kNoStack) stack = now;
       if (folded) count_folded(sample_weight(size, h->inverse).bytes);
     }
