@@ -28,8 +28,8 @@ bool OpenShards<Entry>::grow(Shard& shard) noexcept {
     while (slots[i].key() != 0) i = next_slot(i, capacity);
     slots[i] = e;
   }
-  if (shard.capacity != 0) unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
-  grown_.store(true, std::memory_order_release);  // before the slots: see clear()
+  unmap_pages(shard.slots, shard.capacity * sizeof(Entry));  // none for no_slots_
+  grown_.store(true, std::memory_order_release);             // before the slots: see clear()
   shard.slots = slots;
   shard.capacity = capacity;
   shard.grow_at = capacity * 3 / 4;
@@ -39,14 +39,14 @@ bool OpenShards<Entry>::grow(Shard& shard) noexcept {
 template <typename Entry>
 bool OpenShards<Entry>::insert_growing(Shard& shard, std::uintptr_t ptr, std::uint64_t h, LiveBlock block,
                                        LiveBlock* replaced, bool* found) noexcept {
-  std::size_t i = insert_slot(shard, ptr, h);  // without slots: no_slots_, empty
+  std::size_t i = probe(shard, ptr, h);
   *found = shard.slots[i].key() != 0;
   if (*found) {
     *replaced = shard.slots[i].block();
   } else {
     *replaced = LiveBlock{};
     if (!grow(shard)) return false;
-    i = insert_slot(shard, ptr, h);
+    i = probe(shard, ptr, h);
     set_used(shard.used, shard.used + 1);
   }
   shard.slots[i] = Entry::make(ptr, block);
@@ -74,7 +74,7 @@ bool OpenShards<Entry>::contains(std::uintptr_t ptr) noexcept {
   const std::uint64_t h = hash(ptr);
   Shard& shard = shard_for(ptr, h);
   SpinGuard guard(shard.lock);
-  return find(shard, ptr, h) != kNotFound;
+  return shard.slots[probe(shard, ptr, h)].key() != 0;
 }
 
 template <typename Entry>
@@ -87,7 +87,7 @@ void OpenShards<Entry>::clear(void (*visit)(void* ctx, const LiveBlock& block), 
       if (shard.slots[j].key() == 0) continue;
       if (visit != nullptr) visit(ctx, shard.slots[j].block());
     }
-    if (shard.capacity != 0) unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
+    unmap_pages(shard.slots, shard.capacity * sizeof(Entry));
     shard.slots = &no_slots_;
     shard.capacity = 0;
     shard.grow_at = 0;

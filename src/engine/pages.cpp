@@ -26,7 +26,7 @@ void* map_pages(std::size_t bytes) noexcept {
 }
 
 void unmap_pages(void* p, std::size_t bytes) noexcept {
-  if (p == nullptr) return;
+  if (p == nullptr || bytes == 0) return;
   bytes = round_to_pages(bytes);
   munmap(p, bytes);
   g_mapped.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);

@@ -9,6 +9,7 @@ namespace liveheap::engine {
 
 // Zeroed, page-rounded memory; nullptr on failure.
 void* map_pages(std::size_t bytes) noexcept;
+// What map_pages(bytes) returned; nothing for nullptr or 0 bytes (what was never mapped).
 void unmap_pages(void* p, std::size_t bytes) noexcept;
 // Gives the pages of [p, p + bytes) (page-aligned, within a map_pages() mapping) back to
 // the kernel: they stay mapped and read zero again, so a lock-free reader may still read
