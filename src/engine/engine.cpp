@@ -328,10 +328,18 @@ void count_folded(std::int64_t bytes) noexcept {
   return routed_stack(stack, route);
 }
 
+// A captured stack's id, and whether it is the over-the-cap stack's for want of room.
+// Returned by value, in registers: a flag written through a pointer would live in the
+// hook's frame, stored and loaded on every allocation.
+struct Interned {
+  StackId stack = kNoStack;
+  bool folded = false;
+};
+
 // In a process running CPython: the stack of `native` (`depth` return addresses, as
 // captured, `hash` theirs) with its evaluator frames replaced by this thread's Python frames
 // (python_stacks.hpp), in the thread's route; the native stack alone when they cannot be
-// read, placed or interned; the over-the-cap stack (and *folded set) when neither can be.
+// read, placed or interned; the over-the-cap stack (folded) when neither can be.
 // The memo is never written here: one native stack runs many Python lines.
 // Every evaluator frame must be counted against the runs: one not recognised (in a `.cold`
 // part) then makes the counts disagree and the stack stays native, where runs placed on the
@@ -340,9 +348,9 @@ void count_folded(std::int64_t bytes) noexcept {
 // (the engine's frames above the hook's caller are own code, dropped): the hook's registers
 // are not kept for it, which would cost every traced allocation a saved register. Native
 // frames past the limit are still left out of what is kept; a stack still cut stays native.
-LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId python_stack(const std::uintptr_t* native, std::uint32_t depth,
-                                                         std::uint64_t hash, const PythonRuntime& py,
-                                                         bool* folded) noexcept {
+LIVEHEAP_OWN_CODE [[gnu::noinline]] Interned python_stack(const std::uintptr_t* native, std::uint32_t depth,
+                                                          std::uint64_t hash,
+                                                          const PythonRuntime& py) noexcept {
   const std::uint32_t limit = g_settings.max_frames;
   std::uintptr_t frames[kMaxFramesCapture];
   std::uintptr_t whole[kMaxFramesCapture + kOwnFramesSlack];
@@ -357,20 +365,11 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId python_stack(const std::uintptr_t* n
     if (const std::uint32_t n =
             merge_python_frames(py, walked, walked_depth, limit, frames, kMaxFramesCapture))
       if (const StackId merged = g_stacks.find_or_insert(frames, n); merged != kNoStack)
-        return in_route(merged);
+        return {in_route(merged)};
   if (const StackId stack = g_stacks.find_or_insert(native, depth, hash); stack != kNoStack)
-    return in_route(stack);
-  *folded = true;
-  return g_fold_stack.load(std::memory_order_relaxed);
+    return {in_route(stack)};
+  return {g_fold_stack.load(std::memory_order_relaxed), true};
 }
-
-// A captured stack's id, and whether it is the over-the-cap stack's for want of room.
-// Returned by value, in registers: a flag written through a pointer would live in the
-// hook's frame, stored and loaded on every allocation.
-struct Interned {
-  StackId stack = kNoStack;
-  bool folded = false;
-};
 
 // The stack's id (in this thread's request's route, if any); when it cannot be interned,
 // the over-the-cap stack's (folded), or kNoStack when even that one does not exist.
@@ -385,11 +384,8 @@ LIVEHEAP_OWN_CODE Interned capture_and_intern(const WalkStart& start) noexcept {
   if (known.id != kNoStack) return {known.id};
   if (g_fold_stack.load(std::memory_order_relaxed) == kNoStack) [[unlikely]]
     intern_fold_stack();
-  if (const PythonRuntime* py = python_runtime()) [[unlikely]] {
-    Interned interned;
-    interned.stack = python_stack(frames, depth, hash, *py, &interned.folded);
-    return interned;
-  }
+  if (const PythonRuntime* py = python_runtime()) [[unlikely]]
+    return python_stack(frames, depth, hash, *py);
   const StackId stack = g_stacks.find_or_insert(frames, depth, hash);
   if (stack != kNoStack) [[likely]] {
     const StackId routed = in_route(stack);
