@@ -11,8 +11,9 @@
 // walk would never be known). The cache's invariant (walk_cache.hpp) then says that a walk
 // from that start whose checks hold takes those steps and no others: the same frames, so
 // the same id. The checks are copied, so a kept walk stays right whatever the walk cache
-// holds later; what can change the steps is code unloaded (the rules' generation, kept
-// with the walk) and what the id means (a request's route: forget_stack_ids() empties the
+// holds later; what can change the steps is code unloaded or another frame limit (the
+// rules' generation and the limit the walks were kept for: a walk asked or kept for others
+// empties them) and what the id means (a request's route: forget_stack_ids() empties the
 // walks with the memo).
 //
 // Four walks: a server's hot paths (a few call sites under one handler, taking turns) fit,
@@ -36,12 +37,10 @@ struct RepeatedWalks {
   using Check = WalkCache::Steps::Check;
 
   struct Walk {
-    std::uint64_t generation_plus_one;  // the rules' generation + 1; 0: no walk
-    std::uintptr_t sp, pc, bp;          // the hook's registers; bp compared where needs_bp
+    std::uintptr_t sp, pc, bp;  // the hook's registers (sp 0: no walk); bp compared where needs_bp
     bool needs_bp;
-    bool outermost_at_end;  // the walk ended at the thread's first frame, not at a frame limit
-    std::uint32_t depth;    // frames
-    std::uint32_t checks;   // check[0..checks) decide it
+    bool held;             // a walk is here (one emptied has sp 0 too, so never repeats)
+    std::uint32_t checks;  // check[0..checks) decide it
     StackId id;
     // The stack words in the order the walk reads them, and after them a sentinel that
     // never holds (the word `sentinel`, against its complement).
@@ -56,6 +55,21 @@ struct RepeatedWalks {
   // names, not their ~800 bytes.
   static constexpr std::uint32_t kSpares = 28;
   Walk stored[kWalks + kSpares];
+  // What every walk held was kept for: the rules' generation + 1 and the frame limit
+  // (key_for()); 0 before any. A lookup or a keep for another key empties the walks
+  // first, so that a walk's own checks compare neither (the limit changes only with a new
+  // session's settings, the generation when code is unloaded).
+  std::uint64_t kept_for;
+  static std::uint64_t key_for(std::uint32_t generation, std::uint32_t want) noexcept {
+    return (std::uint64_t{generation} + 1) | std::uint64_t{want} << 32;
+  }
+  void empty() noexcept {
+    for (Walk& w : stored) {
+      w.held = false;
+      w.sp = 0;
+    }
+    for (std::uint8_t& t : spare_tag) t = 0;
+  }
   Walk* kept[kWalks];
   std::uint32_t next;  // the kept walk replaced by the next one kept
   std::uint32_t last;  // the kept walk known last: checked first

@@ -245,13 +245,11 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
   return depth == want || (depth < want && outermost_at_end);
 }
 
-// Whether a walk from `start` with at most `want` frames is the kept walk `w`: it starts
-// there, it ends where `w` ended, and the stack words that decide it still hold.
-[[gnu::always_inline]] inline bool repeats(const RepeatedWalks::Walk& w, std::uint32_t want,
-                                           const WalkStart& start,
-                                           std::uint64_t generation_plus_one) noexcept {
-  return w.sp == start.sp && w.pc == start.pc && w.generation_plus_one == generation_plus_one &&
-         (!w.needs_bp || w.bp == start.bp) && ends_as(w.depth, w.outermost_at_end, want) &&
+// Whether a walk from `start` is the kept walk `w`: it starts there and the stack words
+// that decide it still hold. (It was kept for the rules and the frame limit of this walk:
+// RepeatedWalks::kept_for.)
+[[gnu::always_inline]] inline bool repeats(const RepeatedWalks::Walk& w, const WalkStart& start) noexcept {
+  return w.sp == start.sp && w.pc == start.pc && (!w.needs_bp || w.bp == start.bp) &&
          first_failed_check(w.check) == w.check + w.checks;
 }
 
@@ -261,7 +259,7 @@ void trade(RepeatedWalks& walks, std::uint32_t p, std::uint32_t k) noexcept {
   RepeatedWalks::Walk* const out = walks.kept[p];
   walks.kept[p] = walks.spare[k];
   walks.spare[k] = out;
-  walks.spare_tag[k] = out->generation_plus_one != 0 ? RepeatedWalks::tag_of(out->sp, out->pc) : 0;
+  walks.spare_tag[k] = out->held ? RepeatedWalks::tag_of(out->sp, out->pc) : 0;
   if (walks.last == p) walks.last_walk = walks.kept[p];
 }
 
@@ -269,7 +267,7 @@ void trade(RepeatedWalks& walks, std::uint32_t p, std::uint32_t k) noexcept {
 // oldest spare (unless it holds none): `p` then holds the oldest spare's walk, to be
 // written over.
 void put_out(RepeatedWalks& walks, std::uint32_t p) noexcept {
-  if (walks.kept[p]->generation_plus_one == 0) return;
+  if (!walks.kept[p]->held) return;
   const std::uint32_t k = walks.next_spare;
   walks.next_spare = (k + 1) % RepeatedWalks::kSpares;
   trade(walks, p, k);
@@ -277,14 +275,13 @@ void put_out(RepeatedWalks& walks, std::uint32_t p) noexcept {
 
 // The spares with this walk's start (their tags say they may); one that is the walk goes
 // back among the kept walks in place of the next to go, which takes its place.
-LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId spare_walk_id(RepeatedWalks& walks, std::uint32_t want,
-                                                          const WalkStart& start,
-                                                          std::uint64_t generation_plus_one) noexcept {
+LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId spare_walk_id(RepeatedWalks& walks,
+                                                          const WalkStart& start) noexcept {
   for (std::uint32_t may = walks.spares_tagged(RepeatedWalks::tag_of(start.sp, start.pc)); may != 0;
        may &= may - 1) {
     const auto k = static_cast<std::uint32_t>(__builtin_ctz(may));
     RepeatedWalks::Walk* const found = walks.spare[k];
-    if (!repeats(*found, want, start, generation_plus_one)) continue;
+    if (!repeats(*found, start)) continue;
     const std::uint32_t back = walks.next;
     walks.next = (back + 1) % RepeatedWalks::kWalks;
     trade(walks, back, k);
@@ -296,19 +293,24 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId spare_walk_id(RepeatedWalks& walks, 
 }
 
 // The walks but the one known last, in turn; then the spares.
-LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(
-    RepeatedWalks& walks, std::uint32_t want, const WalkStart& start,
-    std::uint64_t generation_plus_one) noexcept {
+LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(RepeatedWalks& walks,
+                                                                     const WalkStart& start) noexcept {
   for (std::uint32_t i = 1; i < RepeatedWalks::kWalks; ++i) {
     const std::uint32_t k = (walks.last + i) % RepeatedWalks::kWalks;
     RepeatedWalks::Walk* const w = walks.kept[k];
-    if (repeats(*w, want, start, generation_plus_one)) {
+    if (repeats(*w, start)) {
       walks.last = k;
       walks.last_walk = w;
       return w->id;
     }
   }
-  return spare_walk_id(walks, want, start, generation_plus_one);
+  return spare_walk_id(walks, start);
+}
+
+// Empties the walks kept for another key, before any is asked or kept for `key`.
+[[gnu::noinline, gnu::cold]] void forget_walks(RepeatedWalks& walks, std::uint64_t key) noexcept {
+  walks.empty();
+  walks.kept_for = key;
 }
 
 }  // namespace
@@ -323,13 +325,16 @@ LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& 
   if (__builtin_expect(cache.busy, 0)) return kNoStack;
   cache.busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  const std::uint64_t generation_plus_one = std::uint64_t{g_frame_rules.generation()} + 1;
-  // The walk known last first: a thread repeating one stack checks one walk.
-  const RepeatedWalks::Walk& last = *walks.last_walk;
-  StackId id = repeats(last, want, start, generation_plus_one)
-                   ? last.id
-                   : another_repeated_walk_id(walks, want, start, generation_plus_one);
-  if (id != kNoStack) ++cache.memo_hits;  // no other count: the walk cache was not asked
+  StackId id = kNoStack;
+  if (const std::uint64_t key = RepeatedWalks::key_for(g_frame_rules.generation(), want);
+      walks.kept_for != key) [[unlikely]] {
+    forget_walks(walks, key);  // kept for other rules or another frame limit
+  } else {
+    // The walk known last first: a thread repeating one stack checks one walk.
+    const RepeatedWalks::Walk& last = *walks.last_walk;
+    id = repeats(last, start) ? last.id : another_repeated_walk_id(walks, start);
+    if (id != kNoStack) ++cache.memo_hits;  // no other count: the walk cache was not asked
+  }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
   return id;
@@ -369,24 +374,27 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
   // the cache holds after a walk depends on its runs and on what it chose to keep.) And
   // their stack words hold now: a cache left as an earlier walk wrote it may have the same
   // frames and another saved rbp, which would never hold again.
+  const std::uint32_t generation = g_frame_rules.generation();
   if (n != 0 && n == depth && ends_as(n, steps.outermost_at_end, want) &&
-      cache.generation_plus_one == std::uint64_t{g_frame_rules.generation()} + 1 &&
-      steps.sp[first] == start.sp && steps.key[first] == start.pc &&
-      (!steps.needs_bp[first] || steps.bp[first] == start.bp) && !in_own_section(steps.frame[first]) &&
+      cache.generation_plus_one == std::uint64_t{generation} + 1 && steps.sp[first] == start.sp &&
+      steps.key[first] == start.pc && (!steps.needs_bp[first] || steps.bp[first] == start.bp) &&
+      !in_own_section(steps.frame[first]) &&
       WalkCache::kChecks - steps.checks_from[first] <= RepeatedWalks::kChecks &&
       __builtin_memcmp(frames, steps.frame + first, n * sizeof(std::uintptr_t)) == 0 &&
       first_failed_check(steps.check + steps.checks_from[first]) == steps.check + WalkCache::kChecks) {
+    // The walks are those of this key only: a walk asked for later ends where it ended here
+    // (ends_as above) as long as its key holds.
+    if (const std::uint64_t key = RepeatedWalks::key_for(generation, want); walks.kept_for != key)
+      forget_walks(walks, key);
     const std::uint32_t p = walks.next;
     walks.next = (p + 1) % RepeatedWalks::kWalks;
     put_out(walks, p);
     RepeatedWalks::Walk& w = *walks.kept[p];
-    w.generation_plus_one = cache.generation_plus_one;
+    w.held = true;
     w.sp = start.sp;
     w.pc = start.pc;
     w.bp = start.bp;
     w.needs_bp = steps.needs_bp[first];
-    w.outermost_at_end = steps.outermost_at_end;
-    w.depth = n;
     w.id = id;
     w.checks = WalkCache::kChecks - steps.checks_from[first];
     __builtin_memcpy(w.check, steps.check + steps.checks_from[first],
@@ -499,8 +507,7 @@ void forget_stack_ids() noexcept {
   WalkState* const state = t_walk_state;
   if (state == nullptr) return;                                   // none known
   for (WalkCache::MemoEntry& e : state->cache.memo) e.clock = 0;  // 0: empty
-  for (RepeatedWalks::Walk& w : state->repeated.stored) w.generation_plus_one = 0;
-  for (std::uint8_t& t : state->repeated.spare_tag) t = 0;
+  state->repeated.kept_for = 0;  // the walks are emptied before the next is asked or kept
 }
 
 LIVEHEAP_OWN_CODE

@@ -44,11 +44,14 @@ TEST(RequestRoutes, ANameIsInternedOnceCutAndCleanedAndItsRequestsCounted) {
 // A fake block address: never dereferenced.
 void* block(int i) { return reinterpret_cast<void*>(std::uintptr_t{0x7e57} << 32 | std::uintptr_t(i) << 4); }
 [[gnu::noinline]] void record(int i) { on_alloc(block(i), 1000); }
+// As a hook records: from its caller's registers, so that the thread's kept walks are asked.
+[[gnu::noinline]] void record_from_here(int i) { on_alloc(block(i), 1000, here()); }
 // One block recorded from one call site, inside a request of `route` (kNoRoute: none).
-[[gnu::noinline]] void record_in(RouteId route, int i) {
+[[gnu::noinline]] void record_in(RouteId route, int i, bool from_here = false) {
   const RouteId was = current_route();
   set_route(route);
-  record(i);
+  if (from_here) record_from_here(i);
+  else record(i);
   set_route(was);
 }
 
@@ -67,31 +70,41 @@ std::vector<Stack> live_stacks() {
   return out;
 }
 
-TEST(RequestRoutes, AnAllocationInARequestKeepsItsStackWithTheRouteOutermost) {
+// From one call site (a loop the compiler may not unroll), in and out of the request: the
+// walk memo's ids and the kept walks' (asked when the engine is given the hook's registers)
+// are routed ids, so each change of route must forget them.
+void expect_routed_stacks(bool from_here) {
   ASSERT_TRUE(start(Settings{Mode::exact, 32, 524288, 0}));
   const RouteId route = intern_route("POST /engine/routed", 19);
-  // From one call site (a loop the compiler may not unroll), in and out of the request: the
-  // walk memo's ids are routed ids, so each change of route must forget them.
-  const RouteId in[] = {kNoRoute, route, route, kNoRoute, route};
-  int n = 5;
+  const RouteId in[] = {kNoRoute, kNoRoute, kNoRoute, route, route, route, kNoRoute, kNoRoute, route};
+  int n = 9;
   asm volatile("" : "+r"(n));  // a count the compiler cannot see: the loop stays one call site
-  for (int i = 0; i < n; ++i) record_in(in[i], i);
+  for (int i = 0; i < n; ++i) record_in(in[i], i, from_here);
   const std::vector<Stack> stacks = live_stacks();
   const Stack* routed = nullptr;
   for (const Stack& s : stacks)
     if (!s.frames.empty() && s.frames.back() == route_frame(route)) routed = &s;
   ASSERT_NE(routed, nullptr);
-  EXPECT_EQ(routed->count, 3) << "every allocation of the request: one stack";
+  EXPECT_EQ(routed->count, 4) << "every allocation of the request: one stack";
   const std::vector<std::uintptr_t> base(routed->frames.begin(), routed->frames.end() - 1);
   bool found = false;
   for (const Stack& s : stacks)
     if (s.frames == base) {
       found = true;
-      EXPECT_EQ(s.count, 2);
+      EXPECT_EQ(s.count, 5);
     }
   EXPECT_TRUE(found) << "the same frames outside the request";
-  for (int i = 0; i < 5; ++i) on_free(block(i));
+  for (int i = 0; i < n; ++i) on_free(block(i));
   stop();
+}
+
+TEST(RequestRoutes, AnAllocationInARequestKeepsItsStackWithTheRouteOutermost) {
+  {
+    SCOPED_TRACE("walked from the engine's own frame");
+    expect_routed_stacks(false);
+  }
+  SCOPED_TRACE("walked from the hook's caller, as the hooks do");
+  std::thread(expect_routed_stacks, true).join();  // a thread of its own: no walks kept before
 }
 
 }  // namespace

@@ -533,9 +533,10 @@ TEST_F(Unwind, StacksThatOutnumberTheKeptWalksAreKnownFromTheSpares) {
 // mixed up two walks) keeps nothing, so the next walk of that stack is not known by that id.
 constexpr StackId kKeptId = 4242;
 
-[[gnu::noinline]] StackId keep_then_recall(int pass, bool altered) {
+[[gnu::noinline]] StackId keep_then_recall(int pass, bool altered,
+                                           std::uint32_t recall_want = kMaxFramesCapture) {
   const WalkStart start = here();
-  if (pass == 1) return repeated_walk_id(kMaxFramesCapture, start);
+  if (pass == 1) return repeated_walk_id(recall_want, start);
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
   KnownStack known;
@@ -559,6 +560,41 @@ TEST_F(Unwind, AWalkIsKeptWithTheIdOfItsOwnFramesOnly) {
     })
         .join();
     EXPECT_EQ(recalled, altered ? kNoStack : kKeptId) << (altered ? "altered frames" : "the walk's frames");
+  }
+}
+
+[[gnu::noinline]] void forget_frame_rules_if(bool unload) {
+  if (unload) forget_frame_rules();  // as a dlclose does
+}
+
+// A kept walk is known again only under the rules and the frame limit it was kept with:
+// after code is unloaded (other code may sit at the same addresses) or with another frame
+// limit (its walk ends elsewhere), the stack is walked in full.
+TEST_F(Unwind, AKeptWalkIsKnownOnlyUnderTheRulesAndFrameLimitItWasKeptWith) {
+  struct Case {
+    const char* what;
+    bool unload;
+    std::uint32_t recall_want;
+    StackId expected;
+  };
+  for (const Case& c : {Case{"the same rules and limit", false, kMaxFramesCapture, kKeptId},
+                        Case{"code unloaded in between", true, kMaxFramesCapture, kNoStack},
+                        Case{"another frame limit", false, 4, kNoStack}}) {
+    StackId id_of_pass[2] = {kNoStack, kNoStack};
+    std::thread([&] {  // a thread of its own: an empty walk cache and no kept walks
+      // What each pass does, as data: a test of the pass in the loop lets GCC split the
+      // call in two (two call sites, two stacks).
+      const bool unload_before[2] = {false, c.unload};
+      const std::uint32_t want_of_pass[2] = {kMaxFramesCapture, c.recall_want};
+      for (int pass = 0; pass < g_two; ++pass) {
+        int p = pass;
+        asm volatile("" : "+r"(p));  // one call site for both passes
+        forget_frame_rules_if(unload_before[p]);
+        id_of_pass[p] = keep_then_recall(p, false, want_of_pass[p]);
+      }
+    })
+        .join();
+    EXPECT_EQ(id_of_pass[1], c.expected) << c.what;
   }
 }
 
