@@ -42,12 +42,16 @@ struct RepeatedWalks {
     bool held;             // a walk is here (one emptied has sp 0 too, so never repeats)
     std::uint32_t checks;  // check[0..checks) decide it
     StackId id;
+    const Check* end;  // check + checks, where the first check that fails is the sentinel
     // The stack words in the order the walk reads them, and after them a sentinel that
     // never holds (the word `sentinel`, against its complement).
     Check check[kChecks + 1];
     std::uintptr_t sentinel;
     // Ends the checks with the sentinel, this walk's own.
-    void seal() noexcept { check[checks] = {reinterpret_cast<std::uintptr_t>(&sentinel), ~sentinel}; }
+    void seal() noexcept {
+      check[checks] = {reinterpret_cast<std::uintptr_t>(&sentinel), ~sentinel};
+      end = check + checks;
+    }
   };
 
   // The four and the spares (below) are walks of one store, named by pointers: a walk stays

@@ -250,7 +250,7 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
 // RepeatedWalks::kept_for.)
 [[gnu::always_inline]] inline bool repeats(const RepeatedWalks::Walk& w, const WalkStart& start) noexcept {
   return w.sp == start.sp && w.pc == start.pc && (!w.needs_bp || w.bp == start.bp) &&
-         first_failed_check(w.check) == w.check + w.checks;
+         first_failed_check(w.check) == w.end;
 }
 
 // Kept walk `p` and spare `k` trade walks; the spare's tag follows the walk it now holds
