@@ -168,10 +168,13 @@ std::int64_t live_samples() noexcept {
 // Adds to this thread's copy of the stack's totals (`bytes` and `count` positive on either
 // side). The owner of a stack adds to its inline totals with plain loads and stores, as a
 // thread to its traced bytes: nothing else writes them (StackTable::add).
+// `known`: the id's record when the caller has it (a kept walk's), else looked up.
 template <Side side>
 [[gnu::always_inline]] inline void add_to_stack(StackId id, std::int64_t bytes, std::int64_t count,
-                                                std::uint32_t slot = thread_slot()) noexcept {
-  if (StackRecord* r = g_stacks.record(id)) g_stacks.add<side>(r, slot, bytes, count);
+                                                std::uint32_t slot = thread_slot(),
+                                                StackRecord* known = nullptr) noexcept {
+  if (StackRecord* r = known != nullptr ? known : g_stacks.record(id))
+    g_stacks.add<side>(r, slot, bytes, count);
 }
 
 std::int64_t current_bytes() noexcept {
@@ -252,18 +255,19 @@ void reset_high(std::int64_t now) noexcept {
 // Bytes and blocks (in 1/kCountUnit; a sample's are weighted) allocated or freed, on their
 // stack's totals and the traced bytes.
 template <Side side>
-[[gnu::always_inline]] inline void add_to_totals(StackId stack, std::int64_t bytes,
-                                                 std::int64_t count) noexcept {
+[[gnu::always_inline]] inline void add_to_totals(StackId stack, std::int64_t bytes, std::int64_t count,
+                                                 StackRecord* known = nullptr) noexcept {
   const std::uint32_t slot = thread_slot();  // looked up once: the compiler reloads it
-  add_to_stack<side>(stack, bytes, count, slot);
+  add_to_stack<side>(stack, bytes, count, slot, known);
   if constexpr (side == Side::alloc) add_traced(bytes, slot);
   else sub_traced(bytes, slot);
 }
 
 // One block allocated or freed.
 template <Side side>
-[[gnu::always_inline]] inline void count_block(StackId stack, std::uint64_t size) noexcept {
-  add_to_totals<side>(stack, static_cast<std::int64_t>(size), kCountUnit);
+[[gnu::always_inline]] inline void count_block(StackId stack, std::uint64_t size,
+                                               StackRecord* known = nullptr) noexcept {
+  add_to_totals<side>(stack, static_cast<std::int64_t>(size), kCountUnit, known);
 }
 
 // A stale entry (its free was never seen) that an insert replaced: uncount it. The test
@@ -330,10 +334,12 @@ void count_folded(std::int64_t bytes) noexcept {
 
 // A captured stack's id, and whether it is the over-the-cap stack's for want of room.
 // Returned by value, in registers: a flag written through a pointer would live in the
-// hook's frame, stored and loaded on every allocation.
+// hook's frame, stored and loaded on every allocation. `record`: the id's, when a kept walk
+// knew it (nullptr: looked up when counted).
 struct Interned {
   StackId stack = kNoStack;
   bool folded = false;
+  StackRecord* record = nullptr;
 };
 
 // In a process running CPython: the stack of `native` (`depth` return addresses, as
@@ -390,7 +396,7 @@ LIVEHEAP_OWN_CODE Interned capture_and_intern(const WalkStart& start) noexcept {
   if (stack != kNoStack) [[likely]] {
     const StackId routed = in_route(stack);
     remember_stack_id(frames, known, routed);
-    keep_repeated_walk(frames, depth, g_settings.max_frames, start, routed);
+    keep_repeated_walk(frames, depth, g_settings.max_frames, start, routed, g_stacks.record(routed));
     return {routed};
   }
   return {g_fold_stack.load(std::memory_order_relaxed), true};
@@ -403,19 +409,22 @@ void record_own(void* p, std::size_t size) noexcept {
 }
 
 LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart& start) noexcept {
-  // The stack of the thread's previous walk again, its id known: asked before the full
-  // capture, which sets up a frame buffer of its own.
-  Interned interned{start.pc != 0 && ask_repeated_walks() ? repeated_walk_id(g_settings.max_frames, start)
-                                                          : kNoStack};
+  // The stack of one of the thread's kept walks again, its id and record known: asked
+  // before the full capture, which sets up a frame buffer of its own.
+  Interned interned;
+  if (start.pc != 0 && ask_repeated_walks()) {
+    const RepeatedStack known = repeated_stack(g_settings.max_frames, start);
+    interned = {known.id, false, known.record};
+  }
   if (interned.stack == kNoStack) interned = capture_and_intern(start);
-  const auto [stack, folded] = interned;
+  const auto [stack, folded, record] = interned;
   LiveBlock replaced;
   if (stack == kNoStack || !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
     count_dropped(static_cast<std::int64_t>(size));
     return;
   }
   if (folded) count_folded(static_cast<std::int64_t>(size));
-  count_block<Side::alloc>(stack, size);
+  count_block<Side::alloc>(stack, size, record);
   uncount_replaced(replaced);
 }
 
@@ -698,8 +707,8 @@ LIVEHEAP_OWN_CODE void count_sample(SampleHeader* h, std::size_t size, std::uint
   const double inverse = inverse_probability(size, g_settings.sample_interval);
   const SampleWeight w = sample_weight(size, inverse);
   h->session = 0;
-  const auto [stack, folded] = capture_and_intern(start);
-  if (stack == kNoStack) {  // allocated, never counted
+  const auto [stack, folded, record] = capture_and_intern(start);  // no record: a kept walk's only
+  if (stack == kNoStack) {                                         // allocated, never counted
     count_dropped(w.bytes);
     return;
   }
@@ -832,7 +841,7 @@ LIVEHEAP_OWN_CODE void* sample_resize(void* p, std::size_t size, const WalkStart
     StackId stack = h->stack;
     if (!t_thread.in_hook && t_thread.ignore_depth == 0) {
       HookGuard guard;
-      const auto [now, folded] = capture_and_intern(start);
+      const auto [now, folded, record] = capture_and_intern(start);
       if (now != kNoStack) stack = now;
       if (folded) count_folded(sample_weight(size, h->inverse).bytes);
     }

@@ -42,7 +42,8 @@ struct RepeatedWalks {
     bool held;             // a walk is here (one emptied has sp 0 too, so never repeats)
     std::uint32_t checks;  // check[0..checks) decide it
     StackId id;
-    const Check* end;  // check + checks, where the first check that fails is the sentinel
+    StackRecord* record;  // id's, as the keeper gave it (nullptr: none)
+    const Check* end;     // check + checks, where the first check that fails is the sentinel
     // The stack words in the order the walk reads them, and after them a sentinel that
     // never holds (the word `sentinel`, against its complement).
     Check check[kChecks + 1];

@@ -275,8 +275,8 @@ void put_out(RepeatedWalks& walks, std::uint32_t p) noexcept {
 
 // The spares with this walk's start (their tags say they may); one that is the walk goes
 // back among the kept walks in place of the next to go, which takes its place.
-LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId spare_walk_id(RepeatedWalks& walks,
-                                                          const WalkStart& start) noexcept {
+LIVEHEAP_OWN_CODE [[gnu::noinline]] const RepeatedWalks::Walk* spare_walk(RepeatedWalks& walks,
+                                                                          const WalkStart& start) noexcept {
   for (std::uint32_t may = walks.spares_tagged(RepeatedWalks::tag_of(start.sp, start.pc)); may != 0;
        may &= may - 1) {
     const auto k = static_cast<std::uint32_t>(__builtin_ctz(may));
@@ -287,24 +287,24 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId spare_walk_id(RepeatedWalks& walks,
     trade(walks, back, k);
     walks.last = back;
     walks.last_walk = found;
-    return found->id;
+    return found;
   }
-  return kNoStack;
+  return nullptr;
 }
 
 // The walks but the one known last, in turn; then the spares.
-LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(RepeatedWalks& walks,
-                                                                     const WalkStart& start) noexcept {
+LIVEHEAP_OWN_CODE [[gnu::noinline]] const RepeatedWalks::Walk* another_repeated_walk(
+    RepeatedWalks& walks, const WalkStart& start) noexcept {
   for (std::uint32_t i = 1; i < RepeatedWalks::kWalks; ++i) {
     const std::uint32_t k = (walks.last + i) % RepeatedWalks::kWalks;
     RepeatedWalks::Walk* const w = walks.kept[k];
     if (repeats(*w, start)) {
       walks.last = k;
       walks.last_walk = w;
-      return w->id;
+      return w;
     }
   }
-  return spare_walk_id(walks, start);
+  return spare_walk(walks, start);
 }
 
 // Empties the walks kept for another key, before any is asked or kept for `key`.
@@ -317,31 +317,33 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] StackId another_repeated_walk_id(RepeatedWal
 
 constinit thread_local bool t_ask_repeated_walks = false;
 
-LIVEHEAP_OWN_CODE StackId repeated_walk_id(std::uint32_t want, const WalkStart& start) noexcept {
+LIVEHEAP_OWN_CODE RepeatedStack repeated_stack(std::uint32_t want, const WalkStart& start) noexcept {
   WalkState* const state = t_walk_state;  // asked after a walk only: taken then
-  if (__builtin_expect(state == nullptr, 0)) return kNoStack;
+  if (__builtin_expect(state == nullptr, 0)) return {};
   RepeatedWalks& walks = state->repeated;
   WalkCache& cache = state->cache;
-  if (__builtin_expect(cache.busy, 0)) return kNoStack;
+  if (__builtin_expect(cache.busy, 0)) return {};
   cache.busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  StackId id = kNoStack;
+  RepeatedStack known;
   if (const std::uint64_t key = RepeatedWalks::key_for(g_frame_rules.generation(), want);
       walks.kept_for != key) [[unlikely]] {
     forget_walks(walks, key);  // kept for other rules or another frame limit
   } else {
     // The walk known last first: a thread repeating one stack checks one walk.
-    const RepeatedWalks::Walk& last = *walks.last_walk;
-    id = repeats(last, start) ? last.id : another_repeated_walk_id(walks, start);
-    if (id != kNoStack) ++cache.memo_hits;  // no other count: the walk cache was not asked
+    const RepeatedWalks::Walk* last = walks.last_walk;
+    if (const RepeatedWalks::Walk* w = repeats(*last, start) ? last : another_repeated_walk(walks, start)) {
+      known = {w->id, w->record};
+      ++cache.memo_hits;  // no other count: the walk cache was not asked
+    }
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;
-  return id;
+  return known;
 }
 
 void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t want,
-                        const WalkStart& start, StackId id) noexcept {
+                        const WalkStart& start, StackId id, StackRecord* record) noexcept {
   WalkState* const state = t_walk_state;
   if (state == nullptr) return;  // walked by another unwinder
   RepeatedWalks& walks = state->repeated;
@@ -396,6 +398,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
     w.bp = start.bp;
     w.needs_bp = steps.needs_bp[first];
     w.id = id;
+    w.record = record;
     w.checks = WalkCache::kChecks - steps.checks_from[first];
     __builtin_memcpy(w.check, steps.check + steps.checks_from[first],
                      w.checks * sizeof(RepeatedWalks::Check));

@@ -46,19 +46,25 @@ struct KnownStack {
 };
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash, KnownStack* known,
                             const WalkStart& start = {}) noexcept;
-// The id of the stack a walk from `start` (a hook's registers) with at most `max` frames
-// would find, when it is one of the whole walks this thread repeats (repeated_walks.hpp),
-// known after checking their stack words; kNoStack otherwise (then walk with
-// capture_stack). keep_repeated_walk() makes a walk one of them: call it with the `frames`
-// (`depth` of them) that capture_stack(…, start) returned and the id the caller records for
-// them; it keeps the walk only when the walk cache holds exactly those frames from `start`.
-// Ask only when ask_repeated_walks(): a thread that never kept a walk (one whose walks have
-// Python frames), or whose asks keep finding none, pays no call.
-StackId repeated_walk_id(std::uint32_t max, const WalkStart& start) noexcept;
+// A stack a kept walk knew: its id, and the record the caller gave with it (the stack
+// table's: records are never freed), so that the caller need not look the id up again.
+struct RepeatedStack {
+  StackId id = kNoStack;
+  StackRecord* record = nullptr;
+};
+// The stack a walk from `start` (a hook's registers) with at most `max` frames would find,
+// when it is one of the whole walks this thread repeats (repeated_walks.hpp), known after
+// checking their stack words; id kNoStack otherwise (then walk with capture_stack).
+// keep_repeated_walk() makes a walk one of them: call it with the `frames` (`depth` of
+// them) that capture_stack(…, start) returned, the id the caller records for them and its
+// record (nullptr: none given); it keeps the walk only when the walk cache holds exactly
+// those frames from `start`. Ask only when ask_repeated_walks(): a thread that never kept
+// a walk (one whose walks have Python frames), or whose asks keep finding none, pays no call.
+RepeatedStack repeated_stack(std::uint32_t max, const WalkStart& start) noexcept;
 [[gnu::tls_model("initial-exec")]] extern constinit thread_local bool t_ask_repeated_walks;
 inline bool ask_repeated_walks() noexcept { return t_ask_repeated_walks; }
 void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t max,
-                        const WalkStart& start, StackId id) noexcept;
+                        const WalkStart& start, StackId id, StackRecord* record = nullptr) noexcept;
 // `frames`: what capture_stack() filled; `id`: the id the caller records for them (the
 // stack table's, in the thread's request's route when it is in one).
 void remember_stack_id(const std::uintptr_t* frames, const KnownStack& known, StackId id) noexcept;

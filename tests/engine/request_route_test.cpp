@@ -46,13 +46,13 @@ void* block(int i) { return reinterpret_cast<void*>(std::uintptr_t{0x7e57} << 32
 [[gnu::noinline]] void record(int i) { on_alloc(block(i), 1000); }
 // As a hook records: from its caller's registers, so that the thread's kept walks are asked.
 [[gnu::noinline]] void record_from_here(int i) { on_alloc(block(i), 1000, here()); }
-// One block recorded from one call site, inside a request of `route` (kNoRoute: none).
+// One block recorded from one call site, inside a request of `route` (kNoRoute: none),
+// which goes on until the next: records of one route in a row may reuse what the thread
+// knows of the stack.
 [[gnu::noinline]] void record_in(RouteId route, int i, bool from_here = false) {
-  const RouteId was = current_route();
   set_route(route);
   if (from_here) record_from_here(i);
   else record(i);
-  set_route(was);
 }
 
 struct Stack {
@@ -80,6 +80,7 @@ void expect_routed_stacks(bool from_here) {
   int n = 9;
   asm volatile("" : "+r"(n));  // a count the compiler cannot see: the loop stays one call site
   for (int i = 0; i < n; ++i) record_in(in[i], i, from_here);
+  set_route(kNoRoute);
   const std::vector<Stack> stacks = live_stacks();
   const Stack* routed = nullptr;
   for (const Stack& s : stacks)

@@ -409,13 +409,13 @@ volatile int g_two = 2;
 
 // From capture_at's own registers (`from_here`, as a hook walks) or from the walk's. Begun
 // from there, as a hook's capture does: a walk this thread repeats is known before it is
-// walked (repeated_walk_id; then *repeated is set and nothing is written), and a walk the
+// walked (repeated_stack; then *repeated is set and nothing is written), and a walk the
 // memo did not know is kept, with the id the table gives its frames.
 [[gnu::noinline]] std::uint32_t capture_at(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash,
                                            KnownStack* known, bool from_here, bool* repeated) {
   const WalkStart start = from_here ? here() : WalkStart{};
   if (from_here && known != nullptr) {
-    known->id = repeated_walk_id(max, start);
+    known->id = repeated_stack(max, start).id;
     *repeated = known->id != kNoStack;
     if (*repeated) return 0;
   }
@@ -428,7 +428,7 @@ volatile int g_two = 2;
 
 struct KnownIds {
   std::uint64_t known = 0;     // walks whose id was known
-  std::uint64_t repeated = 0;  // of them, known before the walk (repeated_walk_id)
+  std::uint64_t repeated = 0;  // of them, known before the walk (repeated_stack)
 };
 
 [[gnu::noinline]] void check_known_id(int level, std::uint32_t max, int branch, bool from_here, int* checked,
@@ -466,7 +466,7 @@ struct KnownIds {
   const StackId id = g_memo_table.find_or_insert(frames[1], depth[1], false);
   ASSERT_NE(id, kNoStack);
   if (known.id != kNoStack) {
-    EXPECT_EQ(known.id, id) << (repeated ? "repeated_walk_id" : "the memo") << " named another stack";
+    EXPECT_EQ(known.id, id) << (repeated ? "repeated_stack" : "the memo") << " named another stack";
     ++known_ids->known;
     if (repeated) ++known_ids->repeated;
   } else {
@@ -536,7 +536,7 @@ constexpr StackId kKeptId = 4242;
 [[gnu::noinline]] StackId keep_then_recall(int pass, bool altered,
                                            std::uint32_t recall_want = kMaxFramesCapture) {
   const WalkStart start = here();
-  if (pass == 1) return repeated_walk_id(recall_want, start);
+  if (pass == 1) return repeated_stack(recall_want, start).id;
   std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
   std::uint64_t hash = 0;
   KnownStack known;
