@@ -140,8 +140,10 @@ class StackTable {
     return find_or_insert(frames, depth, hash_frames(frames, depth), capped);
   }
   // nullptr for kNoStack or an id not yet published. Inline: two calls per traced pair.
+  // kNoStack (0) needs no test of its own: ids start at 1, so the first chunk's first slot
+  // is never written and reads nullptr (as does a chunk not mapped yet).
   StackRecord* record(StackId id) const noexcept {
-    if (id == kNoStack) return nullptr;
+    static_assert(kNoStack == 0);
     StackRecord** chunk = by_id_[id >> kChunkBits].load(std::memory_order_acquire);
     return chunk == nullptr ? nullptr : chunk[id & ((1u << kChunkBits) - 1)];
   }
