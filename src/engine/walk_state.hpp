@@ -1,6 +1,6 @@
 // What a thread's stack walks keep between them: its previous walk and stack-id memo
 // (walk_cache.hpp, 11.2 KiB), the whole walks it repeats and their spares
-// (repeated_walks.hpp, 26.3 KiB, most of it touched only when used) and its recent frame
+// (repeated_walks.hpp, 26.8 KiB, most of it touched only when used) and its recent frame
 // rules (recent_rules.hpp, 2 KiB), in pages of the engine's own rather than in static
 // TLS. glibc carves a thread's static TLS out of its stack: 17 KiB of it made
 // pthread_create fail (EINVAL) for a thread asked for with PTHREAD_STACK_MIN (16 KiB), and
