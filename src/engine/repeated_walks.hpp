@@ -39,7 +39,6 @@ struct RepeatedWalks {
   struct Walk {
     std::uintptr_t sp, pc, bp;  // the hook's registers (sp 0: no walk); bp compared where needs_bp
     bool needs_bp;
-    bool held;             // a walk is here (one emptied has sp 0 too, so never repeats)
     std::uint32_t checks;  // check[0..checks) decide it
     StackId id;
     StackRecord* record;  // id's, as the keeper gave it (nullptr: none)
@@ -48,6 +47,9 @@ struct RepeatedWalks {
     // never holds (the word `sentinel`, against its complement).
     Check check[kChecks + 1];
     std::uintptr_t sentinel;
+    // A walk is here: a hook's rsp is never 0, and an empty walk (zeroed, or emptied) never
+    // repeats, its rsp being no hook's.
+    bool held() const noexcept { return sp != 0; }
     // Ends the checks with the sentinel, this walk's own.
     void seal() noexcept {
       check[checks] = {reinterpret_cast<std::uintptr_t>(&sentinel), ~sentinel};
@@ -69,10 +71,7 @@ struct RepeatedWalks {
     return (std::uint64_t{generation} + 1) | std::uint64_t{want} << 32;
   }
   void empty() noexcept {
-    for (Walk& w : stored) {
-      w.held = false;
-      w.sp = 0;
-    }
+    for (Walk& w : stored) w.sp = 0;
     for (std::uint8_t& t : spare_tag) t = 0;
   }
   Walk* kept[kWalks];

@@ -259,7 +259,7 @@ void trade(RepeatedWalks& walks, std::uint32_t p, std::uint32_t k) noexcept {
   RepeatedWalks::Walk* const out = walks.kept[p];
   walks.kept[p] = walks.spare[k];
   walks.spare[k] = out;
-  walks.spare_tag[k] = out->held ? RepeatedWalks::tag_of(out->sp, out->pc) : 0;
+  walks.spare_tag[k] = out->held() ? RepeatedWalks::tag_of(out->sp, out->pc) : 0;
   if (walks.last == p) walks.last_walk = walks.kept[p];
 }
 
@@ -267,7 +267,7 @@ void trade(RepeatedWalks& walks, std::uint32_t p, std::uint32_t k) noexcept {
 // oldest spare (unless it holds none): `p` then holds the oldest spare's walk, to be
 // written over.
 void put_out(RepeatedWalks& walks, std::uint32_t p) noexcept {
-  if (!walks.kept[p]->held) return;
+  if (!walks.kept[p]->held()) return;
   const std::uint32_t k = walks.next_spare;
   walks.next_spare = (k + 1) % RepeatedWalks::kSpares;
   trade(walks, p, k);
@@ -392,7 +392,6 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
     walks.next = (p + 1) % RepeatedWalks::kWalks;
     put_out(walks, p);
     RepeatedWalks::Walk& w = *walks.kept[p];
-    w.held = true;
     w.sp = start.sp;
     w.pc = start.pc;
     w.bp = start.bp;
