@@ -214,10 +214,6 @@ void history_tick() {
   const engine::Totals traced = engine::traced();
   p.point.traced = traced.current;
   p.point.peak = traced.peak;
-  p.point.rss = resident_bytes();
-  // Off the allocation path, but not free: glibc's mallinfo2 holds each arena's lock while it
-  // sums that arena (microseconds), as a GET /stats does.
-  p.point.allocator = read_allocator().figures;
   for (RouteRequests& r : requests_by_route())
     p.point.route_requests.emplace_back(std::move(r.route), r.requests);
   std::sort(p.point.route_requests.begin(),
@@ -239,6 +235,14 @@ void history_tick() {
         v->entries->push_back({id, count, s.bytes, s.alloc_bytes, s.alloc_count});
       },
       &visit, true);
+  // The figures of the process and of its allocator after the heap's, which are read
+  // together: the first read names the allocator (dlopen and dladdr, milliseconds), time in
+  // which the program goes on working, and read before them it put a server's first
+  // requests inside the first point, a rise no verdict could then see.
+  p.point.rss = resident_bytes();
+  // Off the allocation path, but not free: glibc's mallinfo2 holds each arena's lock while it
+  // sums that arena (microseconds), as a GET /stats does.
+  p.point.allocator = read_allocator().figures;
   auto bigger = [](const HistoryEntry& a, const HistoryEntry& b) { return a.size > b.size; };
   auto kept_end = r.scratch.end();
   if (r.scratch.size() > kHistoryStacksPerPoint) {
