@@ -334,8 +334,8 @@ void count_folded(std::int64_t bytes) noexcept {
 
 // A captured stack's id, and whether it is the over-the-cap stack's for want of room.
 // Returned by value, in registers: a flag written through a pointer would live in the
-// hook's frame, stored and loaded on every allocation. `record`: the id's, when a kept walk
-// knew it (nullptr: looked up when counted).
+// hook's frame, stored and loaded on every allocation. `record`: the id's, when the capture
+// had it (a kept walk's, or the one looked up to keep the walk; nullptr: looked up when counted).
 struct Interned {
   StackId stack = kNoStack;
   bool folded = false;
@@ -396,8 +396,9 @@ LIVEHEAP_OWN_CODE Interned capture_and_intern(const WalkStart& start) noexcept {
   if (stack != kNoStack) [[likely]] {
     const StackId routed = in_route(stack);
     remember_stack_id(frames, known, routed);
-    keep_repeated_walk(frames, depth, g_settings.max_frames, start, routed, g_stacks.record(routed));
-    return {routed};
+    StackRecord* const record = g_stacks.record(routed);
+    keep_repeated_walk(frames, depth, g_settings.max_frames, start, routed, record);
+    return {routed, false, record};
   }
   return {g_fold_stack.load(std::memory_order_relaxed), true};
 }
@@ -707,8 +708,8 @@ LIVEHEAP_OWN_CODE void count_sample(SampleHeader* h, std::size_t size, std::uint
   const double inverse = inverse_probability(size, g_settings.sample_interval);
   const SampleWeight w = sample_weight(size, inverse);
   h->session = 0;
-  const auto [stack, folded, record] = capture_and_intern(start);  // no record: a kept walk's only
-  if (stack == kNoStack) {                                         // allocated, never counted
+  const auto [stack, folded, record] = capture_and_intern(start);
+  if (stack == kNoStack) {  // allocated, never counted
     count_dropped(w.bytes);
     return;
   }
@@ -720,7 +721,7 @@ LIVEHEAP_OWN_CODE void count_sample(SampleHeader* h, std::size_t size, std::uint
   if (g_sample_clearing.load(std::memory_order_seq_cst) ||
       g_session.load(std::memory_order_seq_cst) != session)
     return;
-  add_to_totals<Side::alloc>(stack, w.bytes, w.count);
+  add_to_totals<Side::alloc>(stack, w.bytes, w.count, record);
   add_live_samples(1);
   h->session = session;
 }
