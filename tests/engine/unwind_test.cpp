@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -525,6 +526,47 @@ TEST_F(Unwind, StacksThatOutnumberTheKeptWalksAreKnownFromTheSpares) {
     EXPECT_EQ(checked, kRounds);
     EXPECT_GT(known_ids.repeated, kRounds * 3 / 4u)
         << "the stacks were walked in full again (" << known_ids.known << " known)";
+  }
+}
+
+// As a hook walks: one walk a call, asked of the kept walks first, kept after a walk in
+// full (check_known_id's recursion, without its second walk).
+[[gnu::noinline]] void walk_as_a_hook(int level, int branch, KnownIds* known_ids) {
+  if (level > 0) {
+    const int site = level <= 3 ? branch % 3 : 0;
+    const int rest = level <= 3 ? branch / 3 : branch;
+    if (site == 0) walk_as_a_hook(level - 1, rest, known_ids);
+    else if (site == 1) walk_as_a_hook(level - 1, rest, known_ids);
+    else walk_as_a_hook(level - 2 < 0 ? 0 : level - 2, rest, known_ids);
+    g_sink = g_sink + static_cast<std::uintptr_t>(level);
+    return;
+  }
+  std::uintptr_t frames[kMaxFramesCapture + kOwnFramesSlack];
+  std::uint64_t hash = 0;
+  KnownStack known;
+  bool repeated = false;
+  capture_at(frames, 128, &hash, &known, true, &repeated);
+  if (repeated) ++known_ids->repeated;
+}
+
+// Stacks taking turns, up to as many as the kept walks and spares hold, walked as hooks
+// walk them, are each walked in full a few times and known from then on: 8, 9, 12 and 27
+// in turn walk 14, 16, 22 and 59 times in full in 800 walks (the walk cache holds a walk
+// whole to keep it, and one that took an inner and an outer run from the cache with steps
+// of its own between is not recorded at first; it is kept at a later walk). The test that
+// walks each stack twice (check_known_id) sees fewer kept: its second walk rewrites the
+// cache between a stack's walk and the next.
+TEST_F(Unwind, StacksTakingTurnsAreEachWalkedInFullOnlyAFewTimes) {
+  constexpr int kRounds = 800;
+  for (const int in_turn : {8, 9, 12, 27}) {
+    SCOPED_TRACE(std::to_string(in_turn) + " stacks in turn");
+    KnownIds known_ids;
+    std::thread([&] {  // a thread of its own: no walks kept before
+      for (int round = 0; round < kRounds; ++round) walk_as_a_hook(10, round % in_turn, &known_ids);
+    })
+        .join();
+    EXPECT_GE(known_ids.repeated, static_cast<std::uint64_t>(kRounds - 4 * in_turn))
+        << "stacks walked in full again and again";
   }
 }
 
