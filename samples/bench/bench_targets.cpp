@@ -206,8 +206,17 @@ double Measurements::difference(WorkloadId w, ToolId t, WorkloadId w_base, ToolI
   return paired(w, t, w_base, t_base, c, [](double cost, double base) { return cost - base; });
 }
 
-double Measurements::paired(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c,
-                            double (*of)(double cost, double base)) const {
+std::pair<double, double> Measurements::ratio_range(WorkloadId w, ToolId t, WorkloadId w_base,
+                                                    ToolId t_base, Clock c) const {
+  const std::vector<double> values =
+      paired_values(w, t, w_base, t_base, c, [](double cost, double base) { return cost / base; });
+  if (values.empty()) return {NAN, NAN};
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  return {*low, *high};
+}
+
+std::vector<double> Measurements::paired_values(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base,
+                                                Clock c, double (*of)(double cost, double base)) const {
   std::vector<double> values;
   for (const auto& round : rounds_) {
     const auto it = round.find({w, t});
@@ -215,13 +224,18 @@ double Measurements::paired(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_
     if (it != round.end() && base != round.end() && base->second.of(c) > 0)
       values.push_back(of(it->second.of(c), base->second.of(c)));
   }
-  return median(values);
+  return values;
+}
+
+double Measurements::paired(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c,
+                            double (*of)(double cost, double base)) const {
+  return median(paired_values(w, t, w_base, t_base, c, of));
 }
 
 void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::vector<Tool>& tools,
                           const Measurements& m, Clock judged_by) {
-  const char* row = "%-21s %-18s %10s %7s %17s %7s  %-23s %s";
-  print_trimmed(row, "workload", "mode", "cpu/op", "ratio", "wall/op", "ratio", "target",
+  const char* row = "%-21s %-18s %10s %7s %11s %17s %7s  %-23s %s";
+  print_trimmed(row, "workload", "mode", "cpu/op", "ratio", "rounds", "wall/op", "ratio", "target",
                 judged_by == Clock::cpu ? "verdict (cpu)" : "verdict (wall)");
   for (WorkloadId w : workloads) {
     for (const Tool& tool : tools) {
@@ -231,7 +245,7 @@ void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::v
         continue;
       }
       if (!m.has(w, tool.id)) {
-        print_trimmed(row, workload_name(w), tool.name.c_str(), "FAILED", "", "", "", target.text,
+        print_trimmed(row, workload_name(w), tool.name.c_str(), "FAILED", "", "", "", "", target.text,
                       "(see notes)");
         continue;
       }
@@ -240,11 +254,19 @@ void print_overhead_table(const std::vector<WorkloadId>& workloads, const std::v
         std::snprintf(text, sizeof text, "%.2fx", m.ratio(w, tool.id, w, ToolId::none, c));
         return std::string(text);
       };
+      // The judged clock's per-round ratios, lowest to highest (the untracked row has none).
+      std::string range;
+      if (tool.id != ToolId::none) {
+        const auto [low, high] = m.ratio_range(w, tool.id, w, ToolId::none, judged_by);
+        char text[32];
+        std::snprintf(text, sizeof text, "%.2f-%.2f", low, high);
+        range = text;
+      }
       std::string detail;
       const std::string judged = verdict(target, w, tool.id, m, judged_by, detail) + detail;
       print_trimmed(row, workload_name(w), tool.name.c_str(),
                     format_cost(w, m.value(w, tool.id, Clock::cpu), Clock::cpu).c_str(),
-                    ratio_text(Clock::cpu).c_str(),
+                    ratio_text(Clock::cpu).c_str(), range.c_str(),
                     format_cost(w, m.value(w, tool.id, Clock::wall), Clock::wall).c_str(),
                     ratio_text(Clock::wall).c_str(), target.text, judged.c_str());
     }

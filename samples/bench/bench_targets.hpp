@@ -56,8 +56,14 @@ class Measurements {
   double ratio(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c) const;
   // Median over rounds of (w,t) - (w_base,t_base) in the same round: the ns it adds.
   double difference(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c) const;
+  // The lowest and highest of the rounds' ratios that ratio() takes the median of: how far
+  // one round can stray on this machine, which a reading within it cannot tell apart.
+  std::pair<double, double> ratio_range(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base,
+                                        Clock c) const;
 
  private:
+  std::vector<double> paired_values(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c,
+                                    double (*of)(double cost, double base)) const;
   double paired(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base, Clock c,
                 double (*of)(double cost, double base)) const;
   std::vector<std::map<std::pair<WorkloadId, ToolId>, Cost>> rounds_;

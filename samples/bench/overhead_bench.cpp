@@ -497,7 +497,8 @@ void print_header(const Settings& s) {
               "loopback%s.\ncpu/op: the measured process's CPU time per pair or request (other load "
               "on the machine cannot inflate it); wall/op: elapsed time per pair, or per request "
               "(1/throughput).\nratio = median over rounds of (cost / cost of no liveheap in the "
-              "same round); verdicts judge %s time\n\n",
+              "same round); rounds = the lowest and highest of those ratios (of the judged time): a "
+              "difference smaller than their spread is within this machine's noise; verdicts judge %s time\n\n",
               s.pairs, s.connections, s.seconds,
               s.server_cpu.empty() ? "" : (", the server on CPU " + s.server_cpu + " and wrk on CPU " + s.load_cpu).c_str(),
               s.judged_by == bench::Clock::cpu ? "cpu" : "wall");
