@@ -196,9 +196,14 @@ double Measurements::value(WorkloadId w, ToolId t, Clock c) const {
   return median(values);
 }
 
+namespace {
+// A round's cost over its base's: what ratio() takes the median of and ratio_range() the ends.
+double ratio_of(double cost, double base) { return cost / base; }
+}  // namespace
+
 double Measurements::ratio(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base,
                            Clock c) const {
-  return paired(w, t, w_base, t_base, c, [](double cost, double base) { return cost / base; });
+  return paired(w, t, w_base, t_base, c, ratio_of);
 }
 
 double Measurements::difference(WorkloadId w, ToolId t, WorkloadId w_base, ToolId t_base,
@@ -208,8 +213,7 @@ double Measurements::difference(WorkloadId w, ToolId t, WorkloadId w_base, ToolI
 
 std::pair<double, double> Measurements::ratio_range(WorkloadId w, ToolId t, WorkloadId w_base,
                                                     ToolId t_base, Clock c) const {
-  const std::vector<double> values =
-      paired_values(w, t, w_base, t_base, c, [](double cost, double base) { return cost / base; });
+  const std::vector<double> values = paired_values(w, t, w_base, t_base, c, ratio_of);
   if (values.empty()) return {NAN, NAN};
   const auto [low, high] = std::minmax_element(values.begin(), values.end());
   return {*low, *high};
