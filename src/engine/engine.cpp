@@ -3,6 +3,7 @@
 #include "engine.hpp"
 
 #include <dlfcn.h>
+#include <new>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/single_threaded.h>
@@ -24,6 +25,7 @@
 #include "stack_capture.hpp"
 #include "stack_table.hpp"
 #include "walk_state.hpp"
+#include "young_table.hpp"
 
 namespace liveheap::engine {
 
@@ -58,6 +60,21 @@ constinit LiveTable g_live{live_room};  // exact mode: traced blocks
 // Exact mode: blocks allocated under an ignore scope. Never refused: it is what counts the
 // tracker's own allocations, which happen whether it has room or not.
 constinit LiveTable g_own;
+// The young blocks of the first kYoungThreads threads to trace (by thread_slot()), each
+// thread's in a table of its own (young_table.hpp); others record in g_live directly.
+// A table stays registered when its thread exits: its blocks are claimed by the threads that
+// free them, and a clear empties it.
+constexpr std::uint32_t kYoungThreads = 8;
+std::atomic<YoungTable*> g_young[kYoungThreads];
+std::atomic<std::uint32_t> g_young_count{0};  // g_young[0, count) may hold tables
+
+template <typename Visit>
+void for_each_young_table(Visit visit) noexcept {
+  const std::uint32_t n = g_young_count.load(std::memory_order_acquire);
+  for (std::uint32_t t = 0; t < n && t < kYoungThreads; ++t)
+    if (YoungTable* table = g_young[t].load(std::memory_order_acquire)) visit(*table);
+}
+
 // The stack that allocations fold into when theirs cannot be interned (kOverCapFrame).
 std::atomic<StackId> g_fold_stack{kNoStack};
 
@@ -409,6 +426,46 @@ void record_own(void* p, std::size_t size) noexcept {
     g_own_bytes.fetch_add(static_cast<std::int64_t>(size - replaced.size), std::memory_order_relaxed);
 }
 
+// The thread's young table, mapped on its first traced block when it is among the first
+// kYoungThreads threads and the cap has room; nullptr otherwise (asked once).
+[[gnu::noinline]] YoungTable* adopt_young_table() noexcept {
+  t_thread.young_asked = true;
+  const std::uint32_t slot = thread_slot();
+  if (slot >= kYoungThreads || !live_room(sizeof(YoungTable))) return nullptr;
+  void* pages = map_pages(sizeof(YoungTable));
+  if (pages == nullptr) return nullptr;
+  auto* table = new (pages) YoungTable;
+  g_young[slot].store(table, std::memory_order_release);
+  std::uint32_t n = g_young_count.load(std::memory_order_relaxed);
+  while (n < slot + 1 && !g_young_count.compare_exchange_weak(n, slot + 1, std::memory_order_release)) {
+  }
+  t_thread.young = table;
+  return table;
+}
+
+// A young block its thread's next one needed the slot of: into the live table; without
+// room there, untraced from now on (off its stack's totals, counted as dropped).
+void move_to_live(std::uintptr_t ptr, const LiveBlock& b) noexcept {
+  LiveBlock replaced;
+  if (g_live.insert(ptr, b, &replaced)) {
+    uncount_replaced(replaced);
+    return;
+  }
+  count_block<Side::freed>(b.stack, b.size);
+  count_dropped(static_cast<std::int64_t>(b.size));
+}
+
+// A traced block into the thread's young table, or the live table.
+[[gnu::always_inline]] inline bool record_live(std::uintptr_t ptr, LiveBlock block,
+                                               LiveBlock* replaced) noexcept {
+  YoungTable* young = t_thread.young;
+  if (young == nullptr && !t_thread.young_asked) [[unlikely]]
+    young = adopt_young_table();
+  if (young != nullptr && young->insert(ptr, block, replaced, move_to_live)) [[likely]]
+    return true;
+  return g_live.insert(ptr, block, replaced);
+}
+
 LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart& start) noexcept {
   // The stack of one of the thread's kept walks again, its id and record known: asked
   // before the full capture, which sets up a frame buffer of its own.
@@ -420,7 +477,7 @@ LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart&
   if (interned.stack == kNoStack) interned = capture_and_intern(start);
   const auto [stack, folded, record] = interned;
   LiveBlock replaced;
-  if (stack == kNoStack || !g_live.insert(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
+  if (stack == kNoStack || !record_live(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
     count_dropped(static_cast<std::int64_t>(size));
     return;
   }
@@ -477,6 +534,8 @@ void empty_tables(Mode was) noexcept {
   g_session.fetch_add(1, std::memory_order_seq_cst);
   g_sampler_threads.store(0, std::memory_order_relaxed);
   std::int64_t uncounted = 0;
+  // The young tables first: a block moved out meanwhile lands in g_live before its clear.
+  for_each_young_table([&](YoungTable& t) { t.clear(uncount_cleared, &uncounted); });
   g_live.clear(uncount_cleared, &uncounted);
   g_current[0].cleared.fetch_add(uncounted, std::memory_order_relaxed);
   g_own.clear(
@@ -564,6 +623,9 @@ void after_fork_in_child() noexcept {
   g_sample_clearing.store(false, std::memory_order_relaxed);
   walk_state_after_fork_in_child();
   after_fork();
+  // A block another thread was moving out of its young table when the fork came.
+  for_each_young_table(
+      [](YoungTable& t) { t.repair_after_fork([](std::uintptr_t ptr) { return g_live.contains(ptr); }); });
   region_after_fork_in_child();
   run_fork_repairs();
 }
@@ -614,15 +676,37 @@ namespace {
 
 // Takes the block at `key` off the live table and its stack's totals, or off liveheap's own
 // blocks: what forget() does, inlined into each of its callers.
+// A block in no table the thread asked first: in another thread's young table, or moved
+// from there into the live table after the thread asked it.
+[[gnu::noinline]] bool claim_elsewhere(std::uintptr_t key, const YoungTable* own, LiveBlock* b) noexcept {
+  const std::uint32_t n = g_young_count.load(std::memory_order_acquire);
+  for (std::uint32_t t = 0; t < n && t < kYoungThreads; ++t) {
+    YoungTable* table = g_young[t].load(std::memory_order_acquire);
+    if (table == nullptr || table == own) continue;
+    YoungTable::Claim c;
+    for (int spins = 0; (c = table->claim(key, b)) == YoungTable::Claim::moving; ++spins) {
+      if (spins > 64) sched_yield();  // 2 cores: let a preempted owner finish its move
+      else __builtin_ia32_pause();
+    }
+    if (c == YoungTable::Claim::claimed) return true;
+  }
+  return g_live.remove(key, b);
+}
+
 [[gnu::always_inline]] inline Forgotten forget_block(std::uintptr_t key) noexcept {
   LiveBlock b;
-  if (g_live.remove(key, &b)) [[likely]] {
+  YoungTable* const young = t_thread.young;
+  if ((young != nullptr && young->remove_own(key, &b)) || g_live.remove(key, &b)) [[likely]] {
     count_block<Side::freed>(b.stack, b.size);
     return {b.size, b.stack, true, false};
   }
   if (g_own.remove(key, &b)) {
     g_own_bytes.fetch_sub(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
     return {b.size, b.stack, false, true};
+  }
+  if (g_young_count.load(std::memory_order_relaxed) != 0 && claim_elsewhere(key, young, &b)) {
+    count_block<Side::freed>(b.stack, b.size);
+    return {b.size, b.stack, true, false};
   }
   return {};
 }
@@ -900,7 +984,9 @@ std::uint64_t stack_count() noexcept { return g_stacks.size(); }
 
 std::uint64_t live_blocks() noexcept {
   if (mode() == Mode::sampled) return static_cast<std::uint64_t>(live_samples());
-  return g_live.size();
+  std::uint64_t n = g_live.size();
+  for_each_young_table([&](const YoungTable& t) { n += t.size(); });
+  return n;
 }
 
 std::uint64_t dropped() noexcept { return g_dropped.load(std::memory_order_relaxed); }
@@ -912,7 +998,11 @@ CapFigures cap_figures() noexcept {
 }
 
 std::int64_t stack_table_bytes() noexcept { return g_stacks.memory_bytes(); }
-std::int64_t live_table_bytes() noexcept { return g_live.memory_bytes() + g_own.memory_bytes(); }
+std::int64_t live_table_bytes() noexcept {
+  std::int64_t young = 0;
+  for_each_young_table([&](const YoungTable&) { young += sizeof(YoungTable); });
+  return g_live.memory_bytes() + g_own.memory_bytes() + young;
+}
 
 namespace {
 

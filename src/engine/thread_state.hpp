@@ -8,6 +8,8 @@
 
 namespace liveheap::engine {
 
+class YoungTable;
+
 struct ThreadState {
   bool in_hook = false;                 // set while the engine records; nested calls pass through
   std::uint16_t route = 0;              // the request being handled (request_route.hpp), 0: none
@@ -17,6 +19,8 @@ struct ThreadState {
   std::uint64_t sampler_epoch = 0;      // sampled mode: reset when tracking restarts
   std::uint32_t slot = 0;               // this thread's counter slot + 1 (0: none yet)
   std::int64_t growth_since_peak_check = 0;
+  YoungTable* young = nullptr;  // exact mode: the thread's young blocks (young_table.hpp), if it has a table
+  bool young_asked = false;     // whether it asked for one
 };
 
 [[gnu::tls_model("initial-exec"),

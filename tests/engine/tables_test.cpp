@@ -1,5 +1,7 @@
 // The engine's tables against a std:: model: every insert, replace and remove accounted for.
 #include <atomic>
+#include <deque>
+#include <mutex>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -12,6 +14,7 @@
 #include "live_table.hpp"
 #include "pages.hpp"
 #include "stack_table.hpp"
+#include "young_table.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -499,6 +502,204 @@ TEST(LiveTable, PastTheRoomCheckInsertsFailAndFreesStillWork) {
     ASSERT_TRUE(table.insert(inserted[i], {64, 5}, &replaced));
   EXPECT_EQ(table.memory_bytes(), mapped);
   EXPECT_EQ(table.size(), inserted.size());
+}
+
+// The live table a young table's evicted blocks go to (MoveFn takes no context).
+LiveTable g_evicted;
+std::atomic<std::uint64_t> g_evictions{0};
+void evict_to_table(std::uintptr_t ptr, const LiveBlock& b) noexcept {
+  LiveBlock replaced;
+  ASSERT_TRUE(g_evicted.insert(ptr, b, &replaced));
+  EXPECT_EQ(replaced.stack, kNoStack);
+  g_evictions.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A block's free as the engine looks for it: its own thread's young table, the live table,
+// another thread's young table (waiting while it moves), the live table again.
+bool take_anywhere(YoungTable* own, YoungTable* other, std::uintptr_t ptr, LiveBlock* b) {
+  if (own != nullptr && own->remove_own(ptr, b)) return true;
+  if (g_evicted.remove(ptr, b)) return true;
+  if (other != nullptr) {
+    YoungTable::Claim c;
+    while ((c = other->claim(ptr, b)) == YoungTable::Claim::moving) std::this_thread::yield();
+    if (c == YoungTable::Claim::claimed) return true;
+  }
+  return g_evicted.remove(ptr, b);
+}
+
+YoungTable* new_young_table() { return new (map_pages(sizeof(YoungTable))) YoungTable; }
+
+TEST(YoungTable, MatchesAModelWithTheBlocksItEvictsInTheLiveTable) {
+  YoungTable* young = new_young_table();
+  std::unordered_map<std::uintptr_t, LiveBlock> model;
+  std::vector<std::uintptr_t> keys;
+  std::mt19937_64 rng(7);
+  const std::uint64_t evictions_before = g_evictions.load();
+  for (int i = 0; i < 200000; ++i) {
+    if (rng() % 2 == 0 || keys.empty()) {
+      const std::uintptr_t ptr = 0x7f0000000000ull + (rng() % 100000) * 16;
+      const LiveBlock block{rng() % 5000, static_cast<StackId>(1 + rng() % 1000)};
+      LiveBlock replaced;
+      // A stale block of the same address (its free never seen) is handed back from
+      // either table, as the live table's own insert does.
+      if (!young->insert(ptr, block, &replaced, evict_to_table)) FAIL();
+      LiveBlock stale;
+      if (replaced.stack == kNoStack && g_evicted.remove(ptr, &stale)) replaced = stale;
+      if (auto it = model.find(ptr); it != model.end()) {
+        EXPECT_EQ(replaced.size, it->second.size);
+        EXPECT_EQ(replaced.stack, it->second.stack);
+      } else {
+        EXPECT_EQ(replaced.stack, kNoStack);
+        keys.push_back(ptr);
+      }
+      model[ptr] = block;
+    } else {
+      const std::size_t k = rng() % keys.size();
+      const std::uintptr_t ptr = keys[k];
+      keys[k] = keys.back();
+      keys.pop_back();
+      LiveBlock removed;
+      ASSERT_TRUE(take_anywhere(young, nullptr, ptr, &removed));
+      EXPECT_EQ(removed.size, model[ptr].size);
+      EXPECT_EQ(removed.stack, model[ptr].stack);
+      model.erase(ptr);
+      EXPECT_FALSE(take_anywhere(young, nullptr, ptr, &removed));
+    }
+  }
+  EXPECT_GT(g_evictions.load() - evictions_before, 1000u);  // both tables were used
+  EXPECT_EQ(young->size() + g_evicted.size(), model.size());
+  LiveBlock removed;
+  for (const auto& [ptr, block] : model) ASSERT_TRUE(take_anywhere(young, nullptr, ptr, &removed));
+  EXPECT_EQ(young->size(), 0u);
+  EXPECT_EQ(g_evicted.size(), 0u);
+  unmap_pages(young, sizeof(YoungTable));
+}
+
+TEST(YoungTable, BlocksFreedByAnotherThreadWhileTheOwnerEvictsAreEachFoundOnce) {
+  YoungTable* young = new_young_table();
+  std::mutex mutex;
+  std::deque<std::pair<std::uintptr_t, LiveBlock>> handed;  // owner -> freeing thread
+  std::atomic<bool> done{false};
+  constexpr int kBlocks = 1000000;
+  std::atomic<int> found{0};
+  std::thread freer([&] {
+    for (;;) {
+      std::pair<std::uintptr_t, LiveBlock> next{};
+      {
+        std::lock_guard lock(mutex);
+        if (!handed.empty()) {
+          next = handed.front();
+          handed.pop_front();
+        }
+      }
+      if (next.first == 0) {
+        if (done.load() && [&] {
+              std::lock_guard lock(mutex);
+              return handed.empty();
+            }())
+          return;
+        std::this_thread::yield();
+        continue;
+      }
+      LiveBlock removed;
+      ASSERT_TRUE(take_anywhere(nullptr, young, next.first, &removed));
+      EXPECT_EQ(removed.size, next.second.size);
+      EXPECT_EQ(removed.stack, next.second.stack);
+      found.fetch_add(1);
+    }
+  });
+  // The owner allocates at addresses that come back (a heap's), frees some itself and hands
+  // the rest over; a later block needing a slot evicts whatever is still there.
+  std::mt19937_64 rng(11);
+  std::vector<std::uintptr_t> own;
+  for (int i = 0; i < kBlocks; ++i) {
+    const std::uintptr_t ptr = 0x7e0000000000ull + std::uintptr_t(i) * 16;
+    const LiveBlock block{static_cast<std::uint64_t>(i % 4096), static_cast<StackId>(1 + i % 5000)};
+    LiveBlock replaced;
+    ASSERT_TRUE(young->insert(ptr, block, &replaced, evict_to_table));
+    EXPECT_EQ(replaced.stack, kNoStack);
+    if (rng() % 2 == 0) {
+      std::lock_guard lock(mutex);
+      handed.emplace_back(ptr, block);
+    } else {
+      own.push_back(ptr);
+    }
+    if (own.size() > 64) {
+      LiveBlock removed;
+      ASSERT_TRUE(take_anywhere(young, nullptr, own.front(), &removed));
+      found.fetch_add(1);
+      own.erase(own.begin());
+    }
+  }
+  done.store(true);
+  freer.join();
+  LiveBlock removed;
+  for (const std::uintptr_t ptr : own) {
+    ASSERT_TRUE(take_anywhere(young, nullptr, ptr, &removed));
+    found.fetch_add(1);
+  }
+  EXPECT_EQ(found.load(), kBlocks);
+  EXPECT_EQ(young->size(), 0u);
+  EXPECT_EQ(g_evicted.size(), 0u);
+  unmap_pages(young, sizeof(YoungTable));
+}
+
+// The table whose block is caught moving, and that block, for the move function below.
+YoungTable* g_moving_in = nullptr;
+std::uintptr_t g_moving_ptr = 0;
+void move_interrupted_by_fork(std::uintptr_t ptr, const LiveBlock&) noexcept {
+  // As a fork's child finds it when the moving thread is gone: marked, not in the live table.
+  LiveBlock b;
+  EXPECT_EQ(g_moving_in->claim(ptr, &b), YoungTable::Claim::moving);
+  g_moving_in->repair_after_fork([](std::uintptr_t) { return false; });
+  ASSERT_EQ(g_moving_in->claim(ptr, &b), YoungTable::Claim::claimed);  // back in its slot
+  EXPECT_EQ(b.size, 100u);
+  EXPECT_EQ(b.stack, 1u);
+  g_moving_ptr = ptr;
+}
+
+TEST(YoungTable, AClearTakesEveryBlockAndAForkChildGetsBackABlockCaughtMoving) {
+  YoungTable* young = new_young_table();
+  LiveBlock replaced;
+  std::int64_t sizes = 0;
+  for (std::uintptr_t i = 1; i <= 300; ++i) {
+    const std::uintptr_t ptr = 0x7d0000000000ull + i * 4096;
+    // Any block whose slot is taken evicts into the live table: none here.
+    ASSERT_TRUE(young->insert(ptr, {i, static_cast<StackId>(i)}, &replaced,
+                              [](std::uintptr_t, const LiveBlock&) noexcept {
+                                ADD_FAILURE() << "no slot shared by two of these blocks was expected";
+                              }));
+    sizes += static_cast<std::int64_t>(i);
+  }
+  EXPECT_EQ(young->size(), 300u);
+  std::int64_t cleared = 0;
+  young->clear(
+      [](void* ctx, const LiveBlock& b) {
+        *static_cast<std::int64_t*>(ctx) += static_cast<std::int64_t>(b.size);
+      },
+      &cleared);
+  EXPECT_EQ(cleared, sizes);
+  EXPECT_EQ(young->size(), 0u);
+
+  // An address sharing `first`'s slot: its insert moves `first` into the live table.
+  const std::uintptr_t first = 0x7c0000000000ull;
+  std::uintptr_t second = 0;
+  LiveBlock b;
+  for (std::uintptr_t p = first + 16; second == 0; p += 16) {
+    ASSERT_TRUE(young->insert(first, {100, 1}, &replaced, evict_to_table));
+    ASSERT_TRUE(young->insert(p, {1, 2}, &replaced, evict_to_table));
+    if (g_evicted.remove(first, &b)) second = p;
+    else ASSERT_TRUE(young->remove_own(first, &b));
+    ASSERT_TRUE(young->remove_own(p, &b));
+  }
+  // The same move, with a fork's child taking over halfway.
+  g_moving_in = young;
+  ASSERT_TRUE(young->insert(first, {100, 1}, &replaced, evict_to_table));
+  ASSERT_TRUE(young->insert(second, {1, 2}, &replaced, move_interrupted_by_fork));
+  EXPECT_EQ(g_moving_ptr, first);
+  EXPECT_TRUE(young->remove_own(second, &b));
+  EXPECT_EQ(young->size(), 0u);
+  unmap_pages(young, sizeof(YoungTable));
 }
 
 }  // namespace
