@@ -674,41 +674,57 @@ LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& star
 
 namespace {
 
-// Takes the block at `key` off the live table and its stack's totals, or off liveheap's own
-// blocks: what forget() does, inlined into each of its callers.
 // A block in no table the thread asked first: in another thread's young table, or moved
-// from there into the live table after the thread asked it.
-[[gnu::noinline]] bool claim_elsewhere(std::uintptr_t key, const YoungTable* own, LiveBlock* b) noexcept {
+// from there into the live table after the thread asked it. Not found: kNoStack.
+[[gnu::noinline]] LiveBlock claim_elsewhere(std::uintptr_t key, const YoungTable* own) noexcept {
+  LiveBlock b;
   const std::uint32_t n = g_young_count.load(std::memory_order_acquire);
   for (std::uint32_t t = 0; t < n && t < kYoungThreads; ++t) {
     YoungTable* table = g_young[t].load(std::memory_order_acquire);
     if (table == nullptr || table == own) continue;
     YoungTable::Claim c;
-    for (int spins = 0; (c = table->claim(key, b)) == YoungTable::Claim::moving; ++spins) {
+    for (int spins = 0; (c = table->claim(key, &b)) == YoungTable::Claim::moving; ++spins) {
       if (spins > 64) sched_yield();  // 2 cores: let a preempted owner finish its move
       else __builtin_ia32_pause();
     }
-    if (c == YoungTable::Claim::claimed) return true;
+    if (c == YoungTable::Claim::claimed) return b;
   }
-  return g_live.remove(key, b);
+  if (!g_live.remove(key, &b)) b = LiveBlock{};
+  return b;
 }
 
-[[gnu::always_inline]] inline Forgotten forget_block(std::uintptr_t key) noexcept {
+// A traced block taken out: off its stack's totals.
+[[gnu::always_inline]] inline Forgotten forgotten_traced(const LiveBlock& b) noexcept {
+  count_block<Side::freed>(b.stack, b.size);
+  return {b.size, b.stack, true, false};
+}
+
+// forget_block() past the thread's young table: the live table, liveheap's own blocks,
+// the other threads' young tables. Out of line: the young table's hit (most frees in a
+// thread that has one) saves no registers for this.
+[[gnu::noinline]] Forgotten forget_elsewhere(std::uintptr_t key, const YoungTable* young) noexcept {
   LiveBlock b;
-  YoungTable* const young = t_thread.young;
-  if ((young != nullptr && young->remove_own(key, &b)) || g_live.remove(key, &b)) [[likely]] {
-    count_block<Side::freed>(b.stack, b.size);
-    return {b.size, b.stack, true, false};
-  }
+  if (g_live.remove(key, &b)) [[likely]]
+    return forgotten_traced(b);
   if (g_own.remove(key, &b)) {
     g_own_bytes.fetch_sub(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
     return {b.size, b.stack, false, true};
   }
-  if (g_young_count.load(std::memory_order_relaxed) != 0 && claim_elsewhere(key, young, &b)) {
-    count_block<Side::freed>(b.stack, b.size);
-    return {b.size, b.stack, true, false};
-  }
+  if (g_young_count.load(std::memory_order_relaxed) != 0)
+    if (const LiveBlock claimed = claim_elsewhere(key, young); claimed.stack != kNoStack)
+      return forgotten_traced(claimed);
   return {};
+}
+
+// Takes the block at `key` off the thread's young table or the other tables and its
+// stack's totals, or off liveheap's own blocks: what forget() does, inlined into each of
+// its callers.
+[[gnu::always_inline]] inline Forgotten forget_block(std::uintptr_t key) noexcept {
+  YoungTable* const young = t_thread.young;
+  LiveBlock b;
+  if (young != nullptr && young->remove_own(key, &b)) [[likely]]
+    return forgotten_traced(b);
+  return forget_elsewhere(key, young);
 }
 
 }  // namespace
