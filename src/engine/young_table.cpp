@@ -3,18 +3,16 @@
 
 namespace liveheap::engine {
 
-void YoungTable::evict(Slot& slot, std::uintptr_t k, std::uintptr_t ptr, LiveBlock* replaced,
-                       MoveFn move) noexcept {
+LiveBlock YoungTable::evict(Slot& slot, std::uintptr_t k, std::uintptr_t ptr, MoveFn move) noexcept {
   const std::uint64_t value = slot.value.load(std::memory_order_relaxed);
   if (k == ptr) {
-    if (slot.key.compare_exchange_strong(k, kEmpty, std::memory_order_acq_rel)) *replaced = unpack(value);
-    return;
+    if (slot.key.compare_exchange_strong(k, kEmpty, std::memory_order_acq_rel)) return unpack(value);
+    return {};
   }
   // Marked, so that a thread freeing it meanwhile waits and then looks in the live table;
-  // the mark goes when the caller writes the new key.
-  if (!slot.key.compare_exchange_strong(k, k | kMoving, std::memory_order_acq_rel))
-    return;  // freed meanwhile
-  move(k, unpack(value));
+  // the mark goes when the caller writes the new key. (A failed exchange: freed meanwhile.)
+  if (slot.key.compare_exchange_strong(k, k | kMoving, std::memory_order_acq_rel)) move(k, unpack(value));
+  return {};
 }
 
 YoungTable::Claim YoungTable::claim(std::uintptr_t ptr, LiveBlock* removed) noexcept {

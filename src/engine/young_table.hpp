@@ -85,9 +85,10 @@ class YoungTable {
     *removed = unpack(value);
     return true;
   }
-  // The owner makes room in `slot` (holding `k`) for `ptr`. Out of line: most slots are empty.
-  [[gnu::noinline]] void evict(Slot& slot, std::uintptr_t k, std::uintptr_t ptr, LiveBlock* replaced,
-                               MoveFn move) noexcept;
+  // The owner makes room in `slot` (holding `k`) for `ptr`; returns a stale entry of `ptr`
+  // taken out (else an empty block). Out of line: most slots are empty. By value: a block
+  // handed back through a pointer would keep the caller's in memory on every allocation.
+  [[gnu::noinline]] LiveBlock evict(Slot& slot, std::uintptr_t k, std::uintptr_t ptr, MoveFn move) noexcept;
 
   Slot slots_[kSlots];
 };
@@ -97,9 +98,10 @@ inline bool YoungTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* r
   if (block.size > kMaxSize) [[unlikely]]
     return false;
   Slot& slot = slots_[index(ptr)];
-  *replaced = LiveBlock{};
+  LiveBlock stale;
   if (const std::uintptr_t k = slot.key.load(std::memory_order_relaxed); k != kEmpty) [[unlikely]]
-    evict(slot, k, ptr, replaced, move);
+    stale = evict(slot, k, ptr, move);
+  *replaced = stale;
   slot.value.store(pack(block), std::memory_order_relaxed);
   slot.key.store(ptr, std::memory_order_release);
   return true;
