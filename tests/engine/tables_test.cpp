@@ -19,14 +19,44 @@
 namespace liveheap::engine {
 namespace {
 
+// What a table should hold, and the checks of the blocks it hands back.
+struct TableModel {
+  std::unordered_map<std::uintptr_t, LiveBlock> blocks;
+  std::vector<std::uintptr_t> keys;
+  // An insert of `block` at `ptr` handed back `replaced`: the block held there, if any.
+  void inserted(std::uintptr_t ptr, const LiveBlock& block, const LiveBlock& replaced) {
+    if (const auto it = blocks.find(ptr); it != blocks.end()) {
+      EXPECT_EQ(replaced.size, it->second.size);
+      EXPECT_EQ(replaced.stack, it->second.stack);
+    } else {
+      EXPECT_EQ(replaced.stack, kNoStack);
+      keys.push_back(ptr);
+    }
+    blocks[ptr] = block;
+  }
+  // A block to take out, at random.
+  std::uintptr_t pick(std::mt19937_64& rng) {
+    const std::size_t index = rng() % keys.size();
+    const std::uintptr_t ptr = keys[index];
+    keys[index] = keys.back();
+    keys.pop_back();
+    return ptr;
+  }
+  // Taking `ptr` out handed back `removed`.
+  void removed(std::uintptr_t ptr, const LiveBlock& removed) {
+    EXPECT_EQ(removed.size, blocks[ptr].size);
+    EXPECT_EQ(removed.stack, blocks[ptr].stack);
+    blocks.erase(ptr);
+  }
+};
+
 TEST(LiveTable, MatchesAModelThroughGrowthAndBackwardShiftDeletion) {
   static LiveTable table;  // large: static storage, as in the engine
-  std::unordered_map<std::uintptr_t, LiveBlock> model;
+  TableModel model;
   std::mt19937_64 rng(42);
-  std::vector<std::uintptr_t> keys;
   for (int i = 0; i < 400000; ++i) {
     const unsigned op = rng() % 10;
-    if (op < 6 || keys.empty()) {
+    if (op < 6 || model.keys.empty()) {
       // Clustered 16-byte aligned addresses, as a heap hands out, plus far-away ones and a
       // few past 48 bits; now and then a size of 16 MiB or more (those two: wide entries,
       // and a pointer reused across the two kinds replaces its entry in the other table).
@@ -39,37 +69,24 @@ TEST(LiveTable, MatchesAModelThroughGrowthAndBackwardShiftDeletion) {
       const LiveBlock block{size, static_cast<StackId>(1 + rng() % kMaxStacks)};
       LiveBlock replaced;
       ASSERT_TRUE(table.insert(ptr, block, &replaced));
-      const auto it = model.find(ptr);
-      if (it != model.end()) {
-        EXPECT_EQ(replaced.size, it->second.size);
-        EXPECT_EQ(replaced.stack, it->second.stack);
-      } else {
-        EXPECT_EQ(replaced.stack, kNoStack);
-        keys.push_back(ptr);
-      }
-      model[ptr] = block;
+      model.inserted(ptr, block, replaced);
     } else {
-      const std::size_t index = rng() % keys.size();
-      const std::uintptr_t ptr = keys[index];
-      keys[index] = keys.back();
-      keys.pop_back();
+      const std::uintptr_t ptr = model.pick(rng);
       LiveBlock removed;
       ASSERT_TRUE(table.remove(ptr, &removed));
-      EXPECT_EQ(removed.size, model[ptr].size);
-      EXPECT_EQ(removed.stack, model[ptr].stack);
-      model.erase(ptr);
+      model.removed(ptr, removed);
       EXPECT_FALSE(table.remove(ptr, &removed));
     }
   }
-  EXPECT_EQ(table.size(), model.size());
-  for (const auto& [ptr, block] : model) ASSERT_TRUE(table.contains(ptr));
+  EXPECT_EQ(table.size(), model.blocks.size());
+  for (const auto& [ptr, block] : model.blocks) ASSERT_TRUE(table.contains(ptr));
   EXPECT_GT(table.wide_size(), 1000u);  // the wide table was exercised
   // 12-byte entries kept between 0.6 and 0.75 load (the ~3 % of wide ones at 16 B): about
   // 20 bytes per block at most, once past each shard's first page.
-  EXPECT_LE(static_cast<double>(table.memory_bytes()) / static_cast<double>(model.size()), 21.0);
+  EXPECT_LE(static_cast<double>(table.memory_bytes()) / static_cast<double>(model.blocks.size()), 21.0);
 
   std::uint64_t visited_bytes = 0, expected_bytes = 0;
-  for (const auto& [ptr, block] : model) expected_bytes += block.size;
+  for (const auto& [ptr, block] : model.blocks) expected_bytes += block.size;
   table.clear([](void* ctx, const LiveBlock& b) { *static_cast<std::uint64_t*>(ctx) += b.size; },
               &visited_bytes);
   EXPECT_EQ(visited_bytes, expected_bytes);
@@ -531,12 +548,11 @@ YoungTable* new_young_table() { return new (map_pages(sizeof(YoungTable))) Young
 
 TEST(YoungTable, MatchesAModelWithTheBlocksItEvictsInTheLiveTable) {
   YoungTable* young = new_young_table();
-  std::unordered_map<std::uintptr_t, LiveBlock> model;
-  std::vector<std::uintptr_t> keys;
+  TableModel model;
   std::mt19937_64 rng(7);
   const std::uint64_t evictions_before = g_evictions.load();
   for (int i = 0; i < 200000; ++i) {
-    if (rng() % 2 == 0 || keys.empty()) {
+    if (rng() % 2 == 0 || model.keys.empty()) {
       const std::uintptr_t ptr = 0x7f0000000000ull + (rng() % 100000) * 16;
       const LiveBlock block{rng() % 5000, static_cast<StackId>(1 + rng() % 1000)};
       LiveBlock replaced;
@@ -545,31 +561,19 @@ TEST(YoungTable, MatchesAModelWithTheBlocksItEvictsInTheLiveTable) {
       if (!young->insert(ptr, block, &replaced, evict_to_table)) FAIL();
       LiveBlock stale;
       if (replaced.stack == kNoStack && g_evicted.remove(ptr, &stale)) replaced = stale;
-      if (auto it = model.find(ptr); it != model.end()) {
-        EXPECT_EQ(replaced.size, it->second.size);
-        EXPECT_EQ(replaced.stack, it->second.stack);
-      } else {
-        EXPECT_EQ(replaced.stack, kNoStack);
-        keys.push_back(ptr);
-      }
-      model[ptr] = block;
+      model.inserted(ptr, block, replaced);
     } else {
-      const std::size_t k = rng() % keys.size();
-      const std::uintptr_t ptr = keys[k];
-      keys[k] = keys.back();
-      keys.pop_back();
+      const std::uintptr_t ptr = model.pick(rng);
       LiveBlock removed;
       ASSERT_TRUE(take_anywhere(young, nullptr, ptr, &removed));
-      EXPECT_EQ(removed.size, model[ptr].size);
-      EXPECT_EQ(removed.stack, model[ptr].stack);
-      model.erase(ptr);
+      model.removed(ptr, removed);
       EXPECT_FALSE(take_anywhere(young, nullptr, ptr, &removed));
     }
   }
   EXPECT_GT(g_evictions.load() - evictions_before, 1000u);  // both tables were used
-  EXPECT_EQ(young->size() + g_evicted.size(), model.size());
+  EXPECT_EQ(young->size() + g_evicted.size(), model.blocks.size());
   LiveBlock removed;
-  for (const auto& [ptr, block] : model) ASSERT_TRUE(take_anywhere(young, nullptr, ptr, &removed));
+  for (const auto& [ptr, block] : model.blocks) ASSERT_TRUE(take_anywhere(young, nullptr, ptr, &removed));
   EXPECT_EQ(young->size(), 0u);
   EXPECT_EQ(g_evicted.size(), 0u);
   unmap_pages(young, sizeof(YoungTable));
