@@ -24,8 +24,7 @@ class LiveTable {
   // `room`: asked before a shard grows (nullptr: never refused; then insert drops a block).
   constexpr explicit LiveTable(RoomCheck room = nullptr) noexcept : compact_(room), wide_(room) {}
 
-  static constexpr unsigned kSizeBits = 64 - kStackIdBits;
-  static constexpr std::uint64_t kMaxSize = (std::uint64_t{1} << kSizeBits) - 1;
+  static constexpr std::uint64_t kMaxSize = kMaxPackedSize;
 
   // Inserts or replaces. A replaced entry (a stale block whose free was never seen) is
   // returned in `*replaced` so the caller can take it off its stack's totals.
@@ -71,17 +70,14 @@ class LiveTable {
   static_assert(sizeof(CompactEntry) == 12);
   static_assert(kStackIdBits == 24, "CompactEntry holds 24-bit stack ids");
 
-  // The wide entry: the whole pointer, size << kStackIdBits | stack (sizes capped at kMaxSize).
+  // The wide entry: the whole pointer, pack_block() (sizes capped at kMaxSize).
   struct WideEntry {
     std::uintptr_t ptr = 0;
     std::uint64_t packed = 0;
     std::uintptr_t key() const noexcept { return ptr; }
-    LiveBlock block() const noexcept {
-      return {packed >> kStackIdBits, static_cast<StackId>(packed & kMaxStacks)};
-    }
+    LiveBlock block() const noexcept { return unpack_block(packed); }
     static WideEntry make(std::uintptr_t ptr, const LiveBlock& b) noexcept {
-      const std::uint64_t size = b.size > kMaxSize ? kMaxSize : b.size;
-      return {ptr, size << kStackIdBits | b.stack};
+      return {ptr, pack_block({b.size > kMaxSize ? kMaxSize : b.size, b.stack})};
     }
   };
 

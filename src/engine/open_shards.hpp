@@ -21,6 +21,14 @@ struct LiveBlock {
   StackId stack = kNoStack;
 };
 
+// A block in one word, size << kStackIdBits | stack, for sizes up to kMaxPackedSize: the
+// live table's wide entries and the young tables' slots (young_table.hpp).
+inline constexpr std::uint64_t kMaxPackedSize = (std::uint64_t{1} << (64 - kStackIdBits)) - 1;
+inline std::uint64_t pack_block(const LiveBlock& b) noexcept { return b.size << kStackIdBits | b.stack; }
+inline LiveBlock unpack_block(std::uint64_t packed) noexcept {
+  return {packed >> kStackIdBits, static_cast<StackId>(packed & kMaxStacks)};
+}
+
 template <typename Entry>
 class OpenShards {
  public:

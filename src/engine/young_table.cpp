@@ -6,12 +6,13 @@ namespace liveheap::engine {
 LiveBlock YoungTable::evict(Slot& slot, std::uintptr_t k, std::uintptr_t ptr, MoveFn move) noexcept {
   const std::uint64_t value = slot.value.load(std::memory_order_relaxed);
   if (k == ptr) {
-    if (slot.key.compare_exchange_strong(k, kEmpty, std::memory_order_acq_rel)) return unpack(value);
+    if (slot.key.compare_exchange_strong(k, kEmpty, std::memory_order_acq_rel)) return unpack_block(value);
     return {};
   }
   // Marked, so that a thread freeing it meanwhile waits and then looks in the live table;
   // the mark goes when the caller writes the new key. (A failed exchange: freed meanwhile.)
-  if (slot.key.compare_exchange_strong(k, k | kMoving, std::memory_order_acq_rel)) move(k, unpack(value));
+  if (slot.key.compare_exchange_strong(k, k | kMoving, std::memory_order_acq_rel))
+    move(k, unpack_block(value));
   return {};
 }
 
@@ -22,7 +23,7 @@ YoungTable::Claim YoungTable::claim(std::uintptr_t ptr, LiveBlock* removed) noex
   if (k != ptr) return Claim::absent;
   const std::uint64_t value = slot.value.load(std::memory_order_relaxed);
   if (slot.key.compare_exchange_strong(k, kEmpty, std::memory_order_acq_rel)) {
-    *removed = unpack(value);
+    *removed = unpack_block(value);
     return Claim::claimed;
   }
   return k == (ptr | kMoving) ? Claim::moving : Claim::absent;  // the owner began to move it
@@ -35,7 +36,8 @@ void YoungTable::clear(void (*visit)(void* ctx, const LiveBlock& block), void* c
     // that clear passed its shard already, leaves it there and counted).
     if (k == kEmpty || (k & kMoving) != 0) continue;
     const std::uint64_t value = slot.value.load(std::memory_order_relaxed);
-    if (slot.key.compare_exchange_strong(k, kEmpty, std::memory_order_acq_rel)) visit(ctx, unpack(value));
+    if (slot.key.compare_exchange_strong(k, kEmpty, std::memory_order_acq_rel))
+      visit(ctx, unpack_block(value));
   }
 }
 

@@ -31,8 +31,6 @@ class YoungTable {
  public:
   static constexpr unsigned kSlotBits = 10;
   static constexpr std::uint32_t kSlots = 1u << kSlotBits;
-  static constexpr unsigned kSizeBits = 64 - kStackIdBits;
-  static constexpr std::uint64_t kMaxSize = (std::uint64_t{1} << kSizeBits) - 1;
 
   // What the owner does with a block its table's slot held (evict()).
   using MoveFn = void (*)(std::uintptr_t ptr, const LiveBlock& block);
@@ -64,16 +62,12 @@ class YoungTable {
   static constexpr std::uintptr_t kMoving = std::uintptr_t{1} << 63;
   struct Slot {
     std::atomic<std::uintptr_t> key;
-    // size << kStackIdBits | stack, written before the key; read before a claim, and the
+    // pack_block(), written before the key; read before a claim, and the
     // block's when the claim succeeds (an atomic: the owner may be rewriting it then).
     std::atomic<std::uint64_t> value;
   };
   static std::uint32_t index(std::uintptr_t ptr) noexcept {
     return static_cast<std::uint32_t>(((ptr >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - kSlotBits));
-  }
-  static std::uint64_t pack(const LiveBlock& b) noexcept { return b.size << kStackIdBits | b.stack; }
-  static LiveBlock unpack(std::uint64_t v) noexcept {
-    return {v >> kStackIdBits, static_cast<StackId>(v & kMaxStacks)};
   }
   // Claims `ptr` in its slot: true (and *removed) when the exchange took it.
   [[gnu::always_inline]] bool take(std::uintptr_t ptr, LiveBlock* removed) noexcept {
@@ -82,7 +76,7 @@ class YoungTable {
     if (k != ptr) return false;
     const std::uint64_t value = slot.value.load(std::memory_order_relaxed);
     if (!slot.key.compare_exchange_strong(k, kEmpty, std::memory_order_acq_rel)) return false;
-    *removed = unpack(value);
+    *removed = unpack_block(value);
     return true;
   }
   // The owner makes room in `slot` (holding `k`) for `ptr`; returns a stale entry of `ptr`
@@ -95,14 +89,14 @@ class YoungTable {
 
 inline bool YoungTable::insert(std::uintptr_t ptr, LiveBlock block, LiveBlock* replaced,
                                MoveFn move) noexcept {
-  if (block.size > kMaxSize) [[unlikely]]
+  if (block.size > kMaxPackedSize) [[unlikely]]
     return false;
   Slot& slot = slots_[index(ptr)];
   LiveBlock stale;
   if (const std::uintptr_t k = slot.key.load(std::memory_order_relaxed); k != kEmpty) [[unlikely]]
     stale = evict(slot, k, ptr, move);
   *replaced = stale;
-  slot.value.store(pack(block), std::memory_order_relaxed);
+  slot.value.store(pack_block(block), std::memory_order_relaxed);
   slot.key.store(ptr, std::memory_order_release);
   return true;
 }
