@@ -22,6 +22,7 @@
 #include "request_route.hpp"
 #include "routed_stacks.hpp"
 #include "sampler.hpp"
+#include "spin_lock.hpp"
 #include "stack_capture.hpp"
 #include "stack_table.hpp"
 #include "walk_state.hpp"
@@ -547,10 +548,7 @@ void empty_tables(Mode was) noexcept {
     // The flag is up and the session bumped (above): counting in flight finishes, and
     // none starts until the flag is down.
     for_each_taken_slot([](const CurrentSlot& s) {
-      for (int spins = 0; s.counting.load(std::memory_order_seq_cst) != 0; ++spins) {
-        if (spins > 64) sched_yield();  // a counting thread was preempted
-        else __builtin_ia32_pause();
-      }
+      for (int spins = 0; s.counting.load(std::memory_order_seq_cst) != 0; ++spins) spin_turn(spins);
     });
     zero_stack_totals();
     for (CurrentSlot& slot : g_current) {
@@ -683,10 +681,7 @@ namespace {
     YoungTable* table = g_young[t].load(std::memory_order_acquire);
     if (table == nullptr || table == own) continue;
     YoungTable::Claim c;
-    for (int spins = 0; (c = table->claim(key, &b)) == YoungTable::Claim::moving; ++spins) {
-      if (spins > 64) sched_yield();  // 2 cores: let a preempted owner finish its move
-      else __builtin_ia32_pause();
-    }
+    for (int spins = 0; (c = table->claim(key, &b)) == YoungTable::Claim::moving; ++spins) spin_turn(spins);
     if (c == YoungTable::Claim::claimed) return b;
   }
   if (!g_live.remove(key, &b)) b = LiveBlock{};

@@ -10,6 +10,13 @@
 
 namespace liveheap::engine {
 
+// One turn of a wait for another thread (`spins`: turns so far): a pause, then, past 64
+// turns, a yield (on 2 cores a preempted thread may be the one to wait for).
+inline void spin_turn(int spins) noexcept {
+  if (spins > 64) sched_yield();
+  else __builtin_ia32_pause();
+}
+
 class SpinLock {
  public:
   // The wait out of line: the hooks inline the lock, and the loop's registers and call
@@ -30,10 +37,7 @@ class SpinLock {
  private:
   [[gnu::noinline, gnu::cold]] void wait_and_lock() noexcept {
     for (;;) {
-      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-        if (spins > 64) sched_yield();  // 2 cores: let a preempted holder run
-        else __builtin_ia32_pause();
-      }
+      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) spin_turn(spins);
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
     }
   }
