@@ -102,6 +102,25 @@ Recorder* make_recorder() {
 
 Recorder& recorder() { return engine::fork_safe_once<Recorder, make_recorder>(); }
 
+// Offers `e` to `kept`, a heap of at most kHistoryStacksPerPoint entries with the smallest
+// size on top; what falls out is counted as the point's dropped stacks and bytes. Once the
+// heap is full, most stacks are smaller than its top and cost one comparison.
+void keep_biggest(std::vector<HistoryEntry>& kept, HistoryEntry e, HistoryPoint& point) {
+  auto bigger = [](const HistoryEntry& a, const HistoryEntry& b) { return a.size > b.size; };
+  if (kept.size() < kHistoryStacksPerPoint) {
+    kept.push_back(e);
+    std::push_heap(kept.begin(), kept.end(), bigger);
+    return;
+  }
+  if (e.size > kept.front().size) {
+    std::pop_heap(kept.begin(), kept.end(), bigger);  // the smallest kept to the back
+    std::swap(kept.back(), e);                        // `e` in its place; it falls out
+    std::push_heap(kept.begin(), kept.end(), bigger);
+  }
+  point.bytes_dropped += e.size;
+  ++point.stacks_dropped;
+}
+
 void run(unsigned interval_s) {
   engine::begin_ignore();  // this thread's allocations are the tracker's own
   Recorder& r = recorder();
@@ -218,13 +237,16 @@ void history_tick() {
     p.point.route_requests.emplace_back(std::move(r.route), r.requests);
   std::sort(p.point.route_requests.begin(),
             p.point.route_requests.end());  // by name, as /history writes them
-  r.scratch.clear();
-  // Every stack that ever allocated, so that the process's work sums them all; only those
-  // with live blocks are candidates for the point.
+  // Every stack that ever allocated, so that the process's work sums them all; of those with
+  // live blocks, the biggest are kept as they come. The tick's memory is bounded however many
+  // stacks there are: a list of every live stack grew with them into the room the
+  // tracker-memory cap keeps for the live table.
   struct Visit {
-    std::vector<HistoryEntry>* entries;
+    std::vector<HistoryEntry>* kept;
     HistoryPoint* point;
   } visit{&r.scratch, &p.point};
+  r.scratch.clear();
+  r.scratch.reserve(kHistoryStacksPerPoint);
   engine::visit_stack_ids(
       [](void* ctx, std::uint32_t id, const engine::StackSums& s) {
         auto* v = static_cast<Visit*>(ctx);
@@ -232,7 +254,7 @@ void history_tick() {
         v->point->allocations += s.alloc_count;
         if (s.count <= 0 && s.bytes <= 0) return;
         const auto count = static_cast<std::uint32_t>(std::clamp<std::int64_t>(s.count, 0, UINT32_MAX));
-        v->entries->push_back({id, count, s.bytes, s.alloc_bytes, s.alloc_count});
+        keep_biggest(*v->kept, {id, count, s.bytes, s.alloc_bytes, s.alloc_count}, *v->point);
       },
       &visit, true);
   // The figures of the process and of its allocator after the heap's, which are read
@@ -243,15 +265,7 @@ void history_tick() {
   // Off the allocation path, but not free: glibc's mallinfo2 holds each arena's lock while it
   // sums that arena (microseconds), as a GET /stats does.
   p.point.allocator = read_allocator().figures;
-  auto bigger = [](const HistoryEntry& a, const HistoryEntry& b) { return a.size > b.size; };
-  auto kept_end = r.scratch.end();
-  if (r.scratch.size() > kHistoryStacksPerPoint) {
-    kept_end = r.scratch.begin() + kHistoryStacksPerPoint;
-    std::nth_element(r.scratch.begin(), kept_end, r.scratch.end(), bigger);
-    for (auto it = kept_end; it != r.scratch.end(); ++it) p.point.bytes_dropped += it->size;
-    p.point.stacks_dropped = static_cast<std::int64_t>(r.scratch.end() - kept_end);
-  }
-  p.entries.assign(r.scratch.begin(), kept_end);
+  p.entries.assign(r.scratch.begin(), r.scratch.end());
   std::lock_guard lock(r.mutex);
   if (generation != r.generation || !engine::active()) return;  // cleared or stopped meanwhile
   // An idle stretch is kept as its latest point: the point before it closed the last interval

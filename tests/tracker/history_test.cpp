@@ -236,12 +236,13 @@ TEST(History, ForkedChildRecordsWithAThreadOfItsOwn) {
 }
 
 // 2^14 stacks apart by the return addresses of f0/f1 at each level: the bits of n.
-[[gnu::noinline]] void* stack_by_bits(unsigned n, int bits);
-[[gnu::noinline]] void* f0(unsigned n, int bits) { return stack_by_bits(n, bits); }
-[[gnu::noinline]] void* f1(unsigned n, int bits) { return stack_by_bits(n, bits); }
-void* stack_by_bits(unsigned n, int bits) {
-  if (bits == 0) return std::malloc(64 + n % 7);
-  void* p = (n & 1) ? f1(n >> 1, bits - 1) : f0(n >> 1, bits - 1);
+// A block of `size` bytes from the stack that the low `bits` bits of `n` pick.
+[[gnu::noinline]] void* stack_by_bits(unsigned n, int bits, std::size_t size);
+[[gnu::noinline]] void* f0(unsigned n, int bits, std::size_t size) { return stack_by_bits(n, bits, size); }
+[[gnu::noinline]] void* f1(unsigned n, int bits, std::size_t size) { return stack_by_bits(n, bits, size); }
+void* stack_by_bits(unsigned n, int bits, std::size_t size) {
+  if (bits == 0) return std::malloc(size);
+  void* p = (n & 1) ? f1(n >> 1, bits - 1, size) : f0(n >> 1, bits - 1, size);
   asm volatile("" ::: "memory");  // not a tail call: each level keeps its frame
   return p;
 }
@@ -255,9 +256,8 @@ TEST(History, TickCostAndBoundAtTenThousandStacks) {
   TracingSession tracing(o);
   std::vector<void*> blocks;
   blocks.reserve(10000);
-  for (unsigned n = 0; n < 10000; ++n) blocks.push_back(stack_by_bits(n, 14));
+  for (unsigned n = 0; n < 10000; ++n) blocks.push_back(stack_by_bits(n, 14, 64 + n % 7));
   ASSERT_GE(liveheap::engine_stats().stacks, 10000u);
-  liveheap::tracker::history_tick();  // grows the tick's scratch once (32 bytes per live stack)
   // What the points hold: the engine's tables (mapped pages) grow by doublings whenever their
   // load says so, and where the process stands in a doubling differs from one machine or
   // checkout to another (72 KiB more inside these 20 ticks on one CI run).
@@ -265,6 +265,16 @@ TEST(History, TickCostAndBoundAtTenThousandStacks) {
     return liveheap::tracker_memory() - liveheap::engine::live_table_bytes() -
            liveheap::engine::stack_table_bytes();
   };
+  // The first tick keeps the tick's scratch: 512 entries, however many stacks are live (a
+  // list of all 10,000, 512 KiB, would take the cap's room from the live table).
+  const std::int64_t memory_unticked = points_memory();
+  liveheap::tracker::history_tick();
+  EXPECT_LE(points_memory() - memory_unticked, 64 << 10);
+  // The kept stacks are the biggest: 64-70 bytes each, more than 1,400 of them at 70.
+  const liveheap::tracker::RawHistory first = liveheap::tracker::history_raw();
+  ASSERT_EQ(first.entries.size(), 1u);
+  EXPECT_EQ(first.entries[0].size(), liveheap::tracker::kHistoryStacksPerPoint);
+  for (const liveheap::tracker::HistoryEntry& e : first.entries[0]) EXPECT_GE(e.size, 70);
   const std::int64_t memory_before = points_memory();
   std::vector<double> tick_ms;
   for (int i = 0; i < 20; ++i) {
