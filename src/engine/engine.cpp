@@ -139,8 +139,8 @@ bool g_started_before = false;  // by start only (serialized)
 // count_block) run on every allocation and free: inlined, for 54 instructions a pair less
 // than as calls, and add_to_totals looks the slot up once for both of its adds (12 less
 // again).
-[[gnu::always_inline]] inline std::uint32_t thread_slot() noexcept {
-  std::uint32_t& slot = t_thread.slot;
+[[gnu::always_inline]] inline std::uint32_t thread_slot(ThreadState& self = t_thread) noexcept {
+  std::uint32_t& slot = self.slot;
   if (slot == 0) {
     // seq_cst, and the load of for_each_taken_slot(): a clear that waits for the counting
     // scopes of the slots taken sees every slot taken before a scope that missed its flag.
@@ -249,8 +249,8 @@ void reset_high(std::int64_t now) noexcept {
 }
 
 // Traced bytes allocated (or kept after all): the current figure, then the peak.
-[[gnu::always_inline]] inline void add_traced(std::int64_t bytes,
-                                              std::uint32_t slot = thread_slot()) noexcept {
+[[gnu::always_inline]] inline void add_traced(std::int64_t bytes, std::uint32_t slot = thread_slot(),
+                                              ThreadState& self = t_thread) noexcept {
   const CurrentSlot& mine = add_current(bytes, slot);
   if (g_slots_taken.load(std::memory_order_relaxed) == 1) {
     // The only thread that ever traced: its slot (slot 0, where a clear also takes off what
@@ -260,7 +260,7 @@ void reset_high(std::int64_t now) noexcept {
     if (now > g_high.load(std::memory_order_relaxed)) passed_high(now);
     return;
   }
-  std::int64_t& growth = t_thread.growth_since_peak_check;
+  std::int64_t& growth = self.growth_since_peak_check;
   growth += bytes;
   if (growth >= kPeakCheckBytes) {
     growth = 0;
@@ -274,18 +274,20 @@ void reset_high(std::int64_t now) noexcept {
 // stack's totals and the traced bytes.
 template <Side side>
 [[gnu::always_inline]] inline void add_to_totals(StackId stack, std::int64_t bytes, std::int64_t count,
-                                                 StackRecord* known = nullptr) noexcept {
-  const std::uint32_t slot = thread_slot();  // looked up once: the compiler reloads it
+                                                 StackRecord* known = nullptr,
+                                                 ThreadState& self = t_thread) noexcept {
+  const std::uint32_t slot = thread_slot(self);  // looked up once: the compiler reloads it
   add_to_stack<side>(stack, bytes, count, slot, known);
-  if constexpr (side == Side::alloc) add_traced(bytes, slot);
+  if constexpr (side == Side::alloc) add_traced(bytes, slot, self);
   else sub_traced(bytes, slot);
 }
 
 // One block allocated or freed.
 template <Side side>
 [[gnu::always_inline]] inline void count_block(StackId stack, std::uint64_t size,
-                                               StackRecord* known = nullptr) noexcept {
-  add_to_totals<side>(stack, static_cast<std::int64_t>(size), kCountUnit, known);
+                                               StackRecord* known = nullptr,
+                                               ThreadState& self = t_thread) noexcept {
+  add_to_totals<side>(stack, static_cast<std::int64_t>(size), kCountUnit, known, self);
 }
 
 // A stale entry (its free was never seen) that an insert replaced: uncount it. The test
@@ -457,17 +459,18 @@ void move_to_live(std::uintptr_t ptr, const LiveBlock& b) noexcept {
 }
 
 // A traced block into the thread's young table, or the live table.
-[[gnu::always_inline]] inline bool record_live(std::uintptr_t ptr, LiveBlock block,
+[[gnu::always_inline]] inline bool record_live(ThreadState& self, std::uintptr_t ptr, LiveBlock block,
                                                LiveBlock* replaced) noexcept {
-  YoungTable* young = t_thread.young;
-  if (young == nullptr && !t_thread.young_asked) [[unlikely]]
+  YoungTable* young = self.young;
+  if (young == nullptr && !self.young_asked) [[unlikely]]
     young = adopt_young_table();
   if (young != nullptr && young->insert(ptr, block, replaced, move_to_live)) [[likely]]
     return true;
   return g_live.insert(ptr, block, replaced);
 }
 
-LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart& start) noexcept {
+LIVEHEAP_OWN_CODE void record_traced(ThreadState& self, void* p, std::size_t size,
+                                     const WalkStart& start) noexcept {
   // The stack of one of the thread's kept walks again, its id and record known: asked
   // before the full capture, which sets up a frame buffer of its own.
   Interned interned;
@@ -478,12 +481,13 @@ LIVEHEAP_OWN_CODE void record_traced(void* p, std::size_t size, const WalkStart&
   if (interned.stack == kNoStack) interned = capture_and_intern(start);
   const auto [stack, folded, record] = interned;
   LiveBlock replaced;
-  if (stack == kNoStack || !record_live(reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
+  if (stack == kNoStack ||
+      !record_live(self, reinterpret_cast<std::uintptr_t>(p), {size, stack}, &replaced)) {
     count_dropped(static_cast<std::int64_t>(size));
     return;
   }
   if (folded) count_folded(static_cast<std::int64_t>(size));
-  count_block<Side::alloc>(stack, size, record);
+  count_block<Side::alloc>(stack, size, record, self);
   uncount_replaced(replaced);
 }
 
@@ -664,10 +668,11 @@ bool active() noexcept { return mode() != Mode::off; }
 
 LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& start) noexcept {
   if (p == nullptr) return;
-  HookGuard guard;
+  ThreadState& self = this_thread();
+  HookGuard guard(self);
   if (guard.reentered()) return;  // an allocation made by the engine's own callees
-  if (t_thread.ignore_depth > 0) return record_own(p, size);
-  record_traced(p, size, start);
+  if (self.ignore_depth > 0) return record_own(p, size);
+  record_traced(self, p, size, start);
 }
 
 namespace {
