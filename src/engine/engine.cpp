@@ -474,7 +474,7 @@ LIVEHEAP_OWN_CODE void record_traced(ThreadState& self, void* p, std::size_t siz
   // The stack of one of the thread's kept walks again, its id and record known: asked
   // before the full capture, which sets up a frame buffer of its own.
   Interned interned;
-  if (start.pc != 0 && ask_repeated_walks()) {
+  if (start.pc != 0 && ask_repeated_walks(self)) {
     const RepeatedStack known = repeated_stack(g_settings.max_frames, start);
     interned = {known.id, false, known.record};
   }

@@ -313,8 +313,6 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] const RepeatedWalks::Walk* another_repeated_
 
 }  // namespace
 
-constinit thread_local bool t_ask_repeated_walks = false;
-
 LIVEHEAP_OWN_CODE RepeatedStack repeated_stack(std::uint32_t want, const WalkStart& start) noexcept {
   WalkState* const state = t_walk_state;  // asked after a walk only: taken then
   if (__builtin_expect(state == nullptr, 0)) return {};
@@ -367,7 +365,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
   } else if (++walks.unknown_in_a_row >= RepeatedWalks::kUnknownToRest) {
     walks.unknown_in_a_row = 0;
     walks.resting = true;
-    t_ask_repeated_walks = false;
+    t_thread.ask_repeated_walks = false;
     return;
   }
   cache.busy = true;
@@ -409,7 +407,7 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
     w.seal();
     w.after = &w;
     walks.found_after(&w);
-    t_ask_repeated_walks = true;
+    t_thread.ask_repeated_walks = true;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   cache.busy = false;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "thread_state.hpp"
 #include "walk_cache.hpp"
 #include "walk_start.hpp"
 
@@ -61,8 +62,9 @@ struct RepeatedStack {
 // those frames from `start`. Ask only when ask_repeated_walks(): a thread that never kept
 // a walk (one whose walks have Python frames), or whose asks keep finding none, pays no call.
 RepeatedStack repeated_stack(std::uint32_t max, const WalkStart& start) noexcept;
-[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool t_ask_repeated_walks;
-inline bool ask_repeated_walks() noexcept { return t_ask_repeated_walks; }
+inline bool ask_repeated_walks(const ThreadState& self = t_thread) noexcept {
+  return self.ask_repeated_walks;
+}
 void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t max,
                         const WalkStart& start, StackId id, StackRecord* record = nullptr) noexcept;
 // `frames`: what capture_stack() filled; `id`: the id the caller records for them (the

@@ -21,6 +21,7 @@ struct ThreadState {
   std::int64_t growth_since_peak_check = 0;
   YoungTable* young = nullptr;  // exact mode: the thread's young blocks (young_table.hpp), if it has a table
   bool young_asked = false;     // whether it asked for one
+  bool ask_repeated_walks = false;  // the thread keeps walks it repeats (stack_capture.hpp)
 };
 
 [[gnu::tls_model("initial-exec"),
