@@ -27,6 +27,7 @@
 #include "stack_table.hpp"
 #include "walk_state.hpp"
 #include "young_table.hpp"
+#include "young_tables.hpp"
 
 namespace liveheap::engine {
 
@@ -61,21 +62,6 @@ constinit LiveTable g_live{live_room};  // exact mode: traced blocks
 // Exact mode: blocks allocated under an ignore scope. Never refused: it is what counts the
 // tracker's own allocations, which happen whether it has room or not.
 constinit LiveTable g_own;
-// The young blocks of the first kYoungThreads threads to trace (by thread_slot()), each
-// thread's in a table of its own (young_table.hpp); others record in g_live directly.
-// A table stays registered when its thread exits: its blocks are claimed by the threads that
-// free them, and a clear empties it.
-constexpr std::uint32_t kYoungThreads = 8;
-std::atomic<YoungTable*> g_young[kYoungThreads];
-std::atomic<std::uint32_t> g_young_count{0};  // g_young[0, count) may hold tables
-
-template <typename Visit>
-void for_each_young_table(Visit visit) noexcept {
-  const std::uint32_t n = g_young_count.load(std::memory_order_acquire);
-  for (std::uint32_t t = 0; t < n && t < kYoungThreads; ++t)
-    if (YoungTable* table = g_young[t].load(std::memory_order_acquire)) visit(*table);
-}
-
 // The stack that allocations fold into when theirs cannot be interned (kOverCapFrame).
 std::atomic<StackId> g_fold_stack{kNoStack};
 
@@ -429,21 +415,13 @@ void record_own(void* p, std::size_t size) noexcept {
     g_own_bytes.fetch_add(static_cast<std::int64_t>(size - replaced.size), std::memory_order_relaxed);
 }
 
-// The thread's young table, mapped on its first traced block when it is among the first
-// kYoungThreads threads and the cap has room; nullptr otherwise (asked once).
-[[gnu::noinline]] YoungTable* adopt_young_table() noexcept {
-  t_thread.young_asked = true;
-  const std::uint32_t slot = thread_slot();
-  if (slot >= kYoungThreads || !live_room(sizeof(YoungTable))) return nullptr;
-  void* pages = map_pages(sizeof(YoungTable));
-  if (pages == nullptr) return nullptr;
-  auto* table = new (pages) YoungTable;
-  g_young[slot].store(table, std::memory_order_release);
-  std::uint32_t n = g_young_count.load(std::memory_order_relaxed);
-  while (n < slot + 1 && !g_young_count.compare_exchange_weak(n, slot + 1, std::memory_order_release)) {
-  }
-  t_thread.young = table;
-  return table;
+// The thread's young table (young_tables.hpp), asked for on its first traced block and,
+// while it has none, again after each table a thread hands back: nullptr when none is free
+// and the cap has no room for another.
+[[gnu::noinline]] YoungTable* take_young_table(ThreadState& self) noexcept {
+  if (self.young_asked == kNoMoreYoung) return nullptr;
+  self.young_asked = young_table_releases() + 1;  // before the search: a release during it asks again
+  return self.young = adopt_young_table(live_room);
 }
 
 // A young block its thread's next one needed the slot of: into the live table; without
@@ -462,8 +440,8 @@ void move_to_live(std::uintptr_t ptr, const LiveBlock& b) noexcept {
 [[gnu::always_inline]] inline bool record_live(ThreadState& self, std::uintptr_t ptr, LiveBlock block,
                                                LiveBlock* replaced) noexcept {
   YoungTable* young = self.young;
-  if (young == nullptr && !self.young_asked) [[unlikely]]
-    young = adopt_young_table();
+  if (young == nullptr && self.young_asked != young_table_releases() + 1) [[unlikely]]
+    young = take_young_table(self);
   if (young != nullptr && young->insert(ptr, block, replaced, move_to_live)) [[likely]]
     return true;
   return g_live.insert(ptr, block, replaced);
@@ -625,6 +603,7 @@ void after_fork_in_child() noexcept {
   g_sample_clearing.store(false, std::memory_order_relaxed);
   walk_state_after_fork_in_child();
   after_fork();
+  free_young_tables_of_other_threads(t_thread.young);
   // A block another thread was moving out of its young table when the fork came.
   for_each_young_table(
       [](YoungTable& t) { t.repair_after_fork([](std::uintptr_t ptr) { return g_live.contains(ptr); }); });
@@ -642,6 +621,7 @@ bool start(const Settings& settings) noexcept {
   set_free_filter(Mode::off);
   if (settings.mode == Mode::sampled && !reserve_sample_region()) return false;
   find_python();  // before tracing: its dlsym calls allocate
+  prepare_young_table_release();
   // The first session finds every table as the loader made it: nothing to empty (and
   // nothing touched: a process that never allocates much pays no page for it).
   if (g_started_before) empty_tables(g_settings.mode);
@@ -681,9 +661,9 @@ namespace {
 // from there into the live table after the thread asked it. Not found: kNoStack.
 [[gnu::noinline]] LiveBlock claim_elsewhere(std::uintptr_t key, const YoungTable* own) noexcept {
   LiveBlock b;
-  const std::uint32_t n = g_young_count.load(std::memory_order_acquire);
-  for (std::uint32_t t = 0; t < n && t < kYoungThreads; ++t) {
-    YoungTable* table = g_young[t].load(std::memory_order_acquire);
+  const std::uint32_t n = young_table_count();
+  for (std::uint32_t t = 0; t < n; ++t) {
+    YoungTable* table = young_table(t);
     if (table == nullptr || table == own) continue;
     YoungTable::Claim c;
     for (int spins = 0; (c = table->claim(key, &b)) == YoungTable::Claim::moving; ++spins) spin_turn(spins);
@@ -710,7 +690,7 @@ namespace {
     g_own_bytes.fetch_sub(static_cast<std::int64_t>(b.size), std::memory_order_relaxed);
     return {b.size, b.stack, false, true};
   }
-  if (g_young_count.load(std::memory_order_relaxed) != 0)
+  if (young_table_count() != 0)
     if (const LiveBlock claimed = claim_elsewhere(key, young); claimed.stack != kNoStack)
       return forgotten_traced(claimed);
   return {};

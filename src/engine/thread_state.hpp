@@ -20,7 +20,9 @@ struct ThreadState {
   std::uint32_t slot = 0;               // this thread's counter slot + 1 (0: none yet)
   std::int64_t growth_since_peak_check = 0;
   YoungTable* young = nullptr;  // exact mode: the thread's young blocks (young_table.hpp), if it has a table
-  bool young_asked = false;     // whether it asked for one
+  // When it last asked for one: young_table_releases() + 1 then (0: never; an exiting
+  // thread's kNoMoreYoung). A thread without one asks again after a table is released.
+  std::uint32_t young_asked = 0;
   bool ask_repeated_walks = false;  // the thread keeps walks it repeats (stack_capture.hpp)
 };
 

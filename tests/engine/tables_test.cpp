@@ -1,5 +1,7 @@
 // The engine's tables against a std:: model: every insert, replace and remove accounted for.
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <cstdint>
@@ -10,11 +12,15 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "live_table.hpp"
 #include "pages.hpp"
 #include "stack_table.hpp"
+#include "thread_state.hpp"
 #include "young_table.hpp"
+#include "young_tables.hpp"
 
 namespace liveheap::engine {
 namespace {
@@ -704,6 +710,79 @@ TEST(YoungTable, AClearTakesEveryBlockAndAForkChildGetsBackABlockCaughtMoving) {
   EXPECT_TRUE(young->remove_own(second, &b));
   EXPECT_EQ(young->size(), 0u);
   unmap_pages(young, sizeof(YoungTable));
+}
+
+// A thread's young table as the engine takes it: the registry's, and the thread's own.
+YoungTable* adopt_as_the_engine_does() {
+  return t_thread.young = adopt_young_table([](std::size_t) noexcept { return true; });
+}
+
+TEST(YoungTables, ATableHandedBackAtAThreadsExitGoesToALaterThread) {
+  prepare_young_table_release();
+  // Three times as many threads as tables, one after another: without the hand-back at
+  // exit, the ninth and every later one would get none.
+  std::set<YoungTable*> seen;
+  for (std::uint32_t n = 0; n < 3 * kMaxYoungTables; ++n) {
+    YoungTable* got = nullptr;
+    std::thread([&] { got = adopt_as_the_engine_does(); }).join();
+    ASSERT_NE(got, nullptr) << "thread " << n;
+    seen.insert(got);
+  }
+  EXPECT_LE(seen.size(), kMaxYoungTables);
+
+  // Tables held at once are one thread's each; with all held, a thread gets none, and
+  // after one holder exits, asks again and gets that one.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::uint32_t holding = 0;
+  std::uint32_t let_go = 0;  // holders [0, let_go) exit
+  std::vector<YoungTable*> held(kMaxYoungTables);
+  std::vector<std::thread> holders;
+  for (std::uint32_t n = 0; n < kMaxYoungTables; ++n) {
+    holders.emplace_back([&, n] {
+      held[n] = adopt_as_the_engine_does();
+      std::unique_lock lock(mutex);
+      ++holding;
+      changed.notify_all();
+      changed.wait(lock, [&] { return n < let_go; });
+    });
+  }
+  {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return holding == kMaxYoungTables; });
+  }
+  EXPECT_EQ(std::set<YoungTable*>(held.begin(), held.end()).size(), kMaxYoungTables);
+  EXPECT_EQ(std::count(held.begin(), held.end(), nullptr), 0);
+  const std::uint32_t releases = young_table_releases();
+  YoungTable* none = reinterpret_cast<YoungTable*>(1);
+  std::thread([&] { none = adopt_as_the_engine_does(); }).join();
+  EXPECT_EQ(none, nullptr) << "every table is held";
+  // A fork's child has the forking thread only: the tables of the others are free there.
+  const pid_t child = fork();
+  if (child == 0) {
+    YoungTable* in_child = nullptr;
+    std::thread([&] { in_child = adopt_as_the_engine_does(); }).join();
+    _exit(in_child != nullptr ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a child's thread got no table";
+  {
+    std::lock_guard lock(mutex);
+    let_go = 1;
+    changed.notify_all();
+  }
+  holders[0].join();
+  EXPECT_EQ(young_table_releases(), releases + 1);
+  YoungTable* later = nullptr;
+  std::thread([&] { later = adopt_as_the_engine_does(); }).join();
+  EXPECT_EQ(later, held[0]);
+  {
+    std::lock_guard lock(mutex);
+    let_go = kMaxYoungTables;
+    changed.notify_all();
+  }
+  for (std::uint32_t n = 1; n < kMaxYoungTables; ++n) holders[n].join();
 }
 
 }  // namespace

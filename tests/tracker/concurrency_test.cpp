@@ -90,6 +90,43 @@ TEST(Concurrency, ThreadsWhileSnapshotsAreTakenEndExact) {
   (void)base;
 }
 
+// Ten waves of four threads, each wave after the last has exited: five times as many
+// threads as young tables, each table handed from a thread that exits to a later one with
+// the blocks its last owner kept. Each thread frees half of what a thread of the wave before
+// kept (blocks in a table another thread owns now, or that waits for one). Exact at the end.
+TEST(Concurrency, ThreadsThatComeAndGoEndExact) {
+  constexpr int kWaves = 10;
+  constexpr int kPerWave = 4;
+  constexpr int kKeep = 40;
+  std::vector<std::vector<void*>> kept(kWaves * kPerWave);
+  for (auto& k : kept) k.reserve(kKeep);
+  TracingSession tracing({Mode::exact, 32});
+  for (int wave = 0; wave < kWaves; ++wave) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kPerWave; ++t) {
+      const int i = wave * kPerWave + t;
+      threads.emplace_back([&kept, i] {
+        churn(777u + i, 20000, kKeep, &kept[i]);
+        if (i < kPerWave) return;
+        std::vector<void*>& before = kept[i - kPerWave];
+        for (int k = 0; k < kKeep / 2; ++k) std::free(before[k]);
+        before.erase(before.begin(), before.begin() + kKeep / 2);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  std::int64_t live = 0;
+  for (const auto& k : kept) live += static_cast<std::int64_t>(k.size());
+  std::int64_t count = 0;
+  EXPECT_EQ(size_at_line(liveheap::take_snapshot(), g_kept_line, &count), live * 1000);
+  EXPECT_EQ(count, live);
+  for (auto& k : kept)
+    for (void* p : k) std::free(p);
+  EXPECT_EQ(size_at_line(liveheap::take_snapshot(), g_kept_line, &count), 0);
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(liveheap::engine_stats().dropped, 0u);
+}
+
 // A child forked right after a report must still symbolize: it starts with a lock and a
 // cache of names of its own, whatever the parent's threads held (it once waited forever on
 // a condition variable of the parent's symbolizer thread; names now come from a process).
