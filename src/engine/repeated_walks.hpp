@@ -42,10 +42,7 @@ struct RepeatedWalks {
     std::uint32_t checks;  // check[0..checks) decide it
     StackId id;
     StackRecord* record;  // id's, as the keeper gave it (nullptr: none)
-    // The walk found right after this one, the last time (itself when none): the next
-    // hook's guess. Object to object: a walk written over since is a guess that fails.
-    Walk* after;
-    const Check* end;  // check + checks, where the first check that fails is the sentinel
+    const Check* end;     // check + checks, where the first check that fails is the sentinel
     // The stack words in the order the walk reads them, and after them a sentinel that
     // never holds (the word `sentinel`, against its complement).
     Check check[kChecks + 1];
@@ -79,21 +76,13 @@ struct RepeatedWalks {
   }
   Walk* kept[kWalks];
   std::uint32_t next;  // the kept walk replaced by the next one kept
-  // The walk found (or kept) last. A server's allocations come in the same order each
-  // request: the walk found after it the last time (found->after) is checked first, the
-  // others only when it fails. A thread repeating one stack checks that one.
-  Walk* found;
-  // A state taken (zeroed): each name its own walk, each walk its own guess.
+  std::uint32_t last;  // the kept walk known last: checked first
+  Walk* last_walk;     // kept[last]
+  // A state taken (zeroed): each name its own walk.
   void name_own_walks() noexcept {
     for (std::uint32_t k = 0; k < kWalks; ++k) kept[k] = &stored[k];
     for (std::uint32_t k = 0; k < kSpares; ++k) spare[k] = &stored[kWalks + k];
-    for (Walk& w : stored) w.after = &w;
-    found = kept[0];
-  }
-  // `w` is found now: learnt as the walk after the one found before.
-  void found_after(Walk* w) noexcept {
-    found->after = w;
-    found = w;
+    last_walk = kept[last];
   }
 
   // The walks the four put out, asked in turn only when none of the four is the stack

@@ -260,6 +260,7 @@ void trade(RepeatedWalks& walks, std::uint32_t p, std::uint32_t k) noexcept {
   walks.kept[p] = walks.spare[k];
   walks.spare[k] = out;
   walks.spare_tag[k] = out->held() ? RepeatedWalks::tag_of(out->sp, out->pc) : 0;
+  if (walks.last == p) walks.last_walk = walks.kept[p];
 }
 
 // Puts the kept walk `p`, which a newer one replaces, among the spares in place of the
@@ -274,8 +275,8 @@ void put_out(RepeatedWalks& walks, std::uint32_t p) noexcept {
 
 // The spares with this walk's start (their tags say they may); one that is the walk goes
 // back among the kept walks in place of the next to go, which takes its place.
-LIVEHEAP_OWN_CODE [[gnu::noinline]] RepeatedWalks::Walk* spare_walk(RepeatedWalks& walks,
-                                                                    const WalkStart& start) noexcept {
+LIVEHEAP_OWN_CODE [[gnu::noinline]] const RepeatedWalks::Walk* spare_walk(RepeatedWalks& walks,
+                                                                          const WalkStart& start) noexcept {
   for (std::uint32_t may = walks.spares_tagged(RepeatedWalks::tag_of(start.sp, start.pc)); may != 0;
        may &= may - 1) {
     const auto k = static_cast<std::uint32_t>(__builtin_ctz(may));
@@ -284,25 +285,26 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] RepeatedWalks::Walk* spare_walk(RepeatedWalk
     const std::uint32_t back = walks.next;
     walks.next = (back + 1) % RepeatedWalks::kWalks;
     trade(walks, back, k);
+    walks.last = back;
+    walks.last_walk = found;
     return found;
   }
   return nullptr;
 }
 
-// The kept walks but the guess (asked already), then the spares. The walk found is learnt
-// as the one after the walk found before it.
+// The walks but the one known last, in turn; then the spares.
 LIVEHEAP_OWN_CODE [[gnu::noinline]] const RepeatedWalks::Walk* another_repeated_walk(
-    RepeatedWalks& walks, const RepeatedWalks::Walk* guess, const WalkStart& start) noexcept {
-  RepeatedWalks::Walk* found = nullptr;
-  for (RepeatedWalks::Walk* w : walks.kept) {
-    if (w != guess && repeats(*w, start)) {
-      found = w;
-      break;
+    RepeatedWalks& walks, const WalkStart& start) noexcept {
+  for (std::uint32_t i = 1; i < RepeatedWalks::kWalks; ++i) {
+    const std::uint32_t k = (walks.last + i) % RepeatedWalks::kWalks;
+    RepeatedWalks::Walk* const w = walks.kept[k];
+    if (repeats(*w, start)) {
+      walks.last = k;
+      walks.last_walk = w;
+      return w;
     }
   }
-  if (found == nullptr && (found = spare_walk(walks, start)) == nullptr) return nullptr;
-  walks.found_after(found);
-  return found;
+  return spare_walk(walks, start);
 }
 
 // Empties the walks kept for another key, before any is asked or kept for `key`.
@@ -326,16 +328,9 @@ LIVEHEAP_OWN_CODE RepeatedStack repeated_stack(std::uint32_t want, const WalkSta
       walks.kept_for != key) [[unlikely]] {
     forget_walks(walks, key);  // kept for other rules or another frame limit
   } else {
-    // The guess first: a thread repeating one stack, or a request its sequence of stacks,
-    // checks one walk.
-    const RepeatedWalks::Walk* w;
-    if (RepeatedWalks::Walk* guess = walks.found->after; repeats(*guess, start)) {
-      walks.found = guess;  // learnt already
-      w = guess;
-    } else {
-      w = another_repeated_walk(walks, guess, start);
-    }
-    if (w != nullptr) {
+    // The walk known last first: a thread repeating one stack checks one walk.
+    const RepeatedWalks::Walk* last = walks.last_walk;
+    if (const RepeatedWalks::Walk* w = repeats(*last, start) ? last : another_repeated_walk(walks, start)) {
       known = {w->id, w->record};
       ++cache.memo_hits;  // no other count: the walk cache was not asked
     }
@@ -405,8 +400,6 @@ void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::
     __builtin_memcpy(w.check, steps.check + steps.checks_from[first],
                      w.checks * sizeof(RepeatedWalks::Check));
     w.seal();
-    w.after = &w;
-    walks.found_after(&w);
     t_thread.ask_repeated_walks = true;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
