@@ -21,12 +21,13 @@
 #include "walk_state.hpp"
 
 namespace liveheap::engine {
+
+FrameRuleCache g_frame_rules;
+
 namespace {
 
 using UnwBacktrace = int (*)(void** buffer, int size);
 std::atomic<UnwBacktrace> g_unw_backtrace{nullptr};
-
-FrameRuleCache g_frame_rules;
 std::atomic<std::uint64_t> g_fallback_walks{0};  // stacks handed to libunwind or libgcc
 
 // A frame whose rule is not usable yet: the stack is walked by another unwinder.
@@ -53,24 +54,6 @@ RecentRules& recent_rules(RecentRules& recent, std::uint32_t generation) noexcep
     recent.generation = generation;
   }
   return recent;
-}
-
-// Whether the stack word a check reads still holds the value it was cached with.
-[[gnu::always_inline]] inline bool holds(const WalkCache::Steps::Check* k) noexcept {
-  return *reinterpret_cast<const std::uintptr_t*>(k->address) == k->value;
-}
-
-// The first of the cached checks from `check` on whose stack word no longer holds its
-// value; a run to the cache's end, which the sentinel stops. By fours, each failure its own
-// exit (one load of each word, a compare and a branch a check; no count kept).
-[[gnu::always_inline]] inline const WalkCache::Steps::Check* first_failed_check(
-    const WalkCache::Steps::Check* check) noexcept {
-  for (;; check += 4) {
-    if (!holds(check)) return check;
-    if (!holds(check + 1)) return check + 1;
-    if (!holds(check + 2)) return check + 2;
-    if (!holds(check + 3)) return check + 3;
-  }
 }
 
 // Walks from `start` (a hook's frame), or without one from this function's own frame,
@@ -245,14 +228,6 @@ std::uint32_t walk_with_frame_rules(std::uintptr_t* frames, std::uint32_t want, 
   return depth == want || (depth < want && outermost_at_end);
 }
 
-// Whether a walk from `start` is the kept walk `w`: it starts there and the stack words
-// that decide it still hold. (It was kept for the rules and the frame limit of this walk:
-// RepeatedWalks::kept_for.)
-[[gnu::always_inline]] inline bool repeats(const RepeatedWalks::Walk& w, const WalkStart& start) noexcept {
-  return w.sp == start.sp && w.pc == start.pc && (!w.needs_bp || w.bp == start.bp) &&
-         first_failed_check(w.check) == w.end;
-}
-
 // Kept walk `p` and spare `k` trade walks; the spare's tag follows the walk it now holds
 // (0 for none).
 void trade(RepeatedWalks& walks, std::uint32_t p, std::uint32_t k) noexcept {
@@ -292,6 +267,8 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] const RepeatedWalks::Walk* spare_walk(Repeat
   return nullptr;
 }
 
+}  // namespace
+
 // The walks but the one known last, in turn; then the spares.
 LIVEHEAP_OWN_CODE [[gnu::noinline]] const RepeatedWalks::Walk* another_repeated_walk(
     RepeatedWalks& walks, const WalkStart& start) noexcept {
@@ -307,37 +284,9 @@ LIVEHEAP_OWN_CODE [[gnu::noinline]] const RepeatedWalks::Walk* another_repeated_
   return spare_walk(walks, start);
 }
 
-// Empties the walks kept for another key, before any is asked or kept for `key`.
 [[gnu::noinline, gnu::cold]] void forget_walks(RepeatedWalks& walks, std::uint64_t key) noexcept {
   walks.empty();
   walks.kept_for = key;
-}
-
-}  // namespace
-
-LIVEHEAP_OWN_CODE RepeatedStack repeated_stack(std::uint32_t want, const WalkStart& start) noexcept {
-  WalkState* const state = t_walk_state;  // asked after a walk only: taken then
-  if (__builtin_expect(state == nullptr, 0)) return {};
-  RepeatedWalks& walks = state->repeated;
-  WalkCache& cache = state->cache;
-  if (__builtin_expect(cache.busy, 0)) return {};
-  cache.busy = true;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  RepeatedStack known;
-  if (const std::uint64_t key = RepeatedWalks::key_for(g_frame_rules.generation(), want);
-      walks.kept_for != key) [[unlikely]] {
-    forget_walks(walks, key);  // kept for other rules or another frame limit
-  } else {
-    // The walk known last first: a thread repeating one stack checks one walk.
-    const RepeatedWalks::Walk* last = walks.last_walk;
-    if (const RepeatedWalks::Walk* w = repeats(*last, start) ? last : another_repeated_walk(walks, start)) {
-      known = {w->id, w->record};
-      ++cache.memo_hits;  // no other count: the walk cache was not asked
-    }
-  }
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  cache.busy = false;
-  return known;
 }
 
 void keep_repeated_walk(const std::uintptr_t* frames, std::uint32_t depth, std::uint32_t want,

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "repeated_stack.hpp"
 #include "thread_state.hpp"
 #include "walk_cache.hpp"
 #include "walk_start.hpp"
@@ -47,21 +48,11 @@ struct KnownStack {
 };
 std::uint32_t capture_stack(std::uintptr_t* frames, std::uint32_t max, std::uint64_t* hash, KnownStack* known,
                             const WalkStart& start = {}) noexcept;
-// A stack a kept walk knew: its id, and the record the caller gave with it (the stack
-// table's: records are never freed), so that the caller need not look the id up again.
-struct RepeatedStack {
-  StackId id = kNoStack;
-  StackRecord* record = nullptr;
-};
-// The stack a walk from `start` (a hook's registers) with at most `max` frames would find,
-// when it is one of the whole walks this thread repeats (repeated_walks.hpp), known after
-// checking their stack words; id kNoStack otherwise (then walk with capture_stack).
-// keep_repeated_walk() makes a walk one of them: call it with the `frames` (`depth` of
-// them) that capture_stack(…, start) returned, the id the caller records for them and its
-// record (nullptr: none given); it keeps the walk only when the walk cache holds exactly
-// those frames from `start`. Ask only when ask_repeated_walks(): a thread that never kept
-// a walk (one whose walks have Python frames), or whose asks keep finding none, pays no call.
-RepeatedStack repeated_stack(std::uint32_t max, const WalkStart& start) noexcept;
+// Whether a hook's stack is one of the whole walks this thread repeats: repeated_stack()
+// (repeated_stack.hpp). keep_repeated_walk() makes a walk one of them: call it with the
+// `frames` (`depth` of them) that capture_stack(…, start) returned, the id the caller
+// records for them and its record (nullptr: none given); it keeps the walk only when the
+// walk cache holds exactly those frames from `start`. Ask only when ask_repeated_walks().
 inline bool ask_repeated_walks(const ThreadState& self = t_thread) noexcept {
   return self.ask_repeated_walks;
 }
