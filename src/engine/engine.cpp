@@ -661,15 +661,13 @@ namespace {
 // from there into the live table after the thread asked it. Not found: kNoStack.
 [[gnu::noinline]] LiveBlock claim_elsewhere(std::uintptr_t key, const YoungTable* own) noexcept {
   LiveBlock b;
-  const std::uint32_t n = young_table_count();
-  for (std::uint32_t t = 0; t < n; ++t) {
-    YoungTable* table = young_table(t);
-    if (table == nullptr || table == own) continue;
+  const bool claimed = any_young_table([&](YoungTable& table) {
+    if (&table == own) return false;
     YoungTable::Claim c;
-    for (int spins = 0; (c = table->claim(key, &b)) == YoungTable::Claim::moving; ++spins) spin_turn(spins);
-    if (c == YoungTable::Claim::claimed) return b;
-  }
-  if (!g_live.remove(key, &b)) b = LiveBlock{};
+    for (int spins = 0; (c = table.claim(key, &b)) == YoungTable::Claim::moving; ++spins) spin_turn(spins);
+    return c == YoungTable::Claim::claimed;
+  });
+  if (!claimed && !g_live.remove(key, &b)) b = LiveBlock{};
   return b;
 }
 

@@ -49,11 +49,20 @@ inline std::uint32_t young_table_count() noexcept {
 inline YoungTable* young_table(std::uint32_t i) noexcept {
   return g_young_tables[i].load(std::memory_order_acquire);
 }
+// visit(table) for each table mapped so far until one returns true; whether one did.
 template <typename Visit>
-void for_each_young_table(Visit visit) noexcept {
+bool any_young_table(Visit visit) noexcept {
   const std::uint32_t n = young_table_count();
   for (std::uint32_t i = 0; i < n; ++i)
-    if (YoungTable* table = young_table(i)) visit(*table);
+    if (YoungTable* table = young_table(i); table != nullptr && visit(*table)) return true;
+  return false;
+}
+template <typename Visit>
+void for_each_young_table(Visit visit) noexcept {
+  any_young_table([&](YoungTable& table) {
+    visit(table);
+    return false;
+  });
 }
 
 }  // namespace liveheap::engine
