@@ -3,7 +3,6 @@
 #include "engine.hpp"
 
 #include <dlfcn.h>
-#include <new>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/single_threaded.h>

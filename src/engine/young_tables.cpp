@@ -72,9 +72,10 @@ void prepare_young_table_release() noexcept {
 
 void free_young_tables_of_other_threads(const YoungTable* forking_threads) noexcept {
   const std::uint32_t n = young_table_count();
-  for (std::uint32_t i = 0; i < n; ++i)
-    g_owned[i].store(young_table(i) != nullptr && young_table(i) == forking_threads,
-                     std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const YoungTable* table = young_table(i);
+    g_owned[i].store(table != nullptr && table == forking_threads, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace liveheap::engine
