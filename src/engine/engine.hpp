@@ -18,7 +18,8 @@
 
 namespace liveheap::engine {
 
-enum class Mode : std::uint8_t { off = 0, exact = 1, sampled = 2 };
+// sampled has the sign bit: after the hooks' test for off, the same flags tell it apart.
+enum class Mode : std::uint8_t { off = 0, exact = 1, sampled = 0x80 };
 
 // The tracker-memory cap unless start() is given another (README "Configuration" says why).
 inline constexpr std::int64_t kDefaultMaxMemory = std::int64_t{1} << 30;
@@ -42,6 +43,8 @@ inline constexpr std::uintptr_t kOverCapFrame = 1;
 // Read by every hook. One relaxed load; hidden, so it is read PC-relative, not via the GOT.
 [[gnu::visibility("hidden")]] extern std::atomic<Mode> g_mode;
 inline Mode mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
+// mode == Mode::sampled, as a sign test.
+inline bool is_sampled(Mode mode) noexcept { return static_cast<std::int8_t>(mode) < 0; }
 // Whether a session runs: what the layers above ask (a call, so that they need no access
 // to g_mode, which the hooks read in place).
 LIVEHEAP_SHARED bool active() noexcept;
