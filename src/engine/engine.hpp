@@ -78,8 +78,11 @@ void restore(void* p, const Forgotten& forgotten) noexcept;
 // Sampled mode. The fast path: count the bytes down; true when this allocation crossed
 // the next sample point.
 inline bool sample_point_crossed(std::size_t size) noexcept {
-  t_thread.bytes_until_sample -= static_cast<std::int64_t>(size);
-  return t_thread.bytes_until_sample <= 0;
+  // One subtraction on the thread's word, whose flags answer (a signed "still above zero"):
+  // compiled from C++, a load, a subtraction, a store and a test.
+  bool above_zero;
+  asm("subq %2, %0" : "+m"(t_thread.bytes_until_sample), "=@ccg"(above_zero) : "r"(size) : "cc");
+  return !above_zero;
 }
 // The slow path: a sampled block (hosted by glibc, hosted_samples.hpp, or from the sample
 // region), or nullptr when this allocation is not to be sampled after all (the caller
