@@ -712,6 +712,11 @@ void on_free(void* p) noexcept {
   if (p != nullptr) forget_block(reinterpret_cast<std::uintptr_t>(p));
 }
 
+void on_free_then_free(void* p) noexcept {
+  forget_block(reinterpret_cast<std::uintptr_t>(p));
+  g_next.free(p);
+}
+
 Forgotten forget(void* p) noexcept {
   if (p == nullptr) return {};
   return forget_block(reinterpret_cast<std::uintptr_t>(p));

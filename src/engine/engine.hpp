@@ -64,6 +64,9 @@ LIVEHEAP_SHARED void clear() noexcept;
 // walking up through the engine's frames first).
 void on_alloc(void* p, std::size_t size, const WalkStart& start = {}) noexcept;
 void on_free(void* p) noexcept;
+// on_free() of a block that is not null, then the allocator underneath frees it: the free
+// hook's exact path ends with a jump here, and this ends with a jump to the allocator.
+void on_free_then_free(void* p) noexcept;
 // realloc: forget `p` before glibc may hand its address to another thread; if the
 // realloc fails, put it back. The token carries what was forgotten.
 struct Forgotten {

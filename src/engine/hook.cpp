@@ -295,8 +295,7 @@ LIVEHEAP_HOOK void free(void* p) {
   if (engine::mode() == Mode::exact && LIVEHEAP_LIKELY(!engine::may_be_sampled(p))) {
     // Forgotten before the allocator has it: once freed its address may go to another
     // thread.
-    engine::on_free(p);
-    return g_next.free(p);
+    return engine::on_free_then_free(p);
   }
   free_maybe_sampled(p);
 }
