@@ -446,8 +446,9 @@ void move_to_live(std::uintptr_t ptr, const LiveBlock& b) noexcept {
   return g_live.insert(ptr, block, replaced);
 }
 
-LIVEHEAP_OWN_CODE void record_traced(ThreadState& self, void* p, std::size_t size,
-                                     const WalkStart& start) noexcept {
+[[gnu::always_inline]] LIVEHEAP_OWN_CODE inline void record_traced(ThreadState& self, void* p,
+                                                                   std::size_t size,
+                                                                   const WalkStart& start) noexcept {
   // The stack of one of the thread's kept walks again, its id and record known: asked
   // before the full capture, which sets up a frame buffer of its own.
   Interned interned;
@@ -645,13 +646,29 @@ void clear() noexcept { empty_tables(g_settings.mode); }
 
 bool active() noexcept { return mode() != Mode::off; }
 
-LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& start) noexcept {
+namespace {
+
+// on_alloc(), inlined into each of its callers.
+[[gnu::always_inline]] LIVEHEAP_OWN_CODE inline void record_alloc(void* p, std::size_t size,
+                                                                  const WalkStart& start) noexcept {
   if (p == nullptr) return;
   ThreadState& self = this_thread();
   HookGuard guard(self);
   if (guard.reentered()) return;  // an allocation made by the engine's own callees
   if (self.ignore_depth > 0) return record_own(p, size);
   record_traced(self, p, size, start);
+}
+
+}  // namespace
+
+LIVEHEAP_OWN_CODE void on_alloc(void* p, std::size_t size, const WalkStart& start) noexcept {
+  record_alloc(p, size, start);
+}
+
+LIVEHEAP_OWN_CODE void* malloc_exact(std::size_t size) noexcept {
+  void* const p = g_next.malloc(size);
+  record_alloc(p, size, here());
+  return p;
 }
 
 namespace {

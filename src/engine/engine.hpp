@@ -63,6 +63,10 @@ LIVEHEAP_SHARED void clear() noexcept;
 // `start`: the hook's here(), where the stack walk begins (none: at the walk's own frame,
 // walking up through the engine's frames first).
 void on_alloc(void* p, std::size_t size, const WalkStart& start = {}) noexcept;
+// malloc in exact mode, whole: the block from the allocator underneath, recorded. The malloc
+// hook jumps here, so that the walk from here() steps to the hook's caller; one frame, one
+// prologue, where the hook's call of on_alloc() set up two.
+void* malloc_exact(std::size_t size) noexcept;
 void on_free(void* p) noexcept;
 // on_free() of a block that is not null, then the allocator underneath frees it: the free
 // hook's exact path ends with a jump here, and this ends with a jump to the allocator.

@@ -285,7 +285,11 @@ LIVEHEAP_OWN_CODE inline void* new_impl(std::size_t size, std::size_t alignment)
 extern "C" {
 
 LIVEHEAP_HOOK void* malloc(std::size_t size) {
-  return allocate(size, 0, [size] { return g_next.malloc(size); });
+  const Mode mode = engine::mode();
+  if (LIVEHEAP_LIKELY(untracked(mode, size))) return g_next.malloc(size);
+  if (engine::is_sampled(mode))
+    return allocate_sampled(size, 0, false, [size] { return g_next.malloc(size); });
+  return engine::malloc_exact(size);
 }
 
 LIVEHEAP_HOOK void free(void* p) {
