@@ -671,6 +671,14 @@ LIVEHEAP_OWN_CODE void* malloc_exact(std::size_t size) noexcept {
   return p;
 }
 
+LIVEHEAP_OWN_CODE void* new_exact(std::size_t size, void* (*if_null)(std::size_t)) {
+  void* const p = g_next.malloc(size);
+  record_alloc(p, size, here());
+  if (p == nullptr) [[unlikely]]
+    return if_null(size);
+  return p;
+}
+
 namespace {
 
 // A block in no table the thread asked first: in another thread's young table, or moved

@@ -67,6 +67,10 @@ void on_alloc(void* p, std::size_t size, const WalkStart& start = {}) noexcept;
 // hook jumps here, so that the walk from here() steps to the hook's caller; one frame, one
 // prologue, where the hook's call of on_alloc() set up two.
 void* malloc_exact(std::size_t size) noexcept;
+// The same for operator new: `if_null` is what a null block becomes (the C++ runtime's
+// answer, which may throw), called last. A function of its own: its walks start at another
+// code address than malloc's, which tells the kept walks of the two apart at once.
+void* new_exact(std::size_t size, void* (*if_null)(std::size_t));
 void on_free(void* p) noexcept;
 // on_free() of a block that is not null, then the allocator underneath frees it: the free
 // hook's exact path ends with a jump here, and this ends with a jump to the allocator.

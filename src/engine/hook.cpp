@@ -268,12 +268,20 @@ template <NewForm Form>
                           alignment);
 }
 
+// What operator new of an unaligned `Form` returns when the allocator had no block (the
+// engine's new_exact() calls it last).
+template <NewForm Form>
+[[gnu::cold]] void* new_of_no_block(std::size_t size) noexcept(is_nothrow(Form)) {
+  return new_result<Form>(nullptr, size, 0);
+}
+
 template <NewForm Form>
 LIVEHEAP_OWN_CODE inline void* new_impl(std::size_t size, std::size_t alignment) noexcept(is_nothrow(Form)) {
   const Mode mode = engine::mode();
   if (LIVEHEAP_LIKELY(untracked(mode, size))) return new_untracked<Form>(size, alignment);
-  return engine::is_sampled(mode) ? new_tracked<Form, Mode::sampled>(size, alignment)
-                                  : new_tracked<Form, Mode::exact>(size, alignment);
+  if (engine::is_sampled(mode)) return new_tracked<Form, Mode::sampled>(size, alignment);
+  if (alignment == 0) return engine::new_exact(size, new_of_no_block<Form>);
+  return new_tracked<Form, Mode::exact>(size, alignment);
 }
 
 }  // namespace

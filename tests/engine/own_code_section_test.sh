@@ -20,7 +20,7 @@ for binary in "$@"; do
     }
     function on_path(f) {
       if (f ~ /^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|operator new|operator new\[\]|operator delete|operator delete\[\])$/) return 1
-      if (f ~ /^liveheap::engine::(on_alloc|malloc_exact|sample_allocate|sample_resize|sample_regrow|capture_stack|capture_stack_with|another_repeated_walk)$/) return 1
+      if (f ~ /^liveheap::engine::(on_alloc|malloc_exact|new_exact|sample_allocate|sample_resize|sample_regrow|capture_stack|capture_stack_with|another_repeated_walk)$/) return 1
       if (f ~ /^liveheap::engine::@anon@::(record_alloc|capture_and_intern|spare_walk|python_stack|count_sample|record_traced|walk_with_frame_rules|capture_with_other_unwinders|walk_with_libunwind|walk_with_libgcc|collect)$/) return 1
       if (f ~ /^@anon@::(allocate|realloc_sampled|realloc_maybe_sampled|realloc_exact|allocate_sampled|allocate_tracked|new_impl|new_tracked|new_untracked)$/) return 1
       return 0
