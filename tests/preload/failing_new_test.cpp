@@ -1,43 +1,34 @@
 // An operator new that the allocator cannot serve fails under the preload library as
 // without it, in every mode: the C++ runtime's new_handler runs, then std::bad_alloc is
 // thrown or null returned (failing_new.cpp checks each of the eight forms).
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "../support/child_process.hpp"
+
 namespace {
 
-struct ProgramRun {
-  std::string out;
-  int status = -1;
-};
+using namespace std::chrono_literals;
 
-ProgramRun run_program(const std::string& env) {
-  const std::string command = "env " + env + " " LIVEHEAP_FAILING_NEW_PATH " 2>&1";
-  ProgramRun r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer;
-  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) r.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+test_support::ChildExit run_program(const std::vector<std::string>& env) {
+  test_support::ChildProcess child({LIVEHEAP_FAILING_NEW_PATH}, test_support::environment_with(env),
+                                   {.stdin_pipe = false, .with_stderr = true});
+  return child.finish(0, 30s);
 }
 
 TEST(PreloadFailingNew, EveryFormFailsAsTheRuntimeSaysInEveryMode) {
-  const ProgramRun bare = run_program("");
-  ASSERT_EQ(bare.status, 0) << "the program fails without liveheap:\n" << bare.out;
+  const test_support::ChildExit bare = run_program({});
+  ASSERT_TRUE(bare.ok()) << "the program fails without liveheap: " << bare.describe() << "\n" << bare.output;
   for (const char* mode : {"off", "sampled", "exact"}) {
     // A small sample interval: in sampled mode every failing block is drawn a sample.
-    const ProgramRun r = run_program(
-        std::string("LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH " LIVEHEAP_SAMPLE_INTERVAL=512 LIVEHEAP_MODE=") +
-        mode);
-    EXPECT_EQ(r.status, 0) << mode << "\n" << r.out;
-    EXPECT_EQ(r.out, bare.out) << mode;
+    const test_support::ChildExit r =
+        run_program({"LD_PRELOAD=" LIVEHEAP_PRELOAD_PATH, "LIVEHEAP_SAMPLE_INTERVAL=512",
+                     std::string("LIVEHEAP_MODE=") + mode});
+    EXPECT_TRUE(r.ok()) << mode << ": " << r.describe() << "\n" << r.output;
+    EXPECT_EQ(r.output, bare.output) << mode;
   }
 }
 
