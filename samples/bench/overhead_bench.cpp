@@ -10,10 +10,13 @@
 //                          startup]
 //                  [--judge cpu|wall]
 //                  [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]
-//                  [--baseline-preload PATH] [--pin SERVER_CPU,LOAD_CPU]
+//                  [--baseline-preload PATH] [--pin SERVER_CPU,LOAD_CPU] [--pin-loop CPU]
 // --pin runs the Beast server on one CPU and wrk on another (CPU affinity): on a small machine
 // unpinned, the two share cores, and the server's thread, moved between them, finds its
 // caches (and liveheap's tables) cold more often than on a server of its own.
+// --pin-loop runs the one-thread loops on one CPU (the two-thread loop keeps every CPU): on a
+// small shared machine, a CPU other than the one that takes the interrupts spreads its
+// rounds less, which the ±1 ns budgets of off and sampled mode need.
 #include <sched.h>
 #include <signal.h>
 #include <sys/utsname.h>
@@ -55,6 +58,7 @@ struct Settings {
   std::string preload_lib = LIVEHEAP_BENCH_PRELOAD;  // another build's, to compare
   bench::Clock judged_by = bench::Clock::cpu;
   std::string server_cpu, load_cpu;  // --pin: the server's CPU and wrk's ("": unpinned)
+  std::string loop_cpu;              // --pin-loop: the one-thread loops' CPU ("": unpinned)
 };
 
 // While it lives, this process (and so each child it starts) runs on `cpu` alone; on any
@@ -79,6 +83,12 @@ class RunOn {
   cpu_set_t was_{};
   bool pinned_ = false;
 };
+
+// A CPU number as --pin and --pin-loop take it: one of this machine's.
+bool is_cpu(const std::string& c) {
+  return !c.empty() && c.size() < 5 && c.find_first_not_of("0123456789") == std::string::npos &&
+         static_cast<unsigned>(std::atoi(c.c_str())) < std::thread::hardware_concurrency();
+}
 
 // Every note is printed once, after the table: crashes, hangs, unexpected output.
 std::set<std::string> g_notes;
@@ -431,7 +441,7 @@ Settings parse_settings(int argc, char** argv) {
                   "                      [--only loop,server,large,matplotlib,torch,report,scale,history,looking,idle,startup]\n"
                   "                      [--judge cpu|wall]\n"
                   "                      [--heaptrack-lib PATH] [--jemalloc-lib PATH] [--preload-lib PATH]\n"
-                  "                      [--baseline-preload PATH] [--pin SERVER_CPU,LOAD_CPU]\n");
+                  "                      [--baseline-preload PATH] [--pin SERVER_CPU,LOAD_CPU] [--pin-loop CPU]\n");
       std::exit(flag == "--help" ? 0 : 2);
     }
     ++i;
@@ -445,12 +455,15 @@ Settings parse_settings(int argc, char** argv) {
     else if (flag == "--jemalloc-lib") s.jemalloc_lib = value;
     else if (flag == "--baseline-preload") s.baseline_preload = value;
     else if (flag == "--preload-lib") s.preload_lib = value;
-    else if (flag == "--pin") {
+    else if (flag == "--pin-loop") {
+      s.loop_cpu = value;
+      if (!is_cpu(s.loop_cpu)) {
+        std::fprintf(stderr, "overhead_bench: --pin-loop wants one CPU (1), got %s\n", value);
+        std::exit(2);
+      }
+    } else if (flag == "--pin") {
       const std::string cpus = value;
       const std::size_t comma = cpus.find(',');
-      const auto is_cpu = [](const std::string& c) {
-        return !c.empty() && c.size() < 5 && c.find_first_not_of("0123456789") == std::string::npos;
-      };
       s.server_cpu = cpus.substr(0, comma);
       s.load_cpu = comma == std::string::npos ? "" : cpus.substr(comma + 1);
       if (!is_cpu(s.server_cpu) || !is_cpu(s.load_cpu) || s.server_cpu == s.load_cpu) {
@@ -494,13 +507,14 @@ void print_header(const Settings& s) {
   std::printf("loop: alloc_loop, %ld malloc/free pairs of 16-512 B per thread, ~25 frames deep, from 4 "
               "call sites at random (one site: every pair from the first, a malloc). "
               "server: bench_server (Beast, 1 io thread) loaded by wrk -t1 -c%d for %d s on "
-              "loopback%s.\ncpu/op: the measured process's CPU time per pair or request (other load "
+              "loopback%s.%s\ncpu/op: the measured process's CPU time per pair or request (other load "
               "on the machine cannot inflate it); wall/op: elapsed time per pair, or per request "
               "(1/throughput).\nratio = median over rounds of (cost / cost of no liveheap in the "
               "same round); rounds = the lowest and highest of those ratios (of the judged time): a "
               "difference smaller than their spread is within this machine's noise; verdicts judge %s time\n\n",
               s.pairs, s.connections, s.seconds,
               s.server_cpu.empty() ? "" : (", the server on CPU " + s.server_cpu + " and wrk on CPU " + s.load_cpu).c_str(),
+              s.loop_cpu.empty() ? "" : (" The one-thread loops on CPU " + s.loop_cpu + ".").c_str(),
               s.judged_by == bench::Clock::cpu ? "cpu" : "wall");
 }
 
@@ -527,6 +541,7 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < tools.size(); ++k) {
         const bench::Tool& tool = tools[(k + static_cast<std::size_t>(round)) % tools.size()];
         if (!tool.missing.empty()) continue;
+        const RunOn on_loop_cpu(w == WorkloadId::loop_1 || w == WorkloadId::loop_one_site ? s.loop_cpu : "");
         const std::optional<bench::Cost> cost =
             w == WorkloadId::server ? measure_server(tool, s)
                                     : measure_loop(tool, w == WorkloadId::loop_2 ? 2 : 1, s.pairs,
