@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "engine.hpp"
 #include "own_code.hpp"  // LIVEHEAP_OWN_CODE: every function here is on the way to the walk
@@ -80,14 +81,18 @@ template <typename Next>
 // that captures by value: the fast paths keep nothing on the hook's stack). `alignment` is
 // what a sample needs (0: malloc's); a block whose alignment the region cannot give as the
 // allocator would (not a power of two) is never sampled. Only calloc needs a sample's
-// reused pages `zero`ed.
-template <typename Next>
+// reused pages `zero`ed. `exact`, when given, makes and records the block in exact mode
+// whole (malloc's: the engine's malloc_exact()); else next() and on_alloc() here.
+template <typename Next, typename Exact = std::nullptr_t>
 [[gnu::always_inline]] LIVEHEAP_OWN_CODE inline void* allocate(std::size_t size, std::size_t alignment,
-                                                               Next next, bool zero = false) noexcept {
+                                                               Next next, bool zero = false,
+                                                               Exact exact = nullptr) noexcept {
   const Mode mode = engine::mode();
   if (untracked(mode, size)) return next();
   if (engine::is_sampled(mode)) return allocate_sampled(size, alignment, zero, next);
-  return allocate_tracked(Mode::exact, size, alignment, zero, next);
+  if constexpr (std::is_null_pointer_v<Exact>)
+    return allocate_tracked(Mode::exact, size, alignment, zero, next);
+  else return exact();
 }
 
 // realloc of a sampled block. Within its usable size (what the allocator underneath would
@@ -293,11 +298,8 @@ LIVEHEAP_OWN_CODE inline void* new_impl(std::size_t size, std::size_t alignment)
 extern "C" {
 
 LIVEHEAP_HOOK void* malloc(std::size_t size) {
-  const Mode mode = engine::mode();
-  if (LIVEHEAP_LIKELY(untracked(mode, size))) return g_next.malloc(size);
-  if (engine::is_sampled(mode))
-    return allocate_sampled(size, 0, false, [size] { return g_next.malloc(size); });
-  return engine::malloc_exact(size);
+  return allocate(
+      size, 0, [size] { return g_next.malloc(size); }, false, [size] { return engine::malloc_exact(size); });
 }
 
 LIVEHEAP_HOOK void free(void* p) {

@@ -5,9 +5,10 @@
 // gives its long-lived workers tables. A thread that finds none free and no room for a new
 // one records in the live table.
 //
-// Thread-safety: adopt() and the release at exit from any thread; ownership passes through
-// an atomic flag per table (the releasing thread's writes to the table happen before the
-// next owner's). Tables are never unmapped: a clear empties them, and anyone may read them.
+// Thread-safety: adopt_young_table() and the release at exit from any thread; ownership
+// passes through an atomic flag per table (the releasing thread's writes to the table happen
+// before the next owner's). Tables are never unmapped: a clear empties them, and anyone may
+// read them.
 #pragma once
 
 #include <atomic>
